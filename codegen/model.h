@@ -1,0 +1,33 @@
+/* The compiled model: what the front end hands to code generation, the evaluator and the solver.
+ *
+ * grammar/resolve.c builds it from the AST: names are resolved to parameter and variable
+ * numbers, let-bindings are inlined (they are shared in the DAG anyway), and every partial
+ * derivative is built in the same DAG as f. From here on no user text is used except the names
+ * kept for display; generated code refers to p[k] and x[j] only.
+ */
+#ifndef JF_MODEL_H
+#define JF_MODEL_H
+
+#include <stddef.h>
+
+#include "expr.h"
+
+struct jf_model {
+    jf_dag *dag;          /* owns every node of f and its derivatives */
+    jf_ref f;             /* the model expression */
+    jf_ref *df;           /* df[k] = ∂f/∂p[k], np entries */
+    size_t np;            /* number of parameters */
+    size_t nv;            /* number of independent variables */
+    char **param_names;   /* np names, in model order */
+    double *p_init;       /* np declared initial values; NaN when not declared */
+    double *p_lo, *p_hi;  /* np declared bounds; -inf/+inf when not declared */
+    char **var_names;     /* nv names, in declaration order */
+    char *response;       /* response name ("y" unless the model says `NAME ~ ...`) */
+    char *source_name;    /* name of the source for messages */
+};
+
+/* Allocates an empty model with a fresh DAG of at most max_nodes nodes; NULL when out of
+ * memory. Fields are filled by the resolver. */
+JF_INTERNAL struct jf_model *jf_model_alloc(size_t max_nodes);
+
+#endif

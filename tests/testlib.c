@@ -1,0 +1,147 @@
+/* Implementation of the test harness in testlib.h. */
+#include "testlib.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+int jf_test_passed, jf_test_failed;
+
+int jf_test_check(int cond, const char *expr, const char *file, int line) {
+    if (cond) {
+        jf_test_passed++;
+    } else {
+        jf_test_failed++;
+        fprintf(stderr, "%s:%d: check failed: %s\n", file, line, expr);
+    }
+    return cond;
+}
+
+int jf_test_near(double a, double b, double tol, const char *ea, const char *eb, const char *file,
+                 int line) {
+    int ok;
+    if (isnan(a) || isnan(b)) ok = isnan(a) && isnan(b);
+    else if (isinf(a) || isinf(b)) ok = a == b;
+    else ok = fabs(a - b) <= tol * fmax(1.0, fabs(b));
+    if (ok) {
+        jf_test_passed++;
+    } else {
+        jf_test_failed++;
+        fprintf(stderr, "%s:%d: %s = %.17g, %s = %.17g, differ by more than %g\n", file, line, ea,
+                a, eb, b, tol);
+    }
+    return ok;
+}
+
+int jf_test_streq(const char *a, const char *b, const char *ea, const char *eb, const char *file,
+                  int line) {
+    int ok = (a == NULL || b == NULL) ? a == b : strcmp(a, b) == 0;
+    if (ok) {
+        jf_test_passed++;
+    } else {
+        jf_test_failed++;
+        fprintf(stderr, "%s:%d: %s != %s\n--- got:\n%s\n--- expected:\n%s\n---\n", file, line, ea,
+                eb, a ? a : "(null)", b ? b : "(null)");
+    }
+    return ok;
+}
+
+int jf_test_contains(const char *h, const char *n, const char *eh, const char *file, int line) {
+    int ok = h && n && strstr(h, n) != NULL;
+    if (ok) {
+        jf_test_passed++;
+    } else {
+        jf_test_failed++;
+        fprintf(stderr, "%s:%d: %s does not contain \"%s\"; it is:\n%s\n", file, line, eh,
+                n ? n : "(null)", h ? h : "(null)");
+    }
+    return ok;
+}
+
+int jf_test_finish(void) {
+    printf("%d passed, %d failed\n", jf_test_passed, jf_test_failed);
+    return jf_test_failed ? 1 : 0;
+}
+
+int jf_test_skip(const char *why) {
+    printf("SKIP: %s\n", why);
+    return 77;
+}
+
+static char *slurp_fd(FILE *f) {
+    size_t cap = 4096, n = 0;
+    char *buf = malloc(cap);
+    if (!buf) return NULL;
+    for (;;) {
+        if (n + 1 >= cap) {
+            char *nb = realloc(buf, cap *= 2);
+            if (!nb) break;
+            buf = nb;
+        }
+        size_t got = fread(buf + n, 1, cap - n - 1, f);
+        if (got == 0) break;
+        n += got;
+    }
+    buf[n] = '\0';
+    return buf;
+}
+
+int jf_test_run(const char *cmd, char **out, char **err) {
+    char errpath[] = "/tmp/jf_test_errXXXXXX";
+    int efd = mkstemp(errpath);
+    if (efd < 0) return -1;
+    close(efd);
+    size_t len = strlen(cmd) + strlen(errpath) + 16;
+    char *full = malloc(len);
+    if (!full) return -1;
+    snprintf(full, len, "(%s) 2>%s", cmd, errpath);
+    FILE *p = popen(full, "r");
+    free(full);
+    if (!p) return -1;
+    char *o = slurp_fd(p);
+    int st = pclose(p);
+    if (out) *out = o; else free(o);
+    if (err) *err = jf_test_read_file(errpath, NULL);
+    unlink(errpath);
+    if (st == -1 || !WIFEXITED(st)) return -1;
+    return WEXITSTATUS(st);
+}
+
+const char *jf_test_cli(void) { return JF_CLI; }
+
+char *jf_test_tmpfile(const char *suffix, const char *text) {
+    const char *dir = getenv("TMPDIR");
+    if (!dir) dir = "/tmp";
+    size_t len = strlen(dir) + strlen(suffix) + 32;
+    char *path = malloc(len);
+    if (!path) return NULL;
+    snprintf(path, len, "%s/jf_testXXXXXX%s", dir, suffix);
+    int fd = mkstemps(path, (int)strlen(suffix));
+    if (fd < 0) { free(path); return NULL; }
+    size_t n = strlen(text);
+    if (write(fd, text, n) != (ssize_t)n) { close(fd); free(path); return NULL; }
+    close(fd);
+    return path;
+}
+
+char *jf_test_read_file(const char *path, size_t *len) {
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
+    char *s = slurp_fd(f);
+    fclose(f);
+    if (s && len) *len = strlen(s);
+    return s;
+}
+
+const char *jf_test_shared_dir(void) {
+    static char path[4096];
+    const char *env = getenv("JITFIT_SHARED_DIR");
+    if (env && *env) snprintf(path, sizeof path, "%s", env);
+    else snprintf(path, sizeof path, "%s/../shared", JF_SOURCE_DIR);
+    struct stat st;
+    if (stat(path, &st) != 0 || !S_ISDIR(st.st_mode)) return NULL;
+    return path;
+}

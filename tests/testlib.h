@@ -1,0 +1,47 @@
+/* A tiny test harness shared by all tests: checks that count and report, plus helpers to run
+ * the jitfit command and capture its output. A test's main returns jf_test_finish(), which
+ * prints "N passed, N failed" and gives the exit status; 77 means skipped (CTest SKIP). */
+#ifndef JF_TESTLIB_H
+#define JF_TESTLIB_H
+
+#include <stddef.h>
+#include <stdio.h>
+
+extern int jf_test_passed, jf_test_failed;
+
+/* Records one check; prints the failing expression with file:line. Returns cond. */
+int jf_test_check(int cond, const char *expr, const char *file, int line);
+/* Checks |a-b| <= tol*max(1,|b|) or both NaN / equal infinities. */
+int jf_test_near(double a, double b, double tol, const char *ea, const char *eb,
+                 const char *file, int line);
+/* Checks that two strings are equal (NULLs are equal only to NULL); prints both when not. */
+int jf_test_streq(const char *a, const char *b, const char *ea, const char *eb, const char *file,
+                  int line);
+/* Checks that haystack contains needle. */
+int jf_test_contains(const char *haystack, const char *needle, const char *eh, const char *file,
+                     int line);
+
+#define CHECK(c) jf_test_check(!!(c), #c, __FILE__, __LINE__)
+#define CHECK_NEAR(a, b, tol) jf_test_near((a), (b), (tol), #a, #b, __FILE__, __LINE__)
+#define CHECK_STREQ(a, b) jf_test_streq((a), (b), #a, #b, __FILE__, __LINE__)
+#define CHECK_CONTAINS(h, n) jf_test_contains((h), (n), #h, __FILE__, __LINE__)
+
+/* Prints the summary line and returns the exit status (0 all passed, 1 any failed). */
+int jf_test_finish(void);
+/* Prints a skip message and returns 77. */
+int jf_test_skip(const char *why);
+
+/* Runs `sh -c cmd`, stores stdout and stderr (malloc'd, NUL-terminated) and returns the exit
+ * status (or -1 if it could not run / was killed by a signal: then *out has what was read).
+ * out or err may be NULL. */
+int jf_test_run(const char *cmd, char **out, char **err);
+/* The path of the built jitfit command. */
+const char *jf_test_cli(void);
+/* Writes text to a fresh temporary file and returns its path (malloc'd); NULL on failure. */
+char *jf_test_tmpfile(const char *suffix, const char *text);
+/* Reads a whole file (malloc'd, NUL-terminated) or NULL. */
+char *jf_test_read_file(const char *path, size_t *len);
+/* The ../shared directory beside the source tree if it exists (for NIST data), else NULL. */
+const char *jf_test_shared_dir(void);
+
+#endif
