@@ -1,0 +1,101 @@
+/* Compiled kernels of one model, whichever backend produced them.
+ *
+ * This is the seam between code generation/JIT and the solvers: a solver asks for the kernels
+ * of a model on a backend and calls the three flavours through this interface; it never knows
+ * whether they came from the system C compiler (dlopen'ed .so, possibly from the disk cache),
+ * or are the reference interpreter standing in (no compiler available). The CUDA backend has
+ * its own device-side entry points (runtime/jit_nvrtc.h) because its kernels take device
+ * pointers; it shares the generated source and the cache.
+ *
+ * Conventions for all flavours (they are also the ABI of the generated C code, see emit_c.c):
+ * - x is column-major: variable j of point i is x[j*ldx + i]; y[i] is the response (NULL: 0);
+ *   w[i] multiplies the residual (NULL: 1; sigma becomes w = 1/sigma).
+ * - The residual is r_i = w_i * (f(x_i; p) - y_i), the sign scipy uses; J = ∂r/∂p.
+ * - Ranges are [begin, end) in point numbers; outputs for a range start at index 0.
+ */
+#ifndef JF_KERNELS_H
+#define JF_KERNELS_H
+
+#include <stddef.h>
+
+#include "../codegen/model.h"
+
+/* Which engine evaluates the kernels. */
+typedef enum jf_backend {
+    JF_BACKEND_INTERP = 0, /* the reference evaluator (codegen/interp.c) */
+    JF_BACKEND_C = 1,      /* generated C compiled by the system compiler, loaded with dlopen */
+    JF_BACKEND_CUDA = 2    /* generated CUDA C compiled by NVRTC, loaded with the driver API */
+} jf_backend;
+
+/* "interp", "c" or "cuda". */
+JF_INTERNAL const char *jf_backend_name(jf_backend b);
+
+/* Where compiled code came from. */
+typedef enum jf_cache_result {
+    JF_CACHE_MISS = 0,   /* compiled now (and stored, unless the cache is disabled or refused) */
+    JF_CACHE_MEMORY = 1, /* found in this process's in-memory cache */
+    JF_CACHE_DISK = 2,   /* loaded from a verified disk cache entry */
+    JF_CACHE_NONE = 3    /* nothing to cache (interpreter) */
+} jf_cache_result;
+
+/* Data passed to the CPU kernels (see conventions above). */
+typedef struct jf_data_view {
+    const double *x; /* nvars columns of ldx points each (may be NULL when nvars == 0) */
+    size_t ldx;      /* leading dimension of x (>= number of points used) */
+    const double *y; /* response, or NULL for 0 */
+    const double *w; /* residual multipliers, or NULL for 1 */
+} jf_data_view;
+
+/* Robust loss functions, with scipy.optimize.least_squares's meaning (rho(z), z = (r/f_scale)^2).
+ * Their formulas live in codegen/loss.h, shared by C and CUDA code. */
+typedef enum jf_loss {
+    JF_LOSS_LINEAR = 0,  /* rho(z) = z */
+    JF_LOSS_SOFT_L1 = 1, /* rho(z) = 2((1+z)^0.5 - 1) */
+    JF_LOSS_HUBER = 2,   /* rho(z) = z if z <= 1 else 2 z^0.5 - 1 */
+    JF_LOSS_CAUCHY = 3,  /* rho(z) = ln(1+z) */
+    JF_LOSS_ARCTAN = 4   /* rho(z) = arctan(z) */
+} jf_loss;
+
+/* A loaded set of kernels for one model on one CPU-side backend. */
+typedef struct jf_kernels jf_kernels;
+
+/* JIT options that affect the generated code or the compiler invocation (all enter the key). */
+typedef struct jf_jit_options {
+    const char *cc;        /* compiler command; NULL: $JITFIT_CC, else "cc" */
+    const char *cflags;    /* extra flags appended to the defaults; NULL: none */
+    int no_cache;          /* 1: do not read or write the disk cache (also JITFIT_NO_CACHE=1) */
+    const char *cache_dir; /* NULL: $JITFIT_CACHE_DIR, $XDG_CACHE_HOME/jitfit, ~/.cache/jitfit */
+} jf_jit_options;
+
+/* Kernels of model m on backend b (JF_BACKEND_C or JF_BACKEND_INTERP). For JF_BACKEND_C, a
+ * compiler failure or absence falls back to the interpreter: *out is then an interpreter set and
+ * *warning (if not NULL) receives a one-line explanation (caller frees with free()).
+ * The kernels reference m, which must outlive them. Caller frees *out with jf_kernels_free. */
+JF_INTERNAL int jf_kernels_get(const struct jf_model *m, jf_backend b, const jf_jit_options *opts,
+                               jf_kernels **out, char **warning);
+/* Releases the kernels (a cached module stays loaded for reuse); accepts NULL. */
+JF_INTERNAL void jf_kernels_free(jf_kernels *k);
+/* Backend that actually runs (may be INTERP after a fallback). */
+JF_INTERNAL jf_backend jf_kernels_backend(const jf_kernels *k);
+/* Where the code came from, and milliseconds spent obtaining it (compile or load). */
+JF_INTERNAL jf_cache_result jf_kernels_cache_result(const jf_kernels *k);
+JF_INTERNAL double jf_kernels_compile_ms(const jf_kernels *k);
+
+/* r[i-begin] for i in [begin, end). */
+JF_INTERNAL void jf_kernels_residual(const jf_kernels *k, const double *p, const jf_data_view *d,
+                                     size_t begin, size_t end, double *r);
+/* r as above and J[(i-begin)*np + k] = ∂r_i/∂p_k. */
+JF_INTERNAL void jf_kernels_jacobian_row(const jf_kernels *k, const double *p,
+                                         const jf_data_view *d, size_t begin, size_t end,
+                                         double *r, double *J);
+/* One pass over [begin, end) accumulating, after robust-loss scaling of r and its row as scipy
+ * does (linear: no scaling):
+ *   acc[0 .. np(np+1)/2)      upper triangle of JᵀJ, row-major packed: (0,0),(0,1)..(0,np-1),(1,1)..
+ *   acc[T .. T+np)            Jᵀr,   with T = np(np+1)/2
+ *   acc[T+np]                 Σ f_scale² rho((r/f_scale)²)  (= Σ r² for the linear loss)
+ * acc is overwritten (not added to). The N×np Jacobian is never stored. */
+JF_INTERNAL void jf_kernels_normal_eq(const jf_kernels *k, const double *p, const jf_data_view *d,
+                                      size_t begin, size_t end, jf_loss loss, double f_scale,
+                                      double *acc);
+
+#endif
