@@ -150,12 +150,183 @@ JF_API const char *jf_model_response_name(const jf_model *m);
 JF_API int jf_model_eval(const jf_model *m, const double *params, const double *vars,
                          double *value, double *grad);
 
+/* Evaluates value and gradient like jf_model_eval, but with the kernels of the given backend
+ * (JF_BACKEND_INTERP, JF_BACKEND_C or JF_BACKEND_CUDA), compiling them (or loading them from the
+ * kernel cache) as needed. If the C compiler is missing or fails, the interpreter stands in
+ * and *note receives a one-line warning. JF_ERR_UNAVAILABLE (with the reason in *note) when
+ * the CUDA backend cannot run here. *note, if set, is freed by the caller with jf_free. */
+JF_API int jf_model_eval_backend(const jf_model *m, int backend, const double *params,
+                                 const double *vars, double *value, double *grad, char **note);
+
 /* The simplified model expression as DSL text. Caller frees with jf_free; NULL when out of
  * memory. */
 JF_API char *jf_model_expression_text(const jf_model *m);
 /* The simplified derivative ∂f/∂θk as DSL text. Caller frees with jf_free; NULL when k is out
  * of range or out of memory. */
 JF_API char *jf_model_derivative_text(const jf_model *m, size_t k);
+
+/* ------------------------------------------------------------------------------------------
+ * Fitting: nonlinear least squares with a trust-region Levenberg-Marquardt solver.
+ */
+
+/* Which engine evaluates the model's kernels. */
+typedef enum jf_backend {
+    JF_BACKEND_INTERP = 0, /* the reference evaluator (interpreter); also the fallback */
+    JF_BACKEND_C = 1,      /* generated C compiled by the system compiler, loaded with dlopen */
+    JF_BACKEND_CUDA = 2    /* generated CUDA C compiled by NVRTC, run on an NVIDIA GPU */
+} jf_backend;
+
+/* "interp", "c" or "cuda" ("?" for other values). */
+JF_API const char *jf_backend_name(int backend);
+
+/* Where compiled kernels came from. */
+typedef enum jf_cache_result {
+    JF_CACHE_MISS = 0,   /* compiled now (and stored, unless the disk cache is off or refused) */
+    JF_CACHE_MEMORY = 1, /* found in this process's in-memory cache */
+    JF_CACHE_DISK = 2,   /* loaded from a verified disk cache entry */
+    JF_CACHE_NONE = 3    /* nothing to cache (the interpreter ran) */
+} jf_cache_result;
+
+/* Robust loss functions with scipy.optimize.least_squares's meaning: the cost is
+ * 0.5 * Σ f_scale² rho((r_i/f_scale)²). */
+typedef enum jf_loss {
+    JF_LOSS_LINEAR = 0,  /* rho(z) = z: ordinary least squares */
+    JF_LOSS_SOFT_L1 = 1, /* rho(z) = 2((1+z)^0.5 - 1) */
+    JF_LOSS_HUBER = 2,   /* rho(z) = z if z <= 1 else 2 z^0.5 - 1 */
+    JF_LOSS_CAUCHY = 3,  /* rho(z) = ln(1+z) */
+    JF_LOSS_ARCTAN = 4   /* rho(z) = arctan(z) */
+} jf_loss;
+
+/* The loss called name ("linear", "soft_l1", "huber", "cauchy", "arctan"), or -1. */
+JF_API int jf_loss_from_name(const char *name);
+
+/* Where to run a fit. */
+typedef enum jf_device {
+    JF_DEVICE_AUTO = 0, /* choose (the CPU while no GPU solver exists) */
+    JF_DEVICE_CPU = 1,  /* the CPU solver */
+    JF_DEVICE_GPU = 2   /* the GPU solver; JF_ERR_UNAVAILABLE when there is none */
+} jf_device;
+
+/* The data of one fit. x holds the independent variables column by column in the model's
+ * variable order: variable j of point i is x[j*ldx + i]. The arrays are read, never kept. */
+typedef struct jf_data {
+    size_t n;            /* number of points (must exceed the number of parameters) */
+    const double *x;     /* num_vars columns; may be NULL for a model without variables */
+    size_t ldx;          /* leading dimension of x; 0 means n */
+    const double *y;     /* n observed responses */
+    const double *sigma; /* NULL, or n standard deviations: residuals are divided by them */
+} jf_data;
+
+/* Why the solver stopped. Members 1..4 are convergence (success); the others are not. */
+typedef enum jf_fit_status {
+    JF_FIT_RUNNING = 0,     /* not finished (only seen in progress callbacks) */
+    JF_FIT_FTOL = 1,        /* both the actual and the predicted relative reduction of the cost
+                               in the last step were at most ftol */
+    JF_FIT_XTOL = 2,        /* the step was at most xtol * (xtol + ||x||) in scaled norm */
+    JF_FIT_FTOL_XTOL = 3,   /* both FTOL and XTOL held at the same step */
+    JF_FIT_GTOL = 4,        /* the scaled gradient's infinity norm was at most gtol (for a
+                               parameter at a bound, only inward components count) */
+    JF_FIT_MAX_NFEV = 5,    /* max_nfev evaluations of the model were spent without converging */
+    JF_FIT_STALLED = 6,     /* the trust region shrank below machine precision relative to the
+                               parameters: no further reduction of the cost is possible */
+    JF_FIT_NONFINITE = 7,   /* the residuals or Jacobian at the starting point are not finite */
+    JF_FIT_UNUSED_PARAM = 8 /* converged, but some parameter has no influence on the model (its
+                               Jacobian column is zero at the solution): its standard error is
+                               infinite; see the message for which */
+} jf_fit_status;
+
+/* A short description of a fit status; never NULL. */
+JF_API const char *jf_fit_status_string(int status);
+
+/* Information passed to the progress callback once per iteration. */
+typedef struct jf_iteration_info {
+    size_t iteration;  /* iteration number, from 0 (the starting point) */
+    size_t nfev;       /* model evaluations so far */
+    double cost;       /* current cost 0.5 Σ f_scale² rho(z) */
+    double step_norm;  /* scaled norm of the last step (0 at iteration 0) */
+    double damping;    /* current Levenberg-Marquardt damping parameter */
+    double gain_ratio; /* actual / predicted reduction of the last trial step (NaN at 0) */
+    double optimality; /* infinity norm of the scaled gradient */
+    int accepted;      /* 1 when the last trial step was accepted */
+} jf_iteration_info;
+
+/* Options of jf_fit. Obtain defaults with jf_fit_options_default(); fields are added only at
+ * the end, with defaults that keep earlier behaviour. Arrays have num_params entries. */
+typedef struct jf_fit_options {
+    const double *p0;      /* starting values; NULL: the model's declared initial values (a
+                              parameter with none starts at 1, as scipy's curve_fit) */
+    const double *lower;   /* lower bounds; NULL: the model's declared bounds (-inf if none) */
+    const double *upper;   /* upper bounds; NULL: declared bounds (+inf if none) */
+    int absolute_sigma;    /* 1: sigma is absolute (covariance not rescaled by reduced χ²) */
+    jf_loss loss;          /* robust loss (default linear) */
+    double f_scale;        /* soft margin between inlier and outlier residuals (default 1) */
+    double ftol;           /* relative cost-reduction tolerance (default 1e-8, as scipy) */
+    double xtol;           /* relative step tolerance (default 1e-8) */
+    double gtol;           /* gradient tolerance (default 1e-8) */
+    size_t max_nfev;       /* evaluation budget; 0: 100 * num_params (scipy's default) */
+    const double *x_scale; /* characteristic scale of each parameter; NULL: scale from the
+                              Jacobian's column norms (MINPACK's mode 1, scipy x_scale='jac') */
+    jf_device device;      /* where to run (default auto) */
+    int nthreads;          /* worker threads over the data; 0: all cores */
+    int backend;           /* CPU kernels: JF_BACKEND_C (default) or JF_BACKEND_INTERP */
+    int no_cache;          /* 1: do not use the on-disk kernel cache */
+    void (*progress)(void *ctx, const jf_iteration_info *info); /* per-iteration callback */
+    void *progress_ctx;    /* passed to progress */
+} jf_fit_options;
+
+/* The default options. */
+JF_API jf_fit_options jf_fit_options_default(void);
+
+/* The result of one fit. Allocated by the library; all arrays belong to it. Fields are added
+ * only at the end. Matrices are num_params × num_params, row-major. */
+typedef struct jf_fit_result {
+    int status;            /* a jf_fit_status */
+    int success;           /* 1 when status is one of the converged members */
+    const char *message;   /* a one-line explanation of status */
+    size_t num_params;     /* number of parameters */
+    size_t n;              /* number of data points */
+    size_t dof;            /* n - num_params */
+    double *params;        /* fitted values */
+    double *std_errors;    /* standard errors: sqrt(diag(covariance)); inf for a parameter
+                              the model does not depend on */
+    double *covariance;    /* s² (JᵀJ)⁻¹, s² = SSR/dof unless absolute_sigma (then 1) */
+    double *correlation;   /* covariance normalised to unit diagonal */
+    int *at_bound;         /* -1 at its lower bound, +1 at its upper bound, 0 inside */
+    double cost;           /* 0.5 Σ f_scale² rho(z) at the solution (0.5 SSR when linear) */
+    double ssr;            /* Σ r_i², r_i = (f - y)/sigma_i (sigma_i = 1 without sigma) */
+    double chi2;           /* χ² = SSR with sigma given; NaN without sigma */
+    double reduced_chi2;   /* χ²/dof with sigma given; NaN without sigma */
+    double r_squared;      /* 1 - Σ(f-y)² / Σ(y-ȳ)² (unweighted) */
+    double optimality;     /* infinity norm of the scaled gradient at the solution */
+    size_t nfev;           /* model evaluations (passes over the data) */
+    size_t iterations;     /* accepted and rejected trial steps */
+    int backend;           /* the jf_backend that evaluated the model */
+    int cache;             /* the jf_cache_result of obtaining the kernels */
+    double time_compile_ms; /* obtaining the kernels (compile or cache load) */
+    double time_solve_ms;  /* the iterations and the covariance */
+    double time_total_ms;  /* everything inside jf_fit */
+    const char *warning;   /* a one-line warning (e.g. compiler fallback), or NULL */
+} jf_fit_result;
+
+/* Fits model m to data. On JF_OK *out receives a result (even when the solver did not
+ * converge: see status); the caller frees it with jf_fit_result_free. Errors: JF_ERR_ARG (NULL
+ * arguments, n <= num_params, a starting value outside its bounds, lower >= upper),
+ * JF_ERR_DATA (non-finite x, y or sigma, or sigma <= 0), JF_ERR_UNAVAILABLE (device GPU
+ * without one), JF_ERR_NOMEM. On error *out is NULL; if errmsg is not NULL it receives a
+ * one-line explanation the caller frees with jf_free. */
+JF_API int jf_fit(const jf_model *m, const jf_data *data, const jf_fit_options *opts,
+                  jf_fit_result **out, char **errmsg);
+
+/* Fits m independently to nfits data sets, in parallel over fits. p0 is NULL (use opts->p0 or
+ * the model's values for all) or nfits × num_params starting values, row by row. results
+ * receives nfits pointers (each freed with jf_fit_result_free; a fit that could not run gets
+ * NULL and its reason in errmsgs[i] if errmsgs is not NULL). Returns JF_OK when every fit ran,
+ * else the first error's status. */
+JF_API int jf_fit_batch(const jf_model *m, size_t nfits, const jf_data *data, const double *p0,
+                        const jf_fit_options *opts, jf_fit_result **results, char **errmsgs);
+
+/* Frees a result; accepts NULL. */
+JF_API void jf_fit_result_free(jf_fit_result *r);
 
 #ifdef __cplusplus
 }

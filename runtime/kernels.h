@@ -20,23 +20,7 @@
 
 #include "../codegen/model.h"
 
-/* Which engine evaluates the kernels. */
-typedef enum jf_backend {
-    JF_BACKEND_INTERP = 0, /* the reference evaluator (codegen/interp.c) */
-    JF_BACKEND_C = 1,      /* generated C compiled by the system compiler, loaded with dlopen */
-    JF_BACKEND_CUDA = 2    /* generated CUDA C compiled by NVRTC, loaded with the driver API */
-} jf_backend;
-
-/* "interp", "c" or "cuda". */
-JF_INTERNAL const char *jf_backend_name(jf_backend b);
-
-/* Where compiled code came from. */
-typedef enum jf_cache_result {
-    JF_CACHE_MISS = 0,   /* compiled now (and stored, unless the cache is disabled or refused) */
-    JF_CACHE_MEMORY = 1, /* found in this process's in-memory cache */
-    JF_CACHE_DISK = 2,   /* loaded from a verified disk cache entry */
-    JF_CACHE_NONE = 3    /* nothing to cache (interpreter) */
-} jf_cache_result;
+/* jf_backend, jf_cache_result and jf_loss are public (include/jitfit.h). */
 
 /* Data passed to the CPU kernels (see conventions above). */
 typedef struct jf_data_view {
@@ -45,16 +29,6 @@ typedef struct jf_data_view {
     const double *y; /* response, or NULL for 0 */
     const double *w; /* residual multipliers, or NULL for 1 */
 } jf_data_view;
-
-/* Robust loss functions, with scipy.optimize.least_squares's meaning (rho(z), z = (r/f_scale)^2).
- * Their formulas live in codegen/loss.h, shared by C and CUDA code. */
-typedef enum jf_loss {
-    JF_LOSS_LINEAR = 0,  /* rho(z) = z */
-    JF_LOSS_SOFT_L1 = 1, /* rho(z) = 2((1+z)^0.5 - 1) */
-    JF_LOSS_HUBER = 2,   /* rho(z) = z if z <= 1 else 2 z^0.5 - 1 */
-    JF_LOSS_CAUCHY = 3,  /* rho(z) = ln(1+z) */
-    JF_LOSS_ARCTAN = 4   /* rho(z) = arctan(z) */
-} jf_loss;
 
 /* A loaded set of kernels for one model on one CPU-side backend. */
 typedef struct jf_kernels jf_kernels;

@@ -1,0 +1,14 @@
+/* The jitfit command's subcommands. Each takes argv as given after `jitfit` (argv[0] is the
+ * subcommand's name) and returns the process exit status: 0 success, 1 a user-facing error
+ * (already printed on stderr), 2 a usage error. */
+#ifndef JF_CLI_COMMANDS_H
+#define JF_CLI_COMMANDS_H
+
+int jf_cmd_check(int argc, char **argv);   /* jitfit check MODEL */
+int jf_cmd_eval(int argc, char **argv);    /* jitfit eval MODEL --params .. --at .. */
+int jf_cmd_diff(int argc, char **argv);    /* jitfit diff MODEL [--param NAME] */
+int jf_cmd_codegen(int argc, char **argv); /* jitfit codegen MODEL --target c|cuda */
+int jf_cmd_cache(int argc, char **argv);   /* jitfit cache dir|info|clear */
+int jf_cmd_fit(int argc, char **argv);     /* jitfit fit MODEL DATA [options] */
+
+#endif

@@ -1,0 +1,59 @@
+/* The jitfit command: dispatches to one subcommand per pipeline use.
+ *
+ *   check   parse and resolve a model            (grammar/)
+ *   diff    show the symbolic derivatives         (codegen/diff)
+ *   eval    value and gradient at a point         (interp | compiled C | CUDA)
+ *   codegen print the generated kernel source     (codegen/emit_*)
+ *   cache   inspect or clear the kernel cache     (runtime/cache)
+ *   fit     fit a model to a data file            (solver/)
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "../include/jitfit.h"
+#include "commands.h"
+
+typedef struct command {
+    const char *name;                /* subcommand name */
+    int (*run)(int argc, char **argv); /* its entry point */
+    const char *summary;             /* one line for `jitfit help` */
+} command;
+
+static const command commands[] = {
+    {"check", jf_cmd_check, "check MODEL                      parse a model, list its parameters"},
+    {"eval", jf_cmd_eval, "eval MODEL --params a=1 --at x=2  value and gradient at a point"},
+    {"diff", jf_cmd_diff, "diff MODEL [--param NAME]        print the simplified derivatives"},
+    {"codegen", jf_cmd_codegen, "codegen MODEL --target c|cuda    print generated kernel code"},
+    {"cache", jf_cmd_cache, "cache dir|info|clear             inspect or clear the kernel cache"},
+    {"fit", jf_cmd_fit, "fit MODEL DATA [options]         fit a model to data"},
+};
+
+static void usage(FILE *f) {
+    fprintf(f, "usage: jitfit COMMAND [ARGS]\n\n"
+               "MODEL is a formula (e.g. 'a*exp(-b*x)+c') or the path of a model file.\n\n"
+               "commands:\n");
+    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+        fprintf(f, "  %s\n", commands[i].summary);
+    fprintf(f, "  version                          print the version\n");
+}
+
+int main(int argc, char **argv) {
+    if (argc < 2) {
+        usage(stderr);
+        return 2;
+    }
+    const char *cmd = argv[1];
+    if (strcmp(cmd, "help") == 0 || strcmp(cmd, "--help") == 0 || strcmp(cmd, "-h") == 0) {
+        usage(stdout);
+        return 0;
+    }
+    if (strcmp(cmd, "version") == 0 || strcmp(cmd, "--version") == 0) {
+        printf("jitfit %s\n", JITFIT_VERSION);
+        return 0;
+    }
+    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+        if (strcmp(cmd, commands[i].name) == 0) return commands[i].run(argc - 1, argv + 1);
+    fprintf(stderr, "jitfit: unknown command '%s'\n", cmd);
+    usage(stderr);
+    return 2;
+}

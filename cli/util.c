@@ -1,0 +1,193 @@
+/* Shared helpers of the jitfit command (see util.h). Numbers are parsed and printed through a
+ * "C" locale object so the command behaves the same whatever LC_NUMERIC says. */
+#include "util.h"
+
+#include <locale.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+void jf_cli_error(const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    fputs("jitfit: ", stderr);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+    va_end(ap);
+}
+
+static locale_t c_locale(void) {
+    static locale_t loc = (locale_t)0;
+    if (!loc) loc = newlocale(LC_ALL_MASK, "C", (locale_t)0);
+    return loc;
+}
+
+jf_model *jf_cli_load_model(const char *arg, const char *const *vars, size_t nvars) {
+    jf_model_options o = jf_model_options_default();
+    o.vars = vars;
+    o.nvars = nvars;
+    jf_model *m = NULL;
+    jf_diagnostics *d = NULL;
+    struct stat st;
+    int st_code;
+    if (stat(arg, &st) == 0 && S_ISREG(st.st_mode)) {
+        o.source_name = arg;
+        st_code = jf_model_compile_file(arg, &o, &m, &d);
+    } else {
+        o.source_name = "<command line>";
+        st_code = jf_model_compile(arg, (size_t)-1, &o, &m, &d);
+    }
+    if (d) fputs(jf_diagnostics_text(d), stderr);
+    if (st_code != JF_OK && !d) jf_cli_error("%s", jf_status_string(st_code));
+    jf_diagnostics_free(d);
+    return m;
+}
+
+int jf_cli_parse_double(const char *s, double *out) {
+    if (!s || !*s) return -1;
+    while (*s == ' ') s++;
+    const char *t = s;
+    int neg = 0;
+    if (*t == '+' || *t == '-') neg = *t++ == '-';
+    if (strcmp(t, "inf") == 0 || strcmp(t, "Inf") == 0 || strcmp(t, "INF") == 0) {
+        *out = neg ? -INFINITY : INFINITY;
+        return 0;
+    }
+    char *end = NULL;
+    locale_t prev = uselocale(c_locale());
+    double v = strtod(s, &end);
+    uselocale(prev);
+    if (end == s) return -1;
+    while (*end == ' ') end++;
+    if (*end) return -1;
+    *out = v;
+    return 0;
+}
+
+void jf_cli_assign_free(jf_cli_assign *a, long n) {
+    if (!a) return;
+    for (long i = 0; i < n; i++) {
+        free(a[i].name);
+        free(a[i].value);
+    }
+    free(a);
+}
+
+long jf_cli_parse_assignments(const char *text, const char *what, jf_cli_assign **out) {
+    *out = NULL;
+    long n = 0, cap = 0;
+    jf_cli_assign *items = NULL;
+    const char *p = text;
+    while (*p) {
+        const char *comma = strchr(p, ',');
+        size_t len = comma ? (size_t)(comma - p) : strlen(p);
+        const char *eq = memchr(p, '=', len);
+        if (!eq || eq == p) {
+            jf_cli_error("%s: expected NAME=VALUE, got '%.*s'", what, (int)len, p);
+            jf_cli_assign_free(items, n);
+            return -1;
+        }
+        if (n == cap) {
+            cap = cap ? cap * 2 : 8;
+            jf_cli_assign *ni = realloc(items, (size_t)cap * sizeof *ni);
+            if (!ni) {
+                jf_cli_assign_free(items, n);
+                jf_cli_error("out of memory");
+                return -1;
+            }
+            items = ni;
+        }
+        size_t nl = (size_t)(eq - p);
+        while (nl && p[nl - 1] == ' ') nl--;
+        const char *nb = p;
+        while (*nb == ' ' && nl) nb++, nl--;
+        items[n].name = strndup(nb, nl);
+        items[n].value = strndup(eq + 1, len - (size_t)(eq - p) - 1);
+        n++;
+        if (!items[n - 1].name || !items[n - 1].value) {
+            jf_cli_assign_free(items, n);
+            jf_cli_error("out of memory");
+            return -1;
+        }
+        p += len;
+        if (*p == ',') p++;
+    }
+    *out = items;
+    return n;
+}
+
+int jf_cli_assign_by_name(const jf_model *m, int vars, const char *text, const char *what,
+                          double *values, int *set) {
+    jf_cli_assign *a = NULL;
+    long n = jf_cli_parse_assignments(text, what, &a);
+    if (n < 0) return -1;
+    size_t count = vars ? jf_model_num_vars(m) : jf_model_num_params(m);
+    int rc = 0;
+    for (long i = 0; i < n && rc == 0; i++) {
+        size_t k = 0;
+        while (k < count) {
+            const char *nm = vars ? jf_model_var_name(m, k) : jf_model_param_name(m, k);
+            if (strcmp(nm, a[i].name) == 0) break;
+            k++;
+        }
+        if (k == count) {
+            jf_cli_error("%s: the model has no %s '%s'", what, vars ? "variable" : "parameter",
+                         a[i].name);
+            rc = -1;
+        } else if (jf_cli_parse_double(a[i].value, &values[k]) != 0) {
+            jf_cli_error("%s: '%s' is not a number (for '%s')", what, a[i].value, a[i].name);
+            rc = -1;
+        } else if (set) {
+            set[k] = 1;
+        }
+    }
+    jf_cli_assign_free(a, n);
+    return rc;
+}
+
+void jf_cli_format_double(char *buf, size_t n, double v) {
+    if (isnan(v)) {
+        snprintf(buf, n, "nan");
+        return;
+    }
+    if (isinf(v)) {
+        snprintf(buf, n, v < 0 ? "-inf" : "inf");
+        return;
+    }
+    locale_t prev = uselocale(c_locale());
+    for (int prec = 15; prec <= 17; prec++) {
+        snprintf(buf, n, "%.*g", prec, v);
+        if (strtod(buf, NULL) == v) break;
+    }
+    uselocale(prev);
+}
+
+void jf_cli_json_number(FILE *f, double v) {
+    if (!isfinite(v)) {
+        fputs("null", f);
+        return;
+    }
+    char buf[64];
+    jf_cli_format_double(buf, sizeof buf, v);
+    fputs(buf, f);
+}
+
+void jf_cli_json_string(FILE *f, const char *s) {
+    fputc('"', f);
+    for (const unsigned char *p = (const unsigned char *)s; p && *p; p++) {
+        switch (*p) {
+        case '"': fputs("\\\"", f); break;
+        case '\\': fputs("\\\\", f); break;
+        case '\n': fputs("\\n", f); break;
+        case '\r': fputs("\\r", f); break;
+        case '\t': fputs("\\t", f); break;
+        default:
+            if (*p < 0x20) fprintf(f, "\\u%04x", *p);
+            else fputc(*p, f);
+        }
+    }
+    fputc('"', f);
+}

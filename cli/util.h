@@ -1,0 +1,49 @@
+/* Helpers shared by the subcommands: loading a model from inline text or a file, parsing
+ * `name=value,...` lists and numbers strictly, and printing errors in one style. */
+#ifndef JF_CLI_UTIL_H
+#define JF_CLI_UTIL_H
+
+#include <stddef.h>
+#include <stdio.h>
+
+#include "../include/jitfit.h"
+
+/* Prints "jitfit: " + message + newline on stderr. */
+void jf_cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* Compiles MODEL: a path to an existing file is read as a model file, anything else is model
+ * text (source name "<command line>"). vars/nvars as in jf_model_options (NULL: default).
+ * Diagnostics (warnings too) are printed on stderr. Returns the model or NULL after printing
+ * the errors. */
+jf_model *jf_cli_load_model(const char *arg, const char *const *vars, size_t nvars);
+
+/* Parses a number the way the DSL does (locale-independent, whole string, "inf"/"-inf"/"nan"
+ * accepted). Returns 0 on success. */
+int jf_cli_parse_double(const char *s, double *out);
+
+/* One `name=value` item of a comma-separated list. */
+typedef struct jf_cli_assign {
+    char *name;  /* the name (malloc'd) */
+    char *value; /* the text after '=' (malloc'd) */
+} jf_cli_assign;
+
+/* Splits "a=1,b=2" into items. Returns the count, or -1 after printing an error (what is the
+ * option name, for the message). The caller frees with jf_cli_assign_free. */
+long jf_cli_parse_assignments(const char *text, const char *what, jf_cli_assign **out);
+void jf_cli_assign_free(jf_cli_assign *a, long n);
+
+/* Fills values[k] for each parameter (or variable, when vars is 1) of m named in "a=1,b=2".
+ * Unknown names are errors (with a suggestion); set[k] (if not NULL) marks the ones given.
+ * Returns 0, or -1 after printing an error. */
+int jf_cli_assign_by_name(const jf_model *m, int vars, const char *text, const char *what,
+                          double *values, int *set);
+
+/* Writes a double as JSON: shortest round-trip decimal, locale-independent; non-finite values
+ * become null (JSON has no inf/nan) unless as_string_nonfinite, then "inf"/"-inf"/"nan". */
+void jf_cli_json_number(FILE *f, double v);
+/* Writes s as a JSON string literal with escapes. */
+void jf_cli_json_string(FILE *f, const char *s);
+/* Formats v as the shortest decimal that round-trips (locale-independent) into buf. */
+void jf_cli_format_double(char *buf, size_t n, double v);
+
+#endif

@@ -1,0 +1,238 @@
+/* The public model API of include/jitfit.h: compile, inspect, evaluate, render, free.
+ *
+ * jf_model_compile chains the front-end stages in data-flow order:
+ *   grammar/ (parse + resolve into the DAG) → codegen/diff (∂f/∂θk for every k)
+ * and owns the error policy: every failure leaves *out NULL, returns a status and explains
+ * itself in the diagnostics; nothing is printed here.
+ */
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../codegen/interp.h"
+#include "../codegen/model.h"
+#include "../grammar/frontend.h"
+#include "diag.h"
+
+const char *jf_status_string(int status) {
+    switch (status) {
+    case JF_OK: return "success";
+    case JF_ERR_NOMEM: return "out of memory";
+    case JF_ERR_ARG: return "invalid argument";
+    case JF_ERR_PARSE: return "the model has errors";
+    case JF_ERR_LIMIT: return "a size or depth limit was exceeded";
+    case JF_ERR_IO: return "input/output error";
+    case JF_ERR_DATA: return "malformed data";
+    case JF_ERR_COMPILE: return "compiling generated code failed";
+    case JF_ERR_UNAVAILABLE: return "backend unavailable";
+    case JF_ERR_INTERNAL: return "internal error";
+    default: return "unknown status";
+    }
+}
+
+void jf_free(void *p) { free(p); }
+
+jf_model_options jf_model_options_default(void) {
+    jf_model_options o;
+    memset(&o, 0, sizeof o);
+    o.source_name = "<model>";
+    o.vars = NULL;
+    o.nvars = 0;
+    o.max_depth = 256;
+    o.max_source_bytes = (size_t)1 << 20;
+    o.max_nodes = JF_DAG_MAX_NODES;
+    return o;
+}
+
+struct jf_model *jf_model_alloc(size_t max_nodes) {
+    struct jf_model *m = calloc(1, sizeof *m);
+    if (!m) return NULL;
+    m->dag = jf_dag_create(max_nodes);
+    if (!m->dag) {
+        free(m);
+        return NULL;
+    }
+    m->f = JF_NOREF;
+    return m;
+}
+
+static void free_names(char **names, size_t n) {
+    if (!names) return;
+    for (size_t i = 0; i < n; i++) free(names[i]);
+    free(names);
+}
+
+void jf_model_free(jf_model *m) {
+    if (!m) return;
+    jf_dag_free(m->dag);
+    free(m->df);
+    free_names(m->param_names, m->np);
+    free_names(m->var_names, m->nv);
+    free(m->p_init);
+    free(m->p_lo);
+    free(m->p_hi);
+    free(m->response);
+    free(m->source_name);
+    free(m);
+}
+
+/* Builds ∂f/∂θk for every parameter. A limit hit here is reported against the whole text:
+ * the derivatives, not any one span, are what grew too large. */
+static int differentiate(struct jf_model *m, jf_diagnostics *diags) {
+    m->df = calloc(m->np ? m->np : 1, sizeof *m->df);
+    if (!m->df) return JF_ERR_NOMEM;
+    for (size_t k = 0; k < m->np; k++) {
+        m->df[k] = jf_dag_diff(m->dag, m->f, (uint32_t)k);
+        if (m->df[k] == JF_NOREF) {
+            int err = jf_dag_error(m->dag);
+            if (err == JF_ERR_LIMIT)
+                jf_diag_add(diags, JF_SEVERITY_ERROR, JF_ERR_LIMIT, SIZE_MAX, SIZE_MAX,
+                            "the model and its derivatives need more than %zu expression nodes",
+                            jf_dag_size(m->dag));
+            return err ? err : JF_ERR_INTERNAL;
+        }
+    }
+    return JF_OK;
+}
+
+int jf_model_compile(const char *text, size_t len, const jf_model_options *opts, jf_model **out,
+                     jf_diagnostics **diags_out) {
+    if (diags_out) *diags_out = NULL;
+    if (out) *out = NULL;
+    if (!text || !out) return JF_ERR_ARG;
+    if (len == (size_t)-1) len = strlen(text);
+    jf_model_options o = opts ? *opts : jf_model_options_default();
+    if (!o.source_name) o.source_name = "<model>";
+    if (!o.max_depth) o.max_depth = 256;
+    if (!o.max_source_bytes) o.max_source_bytes = (size_t)1 << 20;
+    if (!o.max_nodes) o.max_nodes = JF_DAG_MAX_NODES;
+
+    /* Quote at most the limit's worth of an oversized source in messages. */
+    jf_diagnostics *diags =
+        jf_diag_create(o.source_name, text, len > o.max_source_bytes ? o.max_source_bytes : len);
+    if (!diags) return JF_ERR_NOMEM;
+    struct jf_model *m = jf_model_alloc(o.max_nodes);
+    int st = m ? JF_OK : JF_ERR_NOMEM;
+    if (st == JF_OK) {
+        m->source_name = strdup(o.source_name);
+        if (!m->source_name) st = JF_ERR_NOMEM;
+    }
+    if (st == JF_OK) st = jf_frontend_compile(text, len, &o, m, diags);
+    if (st == JF_OK && diags->nerrors) st = JF_ERR_PARSE;
+    if (st == JF_OK) st = differentiate(m, diags);
+    if (st == JF_OK && diags->nomem) st = JF_ERR_NOMEM;
+    if (st != JF_OK) {
+        if (st == JF_ERR_NOMEM && diags->n == 0)
+            jf_diag_add(diags, JF_SEVERITY_ERROR, JF_ERR_NOMEM, SIZE_MAX, SIZE_MAX, "out of memory");
+        jf_model_free(m);
+        m = NULL;
+    }
+    *out = m;
+    if (diags_out && diags->n) *diags_out = diags;
+    else jf_diagnostics_free(diags);
+    return st;
+}
+
+int jf_model_compile_file(const char *path, const jf_model_options *opts, jf_model **out,
+                          jf_diagnostics **diags_out) {
+    if (diags_out) *diags_out = NULL;
+    if (out) *out = NULL;
+    if (!path || !out) return JF_ERR_ARG;
+    jf_model_options o = opts ? *opts : jf_model_options_default();
+    size_t limit = o.max_source_bytes ? o.max_source_bytes : ((size_t)1 << 20);
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        if (diags_out) {
+            jf_diagnostics *d = jf_diag_create(path, "", 0);
+            if (d) jf_diag_add(d, JF_SEVERITY_ERROR, JF_ERR_IO, SIZE_MAX, SIZE_MAX,
+                               "cannot open model file: %s", strerror(errno));
+            *diags_out = d;
+        }
+        return JF_ERR_IO;
+    }
+    /* Read one byte past the limit so the front end can report the size against it. */
+    size_t cap = 4096, n = 0;
+    char *buf = malloc(cap);
+    int st = buf ? JF_OK : JF_ERR_NOMEM;
+    while (st == JF_OK) {
+        if (n == cap) {
+            if (n > limit) break;
+            char *nb = realloc(buf, cap * 2);
+            if (!nb) {
+                st = JF_ERR_NOMEM;
+                break;
+            }
+            buf = nb;
+            cap *= 2;
+        }
+        size_t got = fread(buf + n, 1, cap - n, f);
+        if (got == 0) {
+            if (ferror(f)) st = JF_ERR_IO;
+            break;
+        }
+        n += got;
+    }
+    fclose(f);
+    if (st == JF_OK) {
+        if (!opts || !opts->source_name || strcmp(opts->source_name, "<model>") == 0)
+            o.source_name = path;
+        st = jf_model_compile(buf, n, &o, out, diags_out);
+    } else if (diags_out) {
+        jf_diagnostics *d = jf_diag_create(path, "", 0);
+        if (d) jf_diag_add(d, JF_SEVERITY_ERROR, st, SIZE_MAX, SIZE_MAX, "cannot read model file");
+        *diags_out = d;
+    }
+    free(buf);
+    return st;
+}
+
+size_t jf_model_num_params(const jf_model *m) { return m ? m->np : 0; }
+size_t jf_model_num_vars(const jf_model *m) { return m ? m->nv : 0; }
+
+const char *jf_model_param_name(const jf_model *m, size_t k) {
+    return (m && k < m->np) ? m->param_names[k] : NULL;
+}
+
+long jf_model_param_index(const jf_model *m, const char *name) {
+    if (!m || !name) return -1;
+    for (size_t k = 0; k < m->np; k++)
+        if (strcmp(m->param_names[k], name) == 0) return (long)k;
+    return -1;
+}
+
+double jf_model_param_initial(const jf_model *m, size_t k) {
+    return (m && k < m->np) ? m->p_init[k] : NAN;
+}
+
+int jf_model_param_bounds(const jf_model *m, size_t k, double *lo, double *hi) {
+    if (!m || k >= m->np) return JF_ERR_ARG;
+    if (lo) *lo = m->p_lo[k];
+    if (hi) *hi = m->p_hi[k];
+    return JF_OK;
+}
+
+const char *jf_model_var_name(const jf_model *m, size_t j) {
+    return (m && j < m->nv) ? m->var_names[j] : NULL;
+}
+
+const char *jf_model_response_name(const jf_model *m) { return m ? m->response : NULL; }
+
+int jf_model_eval(const jf_model *m, const double *params, const double *vars, double *value,
+                  double *grad) {
+    if (!m || !value || (m->np && !params) || (m->nv && !vars)) return JF_ERR_ARG;
+    return jf_interp_model_eval(m, params, vars, value, grad);
+}
+
+char *jf_model_expression_text(const jf_model *m) {
+    if (!m) return NULL;
+    return jf_dag_to_text(m->dag, m->f, (const char *const *)m->param_names,
+                          (const char *const *)m->var_names);
+}
+
+char *jf_model_derivative_text(const jf_model *m, size_t k) {
+    if (!m || k >= m->np) return NULL;
+    return jf_dag_to_text(m->dag, m->df[k], (const char *const *)m->param_names,
+                          (const char *const *)m->var_names);
+}
