@@ -72,4 +72,10 @@ JF_INTERNAL void jf_kernels_normal_eq(const jf_kernels *k, const double *p, cons
                                       size_t begin, size_t end, jf_loss loss, double f_scale,
                                       double *acc);
 
+/* Evaluates value and gradient of m at one point on the GPU (compile with NVRTC, load, launch
+ * jacobian_row, copy back). JF_ERR_UNAVAILABLE with the reason in *note ("unavailable: ...")
+ * when there is no usable GPU. Implemented by the CUDA backend (runtime/jit_nvrtc.c). */
+JF_INTERNAL int jf_cuda_eval_point(const struct jf_model *m, const double *p, const double *x,
+                                   double *value, double *grad, char **note);
+
 #endif

@@ -1,0 +1,108 @@
+/* End-to-end tests of `jitfit check`, `jitfit eval` and `jitfit diff` through the built
+ * command: exit codes, exact JSON of eval, diagnostics on stderr. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "testlib.h"
+
+static int run(const char *args, char **out, char **err) {
+    char cmd[4096];
+    snprintf(cmd, sizeof cmd, "JITFIT_CACHE_DIR=%s '%s' %s", getenv("JF_TEST_CACHE"), jf_test_cli(),
+             args);
+    return jf_test_run(cmd, out, err);
+}
+
+static void test_check(void) {
+    char *out = NULL, *err = NULL;
+    CHECK(run("check 'a*exp(-b*x)*sin(c*x+d)+e'", &out, &err) == 0);
+    CHECK_CONTAINS(out, "variables (1): x");
+    CHECK_CONTAINS(out, "parameters (5):\n  a\n  b\n  c\n  d\n  e\n");
+    free(out);
+    free(err);
+
+    char *path = jf_test_tmpfile(".jf", "# decay\nparam A = 2 in [0, inf]\nparam k = 0.5\n"
+                                        "var t\nsignal ~ A*exp(-k*t)\n");
+    char args[512];
+    snprintf(args, sizeof args, "check %s", path);
+    CHECK(run(args, &out, &err) == 0);
+    CHECK_CONTAINS(out, "response: signal");
+    CHECK_CONTAINS(out, "variables (1): t");
+    CHECK_CONTAINS(out, "  A = 2 in [0, inf]");
+    CHECK_CONTAINS(out, "  k = 0.5\n");
+    free(out);
+    free(err);
+    remove(path);
+    free(path);
+
+    CHECK(run("check 'a*exq(-b*x)'", &out, &err) == 1);
+    CHECK_CONTAINS(err, "<command line>:1:3: error: unknown function 'exq' (did you mean 'exp'?)");
+    CHECK_CONTAINS(err, "    a*exq(-b*x)\n      ^^^\n");
+    CHECK(out && out[0] == '\0');
+    free(out);
+    free(err);
+
+    CHECK(run("check", &out, &err) == 2);
+    free(out);
+    free(err);
+}
+
+static void test_eval(void) {
+    char *out = NULL, *err = NULL;
+    CHECK(run("eval 'a*x^2+b' --params a=3,b=1 --at x=2 --json", &out, &err) == 0);
+    CHECK_STREQ(out, "{\"value\": 13, \"gradient\": {\"a\": 4, \"b\": 1}}\n");
+    free(out);
+    free(err);
+
+    /* Order of the gradient follows the model's parameters, not the --params list. */
+    CHECK(run("eval 'b*sin(a*x)' --params a=0,b=2 --at x=0.5 --json", &out, &err) == 0);
+    CHECK_STREQ(out, "{\"value\": 0, \"gradient\": {\"b\": 0, \"a\": 1}}\n");
+    free(out);
+    free(err);
+
+    CHECK(run("eval 'a*x' --params a=1,zz=2 --at x=1", &out, &err) == 1);
+    CHECK_CONTAINS(err, "no parameter 'zz'");
+    free(out);
+    free(err);
+    CHECK(run("eval 'a*x' --params a=1", &out, &err) == 1);
+    CHECK_CONTAINS(err, "no value for variable 'x'");
+    free(out);
+    free(err);
+    CHECK(run("eval 'a*x' --params a=abc --at x=1", &out, &err) == 1);
+    CHECK_CONTAINS(err, "'abc' is not a number");
+    free(out);
+    free(err);
+    CHECK(run("eval 'a*x' --params a=1 --at x=1 --backend gpu3", &out, &err) == 2);
+    free(out);
+    free(err);
+}
+
+static void test_diff(void) {
+    char *out = NULL, *err = NULL;
+    CHECK(run("diff 'a*x+b'", &out, &err) == 0);
+    CHECK_STREQ(out, "d/da = x\nd/db = 1\n");
+    free(out);
+    free(err);
+    CHECK(run("diff 'a*exp(-b*x)' --param a", &out, &err) == 0);
+    CHECK_STREQ(out, "d/da = exp(-(b*x))\n");
+    free(out);
+    free(err);
+    CHECK(run("diff 'a*x' --param q", &out, &err) == 1);
+    CHECK_CONTAINS(err, "no parameter 'q'");
+    free(out);
+    free(err);
+}
+
+int main(void) {
+    char dir[] = "/tmp/jf_cli_cacheXXXXXX";
+    if (!mkdtemp(dir)) return 1;
+    setenv("JF_TEST_CACHE", dir, 1);
+    test_check();
+    test_eval();
+    test_diff();
+    char cmd[256];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", dir);
+    return jf_test_finish();
+}
