@@ -87,7 +87,7 @@ typedef struct jf_node {
 
 /* Static facts about an operation. */
 typedef struct jf_op_info {
-    const char *name; /* DSL spelling: "exp", "+", "<", "select", ... */
+    const char *name; /* DSL spelling: "exp", "+", "<", "if" (SELECT), ... */
     uint8_t arity;    /* number of operands */
     uint8_t infix;    /* 1 for operators printed infix (+ - * / ^ and comparisons) */
     uint8_t commutative; /* 1 when operands may be reordered exactly (+, *, min, max, hypot, ==, !=) */
@@ -134,6 +134,14 @@ JF_INTERNAL jf_ref jf_dag_make(jf_dag *d, jf_op op, const jf_ref *args);
 
 /* 1 when r is a constant node with value v (compared bitwise-equal as doubles, so -0 != 0). */
 JF_INTERNAL int jf_dag_is_const(const jf_dag *d, jf_ref r, double v);
+
+/* 1 when node r may depend on parameter p[k]: exact for k < 63; for larger k it can say 1
+ * spuriously (those share one flag, narrowed by the node's range of parameter numbers). Lets
+ * walkers such as jf_dag_diff skip subtrees that do not involve p[k]. */
+JF_INTERNAL int jf_dag_depends(const jf_dag *d, jf_ref r, uint32_t k);
+/* Records code as the DAG's error unless one is already recorded (for helpers outside expr.c,
+ * e.g. jf_dag_diff running out of memory for its memo table). */
+JF_INTERNAL void jf_dag_set_error(jf_dag *d, int code);
 
 /* ∂f/∂p[k], built in the same DAG (sharing subterms with f). Kink conventions (abs, min, max,
  * select) are documented in diff.c and docs/DSL.md. Returns JF_NOREF on error. */
