@@ -1,0 +1,464 @@
+/* The fitting API of include/jitfit.h: jf_fit, jf_fit_batch and their options and results.
+ *
+ * A fit runs in data-flow order: check the call (arguments, data, bounds, starting point) →
+ * obtain the model's kernels (JIT or cache, runtime/kernels.h) → the trust-region solver
+ * (lm.c, threaded over the data) → covariance at the solution (covar.c) → statistics (one
+ * residual pass) → result. A batch checks its shared options once, obtains the kernels once and
+ * runs the fits in parallel over fits, each single-threaded; since chunking never depends on
+ * the thread count (threads.c), a batch result is bit-identical to the same jf_fit.
+ *
+ * Errors are values: every failure returns a jf_status and, when asked, a one-line errmsg the
+ * caller frees with jf_free. A fit that ran but did not converge is not an error: its result
+ * carries the status.
+ */
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "../codegen/model.h"
+#include "solver.h"
+
+/* Length of the message buffers inside a result. */
+#define MSG_LEN 512
+
+/* A result and the storage its const char * fields point into. pub comes first so that the
+ * public pointer is also the allocation. */
+typedef struct result_block {
+    jf_fit_result pub;     /* what the caller sees */
+    char message[MSG_LEN]; /* pub.message */
+    char *warning;         /* pub.warning (malloc'd by the kernel layer), or NULL */
+} result_block;
+
+/* Options checked once for all fits of a call. */
+typedef struct fit_setup {
+    const struct jf_model *m; /* the model */
+    jf_fit_options o;         /* the options with defaults filled in */
+    double *lo, *hi;          /* resolved bounds (np each) */
+    size_t max_nfev;          /* resolved evaluation budget */
+    jf_kernels *k;            /* kernels, shared by all fits */
+    double compile_ms;        /* time to obtain them */
+    char *warning;            /* kernel-layer warning (fallback to the interpreter), or NULL */
+} fit_setup;
+
+static double now_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
+}
+
+JF_PRINTF(3, 4)
+static int fail(char **errmsg, int status, const char *fmt, ...) {
+    if (errmsg) {
+        char buf[MSG_LEN];
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(buf, sizeof buf, fmt, ap);
+        va_end(ap);
+        *errmsg = strdup(buf);
+    }
+    return status;
+}
+
+jf_fit_options jf_fit_options_default(void) {
+    jf_fit_options o;
+    memset(&o, 0, sizeof o);
+    o.loss = JF_LOSS_LINEAR;
+    o.f_scale = 1.0;
+    o.ftol = 1e-8;
+    o.xtol = 1e-8;
+    o.gtol = 1e-8;
+    o.max_nfev = 0;
+    o.device = JF_DEVICE_AUTO;
+    o.nthreads = 0;
+    o.backend = JF_BACKEND_C;
+    return o;
+}
+
+int jf_loss_from_name(const char *name) {
+    static const char *const names[] = {"linear", "soft_l1", "huber", "cauchy", "arctan"};
+    if (!name) return -1;
+    for (int i = 0; i < 5; i++)
+        if (strcmp(name, names[i]) == 0) return i;
+    return -1;
+}
+
+const char *jf_fit_status_string(int status) {
+    switch (status) {
+    case JF_FIT_RUNNING: return "running";
+    case JF_FIT_FTOL: return "converged: relative reduction of the cost below ftol";
+    case JF_FIT_XTOL: return "converged: relative step below xtol";
+    case JF_FIT_FTOL_XTOL: return "converged: relative reduction below ftol and step below xtol";
+    case JF_FIT_GTOL: return "converged: scaled gradient below gtol";
+    case JF_FIT_MAX_NFEV: return "stopped: evaluation budget (max_nfev) spent";
+    case JF_FIT_STALLED: return "stopped: no further reduction of the cost is possible";
+    case JF_FIT_NONFINITE: return "failed: non-finite residuals or Jacobian at the start";
+    case JF_FIT_UNUSED_PARAM: return "converged, but a parameter has no influence on the model";
+    default: return "unknown fit status";
+    }
+}
+
+void jf_fit_result_free(jf_fit_result *r) {
+    if (!r) return;
+    result_block *b = (result_block *)r;
+    free(r->params);
+    free(r->std_errors);
+    free(r->covariance);
+    free(r->correlation);
+    free(r->at_bound);
+    free(b->warning);
+    free(b);
+}
+
+static void setup_free(fit_setup *s) {
+    free(s->lo);
+    free(s->hi);
+    jf_kernels_free(s->k);
+    free(s->warning);
+    memset(s, 0, sizeof *s);
+}
+
+/* Checks what all fits of a call share and obtains the kernels. */
+static int setup_init(fit_setup *s, const jf_model *m, const jf_fit_options *opts,
+                      char **errmsg) {
+    memset(s, 0, sizeof *s);
+    s->m = m;
+    s->o = opts ? *opts : jf_fit_options_default();
+    const jf_fit_options *o = &s->o;
+    size_t np = m->np;
+    if (o->device == JF_DEVICE_GPU || o->backend == JF_BACKEND_CUDA)
+        return fail(errmsg, JF_ERR_UNAVAILABLE,
+                    "GPU solver not available: this build fits on the CPU only (use device "
+                    "auto or cpu)");
+    if (o->device != JF_DEVICE_AUTO && o->device != JF_DEVICE_CPU)
+        return fail(errmsg, JF_ERR_ARG, "unknown device %d", (int)o->device);
+    if (o->backend != JF_BACKEND_C && o->backend != JF_BACKEND_INTERP)
+        return fail(errmsg, JF_ERR_ARG, "unknown backend %d", o->backend);
+    if (np == 0) return fail(errmsg, JF_ERR_ARG, "the model has no parameters to fit");
+    if ((int)o->loss < 0 || (int)o->loss > JF_LOSS_ARCTAN)
+        return fail(errmsg, JF_ERR_ARG, "unknown loss %d", (int)o->loss);
+    if (!(o->f_scale > 0) || !isfinite(o->f_scale))
+        return fail(errmsg, JF_ERR_ARG, "f_scale must be positive and finite (got %g)",
+                    o->f_scale);
+    if (!(o->ftol >= 0) || !(o->xtol >= 0) || !(o->gtol >= 0))
+        return fail(errmsg, JF_ERR_ARG, "ftol, xtol and gtol must be >= 0 (got %g, %g, %g)",
+                    o->ftol, o->xtol, o->gtol);
+    if (o->x_scale)
+        for (size_t k = 0; k < np; k++)
+            if (!(o->x_scale[k] > 0) || !isfinite(o->x_scale[k]))
+                return fail(errmsg, JF_ERR_ARG,
+                            "x_scale of parameter '%s' must be positive and finite (got %g)",
+                            m->param_names[k], o->x_scale[k]);
+    s->max_nfev = o->max_nfev ? o->max_nfev : 100 * np;
+    s->lo = malloc(np * sizeof(double));
+    s->hi = malloc(np * sizeof(double));
+    if (!s->lo || !s->hi) return fail(errmsg, JF_ERR_NOMEM, "out of memory");
+    char msg[MSG_LEN];
+    if (jf_bounds_resolve(m, o->lower, o->upper, s->lo, s->hi, msg, sizeof msg) != JF_OK)
+        return fail(errmsg, JF_ERR_ARG, "%s", msg);
+
+    jf_jit_options jo;
+    memset(&jo, 0, sizeof jo);
+    jo.no_cache = o->no_cache;
+    double t0 = now_ms();
+    int st = jf_kernels_get(m, (jf_backend)o->backend, &jo, &s->k, &s->warning);
+    s->compile_ms = now_ms() - t0;
+    if (st != JF_OK) {
+        if (s->warning) st = fail(errmsg, st, "%s", s->warning);
+        else st = fail(errmsg, st, "cannot obtain the model's kernels: %s", jf_status_string(st));
+        return st;
+    }
+    return JF_OK;
+}
+
+/* Checks one data set; w receives 1/sigma (n values) when sigma is given. */
+static int check_data(const fit_setup *s, const jf_data *d, double **w, char **errmsg) {
+    const struct jf_model *m = s->m;
+    *w = NULL;
+    size_t np = m->np, n = d->n;
+    if (n <= np)
+        return fail(errmsg, JF_ERR_ARG,
+                    "%zu data points for %zu parameters: a fit needs more points than parameters",
+                    n, np);
+    if (!d->y) return fail(errmsg, JF_ERR_ARG, "no response values (y is NULL)");
+    size_t ldx = d->ldx ? d->ldx : n;
+    if (m->nv > 0 && !d->x) return fail(errmsg, JF_ERR_ARG, "no values of the variables (x is NULL)");
+    if (m->nv > 0 && ldx < n)
+        return fail(errmsg, JF_ERR_ARG, "ldx %zu is smaller than the number of points %zu", ldx, n);
+    for (size_t j = 0; j < m->nv; j++)
+        for (size_t i = 0; i < n; i++)
+            if (!isfinite(d->x[j * ldx + i]))
+                return fail(errmsg, JF_ERR_DATA, "point %zu: variable '%s' is not finite", i + 1,
+                            m->var_names[j]);
+    for (size_t i = 0; i < n; i++)
+        if (!isfinite(d->y[i]))
+            return fail(errmsg, JF_ERR_DATA, "point %zu: the response is not finite", i + 1);
+    if (d->sigma) {
+        for (size_t i = 0; i < n; i++)
+            if (!(d->sigma[i] > 0) || !isfinite(d->sigma[i]))
+                return fail(errmsg, JF_ERR_DATA,
+                            "point %zu: sigma must be positive and finite (got %g)", i + 1,
+                            d->sigma[i]);
+        *w = malloc(n * sizeof **w);
+        if (!*w) return fail(errmsg, JF_ERR_NOMEM, "out of memory");
+        for (size_t i = 0; i < n; i++) (*w)[i] = 1.0 / d->sigma[i];
+    }
+    return JF_OK;
+}
+
+static result_block *result_alloc(size_t np) {
+    result_block *b = calloc(1, sizeof *b);
+    if (!b) return NULL;
+    jf_fit_result *r = &b->pub;
+    r->params = malloc(np * sizeof(double));
+    r->std_errors = malloc(np * sizeof(double));
+    r->covariance = malloc(np * np * sizeof(double));
+    r->correlation = malloc(np * np * sizeof(double));
+    r->at_bound = malloc(np * sizeof(int));
+    if (!r->params || !r->std_errors || !r->covariance || !r->correlation || !r->at_bound) {
+        jf_fit_result_free(r);
+        return NULL;
+    }
+    r->message = b->message;
+    return b;
+}
+
+/* Mean-free sum of squares of y, for R² (two passes: exact enough, and deterministic). */
+static double total_ss(const double *y, size_t n) {
+    double mean = 0, ss = 0;
+    for (size_t i = 0; i < n; i++) mean += y[i];
+    mean /= (double)n;
+    for (size_t i = 0; i < n; i++) ss += (y[i] - mean) * (y[i] - mean);
+    return ss;
+}
+
+/* Runs one checked fit from x0 and fills *out. */
+static int run_fit(const fit_setup *s, const jf_data *d, const double *w, const double *x0,
+                   jf_pool *pool, const jf_lm_config *cfg, double t_start, jf_fit_result **out,
+                   char **errmsg) {
+    const struct jf_model *m = s->m;
+    size_t np = m->np, n = d->n;
+    result_block *b = result_alloc(np);
+    if (!b) return fail(errmsg, JF_ERR_NOMEM, "out of memory");
+    jf_fit_result *r = &b->pub;
+    double t_solve = now_ms();
+
+    jf_data_view view;
+    view.x = d->x;
+    view.ldx = d->ldx ? d->ldx : n;
+    view.y = d->y;
+    view.w = w;
+    jf_problem prob;
+    int *unident = malloc(np * sizeof *unident);
+    if (!unident || jf_problem_init(&prob, s->k, &view, n, np, s->o.loss, s->o.f_scale, pool) != JF_OK) {
+        free(unident);
+        jf_fit_result_free(r);
+        return fail(errmsg, JF_ERR_NOMEM, "out of memory");
+    }
+    memcpy(r->params, x0, np * sizeof(double));
+    jf_lm_state st;
+    int code = jf_lm_solve(&prob, cfg, r->params, &st);
+    int solved = code == JF_OK; /* st holds arrays to free */
+    if (code == JF_OK) {
+        r->status = st.status;
+        r->num_params = np;
+        r->n = n;
+        r->dof = n - np;
+        r->nfev = st.nfev;
+        r->iterations = st.iterations;
+        r->cost = st.cost;
+        r->optimality = st.optimality;
+        jf_bounds_flags(r->params, s->lo, s->hi, np, r->at_bound);
+        if (st.status == JF_FIT_NONFINITE) {
+            for (size_t k = 0; k < np * np; k++) r->covariance[k] = r->correlation[k] = NAN;
+            for (size_t k = 0; k < np; k++) r->std_errors[k] = NAN;
+            r->ssr = r->chi2 = r->reduced_chi2 = r->r_squared = NAN;
+            snprintf(b->message, MSG_LEN,
+                     "the residuals or the Jacobian are not finite at the starting point");
+        } else {
+            code = st.J ? jf_covar_jacobian(st.J, n, np, r->covariance, unident)
+                        : jf_covar_normal(st.A, np, r->covariance, unident);
+        }
+    }
+    if (code == JF_OK && st.status != JF_FIT_NONFINITE) {
+        double sums[2];
+        jf_problem_residual_sums(&prob, r->params, sums);
+        r->ssr = sums[1];
+        r->chi2 = d->sigma ? sums[1] : NAN;
+        r->reduced_chi2 = d->sigma ? sums[1] / (double)r->dof : NAN;
+        double tss = total_ss(d->y, n);
+        r->r_squared = tss > 0 ? 1.0 - sums[0] / tss : NAN;
+        /* scipy's curve_fit: s² = 2·cost/dof (its cost is the robust one for robust losses). */
+        double s2 = s->o.absolute_sigma ? 1.0 : 2.0 * r->cost / (double)r->dof;
+        jf_covar_finish(r->covariance, unident, np, s2, r->std_errors, r->correlation);
+
+        size_t unused = np, nunused = 0;
+        for (size_t k = 0; k < np; k++)
+            if (!(st.A[k * np + k] > 0)) {
+                if (unused == np) unused = k;
+                nunused++;
+            }
+        if (nunused && st.status >= JF_FIT_FTOL && st.status <= JF_FIT_GTOL) {
+            r->status = JF_FIT_UNUSED_PARAM;
+            if (nunused == 1)
+                snprintf(b->message, MSG_LEN,
+                         "converged, but parameter '%s' has no influence on the model (its "
+                         "Jacobian column is zero at the solution): its standard error is infinite",
+                         m->param_names[unused]);
+            else
+                snprintf(b->message, MSG_LEN,
+                         "converged, but %zu parameters (first '%s') have no influence on the "
+                         "model (zero Jacobian columns at the solution): their standard errors "
+                         "are infinite",
+                         nunused, m->param_names[unused]);
+        } else {
+            snprintf(b->message, MSG_LEN, "%s", jf_fit_status_string(r->status));
+            if (st.polish && r->status >= JF_FIT_FTOL && r->status <= JF_FIT_GTOL) {
+                size_t len = strlen(b->message);
+                snprintf(b->message + len, MSG_LEN - len, " (then %zu Gauss-Newton polish step%s)",
+                         st.polish, st.polish == 1 ? "" : "s");
+            }
+        }
+    }
+    if (solved) jf_lm_state_free(&st);
+    jf_problem_free(&prob);
+    free(unident);
+    if (code != JF_OK) {
+        jf_fit_result_free(r);
+        return fail(errmsg, code, "%s during the fit", jf_status_string(code));
+    }
+    r->success = r->status >= JF_FIT_FTOL && r->status <= JF_FIT_GTOL;
+    r->backend = (int)jf_kernels_backend(s->k);
+    r->cache = (int)jf_kernels_cache_result(s->k);
+    r->time_compile_ms = s->compile_ms;
+    double t_end = now_ms();
+    r->time_solve_ms = t_end - t_solve;
+    r->time_total_ms = t_end - t_start;
+    if (s->warning) {
+        b->warning = strdup(s->warning);
+        r->warning = b->warning;
+    }
+    *out = r;
+    return JF_OK;
+}
+
+static jf_lm_config make_config(const fit_setup *s, int with_progress) {
+    jf_lm_config cfg;
+    cfg.lo = s->lo;
+    cfg.hi = s->hi;
+    cfg.x_scale = s->o.x_scale;
+    cfg.ftol = s->o.ftol;
+    cfg.xtol = s->o.xtol;
+    cfg.gtol = s->o.gtol;
+    cfg.max_nfev = s->max_nfev;
+    cfg.progress = with_progress ? s->o.progress : NULL;
+    cfg.progress_ctx = s->o.progress_ctx;
+    return cfg;
+}
+
+int jf_fit(const jf_model *m, const jf_data *data, const jf_fit_options *opts,
+           jf_fit_result **out, char **errmsg) {
+    double t0 = now_ms();
+    if (errmsg) *errmsg = NULL;
+    if (out) *out = NULL;
+    if (!m || !data || !out) return fail(errmsg, JF_ERR_ARG, "NULL model, data or result pointer");
+    fit_setup s;
+    double *w = NULL, *x0 = NULL;
+    jf_pool *pool = NULL;
+    int st = setup_init(&s, m, opts, errmsg);
+    if (st == JF_OK) st = check_data(&s, data, &w, errmsg);
+    if (st == JF_OK) {
+        x0 = malloc(m->np * sizeof *x0);
+        char msg[MSG_LEN];
+        if (!x0) st = fail(errmsg, JF_ERR_NOMEM, "out of memory");
+        else if (jf_bounds_start(m, s.o.p0, s.lo, s.hi, x0, msg, sizeof msg) != JF_OK)
+            st = fail(errmsg, JF_ERR_ARG, "%s", msg);
+    }
+    if (st == JF_OK) {
+        /* Threads pay off only with more than one chunk of points. */
+        int nt = jf_threads_resolve(s.o.nthreads);
+        if (nt > 1 && data->n > 4096) pool = jf_pool_create(nt);
+        jf_lm_config cfg = make_config(&s, 1);
+        st = run_fit(&s, data, w, x0, pool, &cfg, t0, out, errmsg);
+    }
+    jf_pool_free(pool);
+    free(w);
+    free(x0);
+    setup_free(&s);
+    return st;
+}
+
+/* Shared state of a batch. */
+typedef struct batch_ctx {
+    const fit_setup *s;       /* checked options and kernels */
+    const jf_data *data;      /* nfits data sets */
+    const double *p0;         /* nfits × np starting values, or NULL */
+    jf_fit_result **results;  /* nfits outputs */
+    char **errmsgs;           /* nfits messages, or NULL */
+    int *codes;               /* nfits statuses */
+    double t0;                /* start of the call */
+} batch_ctx;
+
+static void batch_task(void *vctx, size_t i, int worker) {
+    (void)worker;
+    batch_ctx *c = vctx;
+    const fit_setup *s = c->s;
+    size_t np = s->m->np;
+    char **em = c->errmsgs ? &c->errmsgs[i] : NULL;
+    double *w = NULL;
+    double *x0 = malloc(np * sizeof *x0);
+    char msg[MSG_LEN];
+    int st;
+    if (!x0) st = fail(em, JF_ERR_NOMEM, "out of memory");
+    else st = check_data(s, &c->data[i], &w, em);
+    if (st == JF_OK &&
+        jf_bounds_start(s->m, c->p0 ? c->p0 + i * np : s->o.p0, s->lo, s->hi, x0, msg,
+                        sizeof msg) != JF_OK)
+        st = fail(em, JF_ERR_ARG, "%s", msg);
+    if (st == JF_OK) {
+        jf_lm_config cfg = make_config(s, 0);
+        st = run_fit(s, &c->data[i], w, x0, NULL, &cfg, c->t0, &c->results[i], em);
+    }
+    c->codes[i] = st;
+    free(w);
+    free(x0);
+}
+
+int jf_fit_batch(const jf_model *m, size_t nfits, const jf_data *data, const double *p0,
+                 const jf_fit_options *opts, jf_fit_result **results, char **errmsgs) {
+    double t0 = now_ms();
+    if (results)
+        for (size_t i = 0; i < nfits; i++) results[i] = NULL;
+    if (errmsgs)
+        for (size_t i = 0; i < nfits; i++) errmsgs[i] = NULL;
+    if (!m || (nfits && (!data || !results))) return JF_ERR_ARG;
+    if (nfits == 0) return JF_OK;
+    fit_setup s;
+    char *setup_err = NULL;
+    int st = setup_init(&s, m, opts, &setup_err);
+    if (st != JF_OK) {
+        /* Nothing could run: every fit gets the reason. */
+        if (errmsgs)
+            for (size_t i = 0; i < nfits; i++) errmsgs[i] = setup_err ? strdup(setup_err) : NULL;
+        free(setup_err);
+        setup_free(&s);
+        return st;
+    }
+    int *codes = calloc(nfits, sizeof *codes);
+    if (!codes) {
+        setup_free(&s);
+        return JF_ERR_NOMEM;
+    }
+    batch_ctx c = {&s, data, p0, results, errmsgs, codes, t0};
+    int nt = jf_threads_resolve(s.o.nthreads);
+    jf_pool *pool = (nt > 1 && nfits > 1) ? jf_pool_create((size_t)nt < nfits ? nt : (int)nfits) : NULL;
+    jf_pool_run(pool, nfits, batch_task, &c);
+    jf_pool_free(pool);
+    st = JF_OK;
+    for (size_t i = 0; i < nfits && st == JF_OK; i++) st = codes[i];
+    free(codes);
+    setup_free(&s);
+    return st;
+}

@@ -1,0 +1,467 @@
+/* The CPU driver of the Levenberg-Marquardt trust-region solver, and the final polish.
+ *
+ * Each trial point costs one pass over the data: the normal-equation kernel returns JᵀJ, Jᵀr
+ * and the cost together (threads.c). Everything else works on p×p quantities:
+ *   1. at an accepted point: update the scaling D, the active set of the bounds and the gradient
+ *      test (step.h);
+ *   2. find the step: the Gauss-Newton step if it fits the trust region, else the λ > 0 with
+ *      ‖D s(λ)‖ ≈ Δ by MINPACK's safeguarded Newton iteration, each λ one factorization of the
+ *      reduced p×p system (linalg.c);
+ *   3. clip the trial point into the bounds, evaluate it, compare actual and predicted
+ *      reductions, update Δ and λ, accept or reject, run the convergence tests (step.h).
+ * A non-finite cost or JᵀJ at a trial point is a rejected step with the strongest shrink, so a
+ * model with a restricted domain (log(b*x) with b stepping negative) simply backs off.
+ *
+ * Polish: the normal equations square J's condition number, and the stopping tests end the
+ * iteration as soon as the cost stalls relative to ftol; on large-residual problems (MGH09,
+ * Thurber) Gauss-Newton converges only linearly, so the parameters can then be 10⁻⁴ away from
+ * the minimizer while the cost agrees to 10⁻⁸. When the loss is linear and n·p is at most
+ * JF_LM_MATERIALIZE_MAX, converged runs continue with Gauss-Newton steps solved on the
+ * materialized J by a column-scaled SVD least-squares solve (no squaring), accepted while the
+ * cost does not rise above its rounding level and the steps keep contracting. This is what takes
+ * every NIST StRD problem to 9+ correct digits (docs/ACCURACY.md).
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "solver.h"
+#include "step.h"
+
+_Static_assert(JF_STEP_FTOL == JF_FIT_FTOL && JF_STEP_XTOL == JF_FIT_XTOL &&
+                   JF_STEP_FTOL_XTOL == JF_FIT_FTOL_XTOL && JF_STEP_GTOL == JF_FIT_GTOL &&
+                   JF_STEP_MAX_NFEV == JF_FIT_MAX_NFEV && JF_STEP_STALLED == JF_FIT_STALLED,
+               "step.h status codes must equal jf_fit_status");
+
+/* Polish: at most this many Gauss-Newton steps (linear convergence at rate ≈0.65 on MGH09 needs
+ * about 40 to reach 10⁻¹² from 10⁻⁴). */
+#define POLISH_MAXIT 60
+/* Polish stops when a step no longer shrinks by this factor (rounding noise has been reached,
+ * or Gauss-Newton does not converge here). */
+#define POLISH_CONTRACT 0.9
+/* Polish stops after an accepted step this small relative to ‖c x‖: further digits are noise. */
+#define POLISH_RTOL 1e-13
+
+/* Working storage of one run. */
+typedef struct lm_work {
+    size_t np;       /* parameters */
+    double *acc;     /* kernel accumulator at the current point */
+    double *acc_try; /* ... at the trial point */
+    double *A;       /* np×np JᵀJ at the current point, full storage */
+    double *g;       /* gradient Jᵀr at the current point */
+    double *diag;    /* (JᵀJ)_kk */
+    double *D;       /* scaling */
+    double *s;       /* step from the λ search (zeros for fixed parameters) */
+    double *s_act;   /* step actually taken after clipping */
+    double *x_try;   /* trial point */
+    int *free_;      /* 1: the parameter moves in this step */
+    size_t *idx;     /* indices of the free parameters */
+    double *M0;      /* reduced JᵀJ */
+    double *M;       /* reduced JᵀJ + λD² */
+    double *gF;      /* reduced gradient */
+    double *DF;      /* reduced scaling */
+    double *sF;      /* reduced step */
+    double *wF;      /* D²s/‖Ds‖ of the λ search */
+    jf_linalg la;    /* factorization workspace */
+    double F;        /* cost at the current point */
+} lm_work;
+
+static void work_free(lm_work *w) {
+    free(w->acc);
+    free(w->acc_try);
+    free(w->A);
+    free(w->g);
+    free(w->diag);
+    free(w->D);
+    free(w->s);
+    free(w->s_act);
+    free(w->x_try);
+    free(w->free_);
+    free(w->idx);
+    free(w->M0);
+    free(w->M);
+    free(w->gF);
+    free(w->DF);
+    free(w->sF);
+    free(w->wF);
+    jf_linalg_free(&w->la);
+}
+
+static int work_init(lm_work *w, size_t np, size_t nacc) {
+    memset(w, 0, sizeof *w);
+    w->np = np;
+    w->acc = malloc(nacc * sizeof(double));
+    w->acc_try = malloc(nacc * sizeof(double));
+    w->A = malloc(np * np * sizeof(double));
+    w->M0 = malloc(np * np * sizeof(double));
+    w->M = malloc(np * np * sizeof(double));
+    double **vecs[] = {&w->g, &w->diag, &w->D, &w->s, &w->s_act, &w->x_try,
+                       &w->gF, &w->DF, &w->sF, &w->wF};
+    int ok = w->acc && w->acc_try && w->A && w->M0 && w->M;
+    for (size_t i = 0; i < sizeof vecs / sizeof vecs[0]; i++) {
+        *vecs[i] = malloc(np * sizeof(double));
+        ok = ok && *vecs[i];
+    }
+    w->free_ = malloc(np * sizeof(int));
+    w->idx = malloc(np * sizeof(size_t));
+    ok = ok && w->free_ && w->idx;
+    if (!ok || jf_linalg_init(&w->la, np) != JF_OK) {
+        work_free(w);
+        return JF_ERR_NOMEM;
+    }
+    return JF_OK;
+}
+
+static int all_finite(const double *v, size_t n) {
+    for (size_t i = 0; i < n; i++)
+        if (!isfinite(v[i])) return 0;
+    return 1;
+}
+
+/* Unpacks the kernel's accumulator (row-major packed upper triangle, Jᵀr, Σ cost terms). */
+static void unpack(lm_work *w, const double *acc) {
+    size_t np = w->np, t = 0;
+    for (size_t i = 0; i < np; i++)
+        for (size_t j = i; j < np; j++) {
+            w->A[i * np + j] = w->A[j * np + i] = acc[t++];
+        }
+    for (size_t k = 0; k < np; k++) {
+        w->g[k] = acc[t + k];
+        w->diag[k] = w->A[k * np + k];
+    }
+    w->F = 0.5 * acc[t + np];
+}
+
+/* The active set at x: a parameter is fixed when it is held by a bound (step.h) or has a zero
+ * Jacobian column (it cannot move the cost; keeping it out keeps the system nonsingular). */
+static void active_set(lm_work *w, const double *x, const double *lo, const double *hi) {
+    for (size_t k = 0; k < w->np; k++)
+        w->free_[k] = w->diag[k] > 0 && jf_step_is_free(x[k], lo[k], hi[k], w->g[k]);
+}
+
+/* Solves (M0 + λ diag(DF²)) sF = -gF for the current reduced system. */
+static int solve_damped(lm_work *w, size_t m, double lam) {
+    memcpy(w->M, w->M0, m * m * sizeof(double));
+    for (size_t a = 0; a < m; a++) w->M[a * m + a] += lam * w->DF[a] * w->DF[a];
+    if (jf_linalg_factor(&w->la, w->M, m) < 0) return -1;
+    jf_linalg_solve(&w->la, w->gF, w->sF);
+    for (size_t a = 0; a < m; a++) w->sF[a] = -w->sF[a];
+    return 0;
+}
+
+/* The trust-region step (MINPACK lmpar on the reduced normal equations). Writes w->s and
+ * returns λ (0 for the Gauss-Newton step); -1 when the system cannot be factorized. */
+static double tr_step(lm_work *w, double delta, double lambda_prev) {
+    size_t np = w->np, m = 0;
+    for (size_t k = 0; k < np; k++)
+        if (w->free_[k]) w->idx[m++] = k;
+    memset(w->s, 0, np * sizeof(double));
+    if (m == 0) return 0.0;
+    for (size_t a = 0; a < m; a++) {
+        for (size_t b = 0; b < m; b++) w->M0[a * m + b] = w->A[w->idx[a] * np + w->idx[b]];
+        w->gF[a] = w->g[w->idx[a]];
+        w->DF[a] = w->D[w->idx[a]];
+    }
+    int mode = jf_linalg_factor(&w->la, w->M0, m);
+    if (mode < 0) return -1.0;
+    jf_linalg_solve(&w->la, w->gF, w->sF);
+    for (size_t a = 0; a < m; a++) w->sF[a] = -w->sF[a];
+    double dxnorm = jf_step_scaled_norm(w->DF, w->sF, m);
+    double fp = dxnorm - delta;
+    double lam = 0.0;
+    if (fp > JF_STEP_LMPAR_SIGMA * delta) {
+        double parl = 0.0;
+        if (mode == 1) { /* Newton's lower bound needs a nonsingular Gauss-Newton system */
+            for (size_t a = 0; a < m; a++) w->wF[a] = w->DF[a] * w->DF[a] * w->sF[a] / dxnorm;
+            double q = jf_linalg_quad(&w->la, w->wF);
+            parl = q > 0 ? fp / delta / q : 0.0;
+        }
+        double gnorm = 0;
+        for (size_t a = 0; a < m; a++) w->wF[a] = w->gF[a] / w->DF[a];
+        gnorm = jf_step_scaled_norm(NULL, w->wF, m);
+        jf_step_lmpar ls;
+        lam = jf_step_lmpar_start(&ls, lambda_prev, parl, gnorm, delta, dxnorm, fp);
+        for (;;) {
+            if (solve_damped(w, m, lam) < 0) return -1.0;
+            dxnorm = jf_step_scaled_norm(w->DF, w->sF, m);
+            fp = dxnorm - delta;
+            if (jf_step_lmpar_done(&ls, fp, delta)) break;
+            for (size_t a = 0; a < m; a++) w->wF[a] = w->DF[a] * w->DF[a] * w->sF[a] / dxnorm;
+            double q = jf_linalg_quad(&w->la, w->wF);
+            lam = jf_step_lmpar_next(&ls, lam, fp, delta, q);
+        }
+    }
+    for (size_t a = 0; a < m; a++) w->s[w->idx[a]] = w->sF[a];
+    return lam;
+}
+
+static void report(const jf_lm_config *cfg, size_t iteration, size_t nfev, double cost,
+                   double step_norm, double damping, double ratio, double optimality,
+                   int accepted) {
+    if (!cfg->progress) return;
+    jf_iteration_info info;
+    info.iteration = iteration;
+    info.nfev = nfev;
+    info.cost = cost;
+    info.step_norm = step_norm;
+    info.damping = damping;
+    info.gain_ratio = ratio;
+    info.optimality = optimality;
+    info.accepted = accepted;
+    cfg->progress(cfg->progress_ctx, &info);
+}
+
+/* Gradient, JᵀJ, cost and optimality from a materialized J (row-major n×np) and r. */
+static void from_jacobian(lm_work *w, const double *J, const double *r, size_t n, const double *x,
+                          const jf_lm_config *cfg, jf_lm_state *st) {
+    size_t np = w->np;
+    memset(w->A, 0, np * np * sizeof(double));
+    memset(w->g, 0, np * sizeof(double));
+    double ssr = 0;
+    for (size_t i = 0; i < n; i++) {
+        const double *row = J + i * np;
+        for (size_t a = 0; a < np; a++) {
+            w->g[a] += row[a] * r[i];
+            for (size_t b = a; b < np; b++) w->A[a * np + b] += row[a] * row[b];
+        }
+        ssr += r[i] * r[i];
+    }
+    for (size_t a = 0; a < np; a++) {
+        for (size_t b = 0; b < a; b++) w->A[a * np + b] = w->A[b * np + a];
+        w->diag[a] = w->A[a * np + a];
+    }
+    w->F = 0.5 * ssr;
+    active_set(w, x, cfg->lo, cfg->hi);
+    st->cost = w->F;
+    st->optimality = jf_step_gnorm(w->g, w->diag, w->free_, w->F, np);
+}
+
+static double half_ssr(const double *r, size_t n) {
+    double s = 0;
+    for (size_t i = 0; i < n; i++) s += r[i] * r[i];
+    return 0.5 * s;
+}
+
+/* Gauss-Newton steps on the materialized Jacobian (see the file comment). Leaves J and r at the
+ * final point in st. Parameters on a bound stay there; a step that would leave the box ends the
+ * polish. */
+static int polish(jf_problem *prob, const jf_lm_config *cfg, double *x, jf_lm_state *st,
+                  lm_work *w, int run_steps) {
+    size_t n = prob->n, np = prob->np;
+    double *J = malloc(n * np * sizeof *J), *r = malloc(n * sizeof *r);
+    double *J2 = NULL, *r2 = NULL, *W = NULL, *b = NULL;
+    if (!J || !r) goto nomem;
+    jf_problem_jacobian(prob, x, r, J);
+    if (!all_finite(r, n) || !all_finite(J, n * np)) {
+        /* Cannot happen after a finite normal-equation pass unless the kernels disagree; keep
+         * the normal-equation results. */
+        free(J);
+        free(r);
+        return JF_OK;
+    }
+    double F = half_ssr(r, n);
+    if (run_steps) {
+        J2 = malloc(n * np * sizeof *J2);
+        r2 = malloc(n * sizeof *r2);
+        W = malloc(n * np * sizeof *W);
+        b = malloc(n * sizeof *b);
+        if (!J2 || !r2 || !W || !b) goto nomem;
+    }
+    const double *y = prob->view.y, *wt = prob->view.w;
+    double sn_prev = INFINITY;
+    for (int it = 0; run_steps && it < POLISH_MAXIT && st->nfev < cfg->max_nfev; it++) {
+        size_t m = 0;
+        for (size_t k = 0; k < np; k++) {
+            double cn2 = 0;
+            for (size_t i = 0; i < n; i++) cn2 += J[i * np + k] * J[i * np + k];
+            w->D[k] = sqrt(cn2);
+            if (cn2 > 0 && x[k] > cfg->lo[k] && x[k] < cfg->hi[k]) w->idx[m++] = k;
+        }
+        if (m == 0) break;
+        for (size_t a = 0; a < m; a++)
+            for (size_t i = 0; i < n; i++) W[a * n + i] = J[i * np + w->idx[a]];
+        for (size_t i = 0; i < n; i++) b[i] = -r[i];
+        int ls = jf_linalg_lstsq(W, n, m, b, w->sF);
+        if (ls != JF_OK) {
+            if (ls == JF_ERR_NOMEM) goto nomem;
+            break;
+        }
+        memset(w->s, 0, np * sizeof(double));
+        for (size_t a = 0; a < m; a++) w->s[w->idx[a]] = w->sF[a];
+        double sn = jf_step_scaled_norm(w->D, w->s, np);
+        double xn = jf_step_scaled_norm(w->D, x, np);
+        if (!(sn > 4 * JF_STEP_EPS * xn) || sn > POLISH_CONTRACT * sn_prev) break;
+        int inside = 1;
+        for (size_t k = 0; k < np; k++) {
+            w->x_try[k] = x[k] + w->s[k];
+            if (!(w->x_try[k] >= cfg->lo[k] && w->x_try[k] <= cfg->hi[k])) inside = 0;
+        }
+        if (!inside) break;
+        jf_problem_jacobian(prob, w->x_try, r2, J2);
+        st->nfev++;
+        if (!all_finite(r2, n) || !all_finite(J2, n * np)) break;
+        double F2 = half_ssr(r2, n);
+        /* Near the minimum the cost changes below the rounding of the residuals themselves
+         * (r_i carries an error of a few ε|w_i f_i|): bound that and accept within it. */
+        double noise = 0;
+        for (size_t i = 0; i < n; i++) {
+            double wf = r[i] + (y ? (wt ? wt[i] : 1.0) * y[i] : 0.0);
+            noise += fabs(r[i]) * (fabs(wf) + fabs(r[i]));
+        }
+        noise *= 16 * JF_STEP_EPS;
+        if (!(F2 <= F + noise)) break;
+        double *t = J;
+        J = J2;
+        J2 = t;
+        t = r;
+        r = r2;
+        r2 = t;
+        memcpy(x, w->x_try, np * sizeof(double));
+        F = F2;
+        st->polish++;
+        sn_prev = sn;
+        if (sn <= POLISH_RTOL * xn) break;
+    }
+    free(J2);
+    free(r2);
+    free(W);
+    free(b);
+    st->J = J;
+    st->r = r;
+    from_jacobian(w, J, r, n, x, cfg, st);
+    return JF_OK;
+nomem:
+    free(J);
+    free(r);
+    free(J2);
+    free(r2);
+    free(W);
+    free(b);
+    return JF_ERR_NOMEM;
+}
+
+int jf_lm_solve(jf_problem *prob, const jf_lm_config *cfg, double *x, jf_lm_state *st) {
+    memset(st, 0, sizeof *st);
+    size_t np = prob->np;
+    lm_work w;
+    if (work_init(&w, np, prob->nacc) != JF_OK) return JF_ERR_NOMEM;
+    st->A = malloc(np * np * sizeof(double));
+    st->g = malloc(np * sizeof(double));
+    if (!st->A || !st->g) {
+        work_free(&w);
+        jf_lm_state_free(st);
+        return JF_ERR_NOMEM;
+    }
+
+    jf_problem_normal_eq(prob, x, prob->loss, w.acc);
+    st->nfev = 1;
+    unpack(&w, w.acc);
+    if (!all_finite(w.acc, prob->nacc)) {
+        st->status = JF_FIT_NONFINITE;
+        st->cost = w.F;
+        st->optimality = NAN;
+        memcpy(st->A, w.A, np * np * sizeof(double));
+        memcpy(st->g, w.g, np * sizeof(double));
+        work_free(&w);
+        return JF_OK;
+    }
+    if (cfg->x_scale)
+        for (size_t k = 0; k < np; k++) w.D[k] = 1.0 / cfg->x_scale[k];
+    else
+        jf_step_update_scale(w.D, w.diag, 1, np);
+    jf_step_tr tr;
+    jf_step_tr_init(&tr, jf_step_scaled_norm(w.D, x, np));
+    active_set(&w, x, cfg->lo, cfg->hi);
+    double gnorm = jf_step_gnorm(w.g, w.diag, w.free_, w.F, np);
+    report(cfg, 0, st->nfev, w.F, 0.0, tr.lambda, NAN, gnorm, 0);
+
+    int status = JF_STEP_CONTINUE;
+    while (status == JF_STEP_CONTINUE) {
+        if (jf_step_gtol_test(gnorm, cfg->gtol)) {
+            status = JF_STEP_GTOL;
+            break;
+        }
+        if (st->nfev >= cfg->max_nfev) {
+            status = JF_STEP_MAX_NFEV;
+            break;
+        }
+        double lam = tr_step(&w, tr.delta, tr.lambda);
+        if (lam < 0) { /* JᵀJ at an accepted point is finite: LAPACK itself failed */
+            status = JF_STEP_STALLED;
+            break;
+        }
+        int projected = 0;
+        for (size_t k = 0; k < np; k++) {
+            w.x_try[k] = jf_step_clip(x[k] + w.s[k], cfg->lo[k], cfg->hi[k]);
+            w.s_act[k] = w.x_try[k] - x[k];
+            if (w.x_try[k] != x[k] + w.s[k]) projected = 1;
+        }
+        double pnorm = jf_step_scaled_norm(w.D, w.s_act, np);
+        double xnorm = jf_step_scaled_norm(w.D, x, np);
+        if (projected && pnorm == 0.0) {
+            /* Every moving parameter ran into a bound at once: shrink without evaluating; a
+             * short enough step points inward (it tends to -D⁻²g on the free set). */
+            tr.lambda = lam;
+            jf_step_update_radius(&tr, 0.0, -1.0, 0.0, jf_step_scaled_norm(w.D, w.s, np), 0);
+            if (tr.delta <= JF_STEP_EPS * xnorm) status = JF_STEP_STALLED;
+            continue;
+        }
+        jf_step_first(&tr, pnorm);
+
+        jf_problem_normal_eq(prob, w.x_try, prob->loss, w.acc_try);
+        st->nfev++;
+        st->iterations++;
+        int finite = all_finite(w.acc_try, prob->nacc);
+        double Fnew = 0.5 * w.acc_try[prob->nacc - 1];
+        double sAs = 0, ds2 = 0, gs = 0;
+        for (size_t a = 0; a < np; a++) {
+            double t = 0;
+            for (size_t b = 0; b < np; b++) t += w.A[a * np + b] * w.s_act[b];
+            sAs += w.s_act[a] * t;
+            ds2 += (w.D[a] * w.s_act[a]) * (w.D[a] * w.s_act[a]);
+            gs += w.g[a] * w.s_act[a];
+        }
+        double prered, dirder;
+        jf_step_predicted(w.F, sAs, lam * ds2, gs, projected, &prered, &dirder);
+        double actred = jf_step_actred(w.F, Fnew, finite);
+        double ratio = finite ? jf_step_ratio(actred, prered) : 0.0;
+        tr.lambda = lam;
+        jf_step_update_radius(&tr, ratio, actred, dirder, pnorm, finite);
+        int accepted = finite && jf_step_accepted(ratio);
+        if (accepted) {
+            memcpy(x, w.x_try, np * sizeof(double));
+            double *t = w.acc;
+            w.acc = w.acc_try;
+            w.acc_try = t;
+            unpack(&w, w.acc);
+            if (!cfg->x_scale) jf_step_update_scale(w.D, w.diag, 0, np);
+            active_set(&w, x, cfg->lo, cfg->hi);
+            gnorm = jf_step_gnorm(w.g, w.diag, w.free_, w.F, np);
+        }
+        status = jf_step_test(cfg->ftol, cfg->xtol, actred, prered, ratio, pnorm, xnorm, tr.delta);
+        /* A non-finite trial point has no gain ratio: report NaN so a log shows why. */
+        report(cfg, st->iterations, st->nfev, w.F, pnorm, lam, finite ? ratio : NAN, gnorm,
+               accepted);
+    }
+    st->status = status;
+    st->cost = w.F;
+    st->optimality = gnorm;
+
+    int st_code = JF_OK;
+    int converged = status >= JF_STEP_FTOL && status <= JF_STEP_GTOL;
+    if (prob->loss == JF_LOSS_LINEAR && prob->n * np <= JF_LM_MATERIALIZE_MAX)
+        st_code = polish(prob, cfg, x, st, &w, converged);
+    memcpy(st->A, w.A, np * np * sizeof(double));
+    memcpy(st->g, w.g, np * sizeof(double));
+    work_free(&w);
+    if (st_code != JF_OK) jf_lm_state_free(st);
+    return st_code;
+}
+
+void jf_lm_state_free(jf_lm_state *st) {
+    free(st->A);
+    free(st->g);
+    free(st->J);
+    free(st->r);
+    st->A = st->g = st->J = st->r = NULL;
+}

@@ -1,0 +1,175 @@
+/* Internal interfaces of the CPU solver (the solver/ sources), in the order a fit uses them.
+ *
+ *   fit.c     public API: validates the call, obtains the kernels, runs one fit or a batch,
+ *             assembles jf_fit_result
+ *   bounds.c  bounds and starting point: resolution from options and model, checks, flags
+ *   threads.c a small deterministic thread pool, and the data-parallel passes over the points
+ *             (normal equations, materialized Jacobian, residual statistics)
+ *   lm.c      the Levenberg-Marquardt trust-region driver (decisions in step.h) and the final
+ *             Gauss-Newton polish
+ *   linalg.c  p×p factorizations (Jacobi-scaled Cholesky, eigen pseudo-inverse fallback) and
+ *             the column-scaled least-squares solve of a materialized Jacobian
+ *   covar.c   covariance at the solution (SVD of J, or eigen-decomposition of JᵀJ)
+ *
+ * Determinism: every pass over the data splits the points into chunks whose size depends on the
+ * number of points only; each chunk's sums land in their own slot and are added in chunk order.
+ * The thread count changes who computes a chunk, never what is added to what.
+ */
+#ifndef JF_SOLVER_H
+#define JF_SOLVER_H
+
+#include <stddef.h>
+
+#include "../runtime/common.h"
+#include "../runtime/kernels.h"
+
+/* ---- threads.c ----------------------------------------------------------------------------- */
+
+/* A fixed set of worker threads that run numbered tasks. */
+typedef struct jf_pool jf_pool;
+
+/* The number of threads to use for a request of n (n <= 0: the online processors). */
+JF_INTERNAL int jf_threads_resolve(int n);
+/* A pool of nthreads threads, the caller counting as one (so nthreads - 1 are created).
+ * NULL when out of memory or when nthreads <= 1 (callers then pass NULL: run inline). */
+JF_INTERNAL jf_pool *jf_pool_create(int nthreads);
+/* Joins the workers and frees the pool; accepts NULL. */
+JF_INTERNAL void jf_pool_free(jf_pool *pool);
+/* Number of threads including the caller (1 for NULL). */
+JF_INTERNAL int jf_pool_size(const jf_pool *pool);
+/* Runs fn(ctx, task, worker) for task = 0..ntasks-1 and returns when all are done. worker is in
+ * [0, jf_pool_size) and names the thread (for per-thread scratch). With pool NULL the tasks run
+ * in order on the calling thread. Not reentrant: one run per pool at a time. */
+JF_INTERNAL void jf_pool_run(jf_pool *pool, size_t ntasks,
+                             void (*fn)(void *ctx, size_t task, int worker), void *ctx);
+
+/* One fit's data as the kernels see it, with the chunking and buffers of its passes. */
+typedef struct jf_problem {
+    const jf_kernels *k;   /* the model's kernels (shared, read-only) */
+    jf_data_view view;     /* x, y and w = 1/sigma (w NULL without sigma) */
+    size_t n;              /* number of points */
+    size_t np;             /* number of parameters */
+    size_t nacc;           /* length of a normal-equation accumulator: np(np+1)/2 + np + 1 */
+    jf_loss loss;          /* robust loss of the fit */
+    double f_scale;        /* its scale */
+    jf_pool *pool;         /* threads over the chunks, or NULL */
+    size_t chunk;          /* points per chunk: a function of n only (determinism) */
+    size_t nchunks;        /* ceil(n / chunk) */
+    double *partial;       /* nchunks × nacc per-chunk sums, reduced in chunk order */
+    double *scratch;       /* jf_pool_size × chunk doubles for the residual pass */
+} jf_problem;
+
+/* Sets up prob for n points (allocates the per-chunk buffers). JF_OK or JF_ERR_NOMEM. */
+JF_INTERNAL int jf_problem_init(jf_problem *prob, const jf_kernels *k, const jf_data_view *view,
+                                size_t n, size_t np, jf_loss loss, double f_scale, jf_pool *pool);
+/* Frees the buffers of prob (not the kernels or the pool); accepts a zeroed struct. */
+JF_INTERNAL void jf_problem_free(jf_problem *prob);
+/* acc (nacc values, the layout of jf_kernels_normal_eq) for parameters p and the given loss,
+ * summed over all points. */
+JF_INTERNAL void jf_problem_normal_eq(jf_problem *prob, const double *p, jf_loss loss,
+                                      double *acc);
+/* The weighted residuals r (n) and the Jacobian J (n × np, row-major) at p. */
+JF_INTERNAL void jf_problem_jacobian(jf_problem *prob, const double *p, double *r, double *J);
+/* sums[0] = Σ (f - y)², sums[1] = Σ (w (f - y))² at p (no robust loss). */
+JF_INTERNAL void jf_problem_residual_sums(jf_problem *prob, const double *p, double sums[2]);
+
+/* ---- linalg.c ------------------------------------------------------------------------------ */
+
+/* Workspace for factorizing symmetric positive semidefinite m×m systems, m <= capacity. */
+typedef struct jf_linalg {
+    size_t cap;    /* largest m the buffers hold */
+    size_t m;      /* order of the last factorization */
+    int mode;      /* 1: Cholesky of the scaled matrix; 0: eigen pseudo-inverse */
+    double *scale; /* Jacobi scaling s_k = 1/√M_kk of the last matrix */
+    double *fac;   /* cap² : Cholesky factor, or eigenvectors */
+    double *eig;   /* cap : inverted eigenvalues (0 for the discarded ones) */
+    double *work;  /* 3·cap + cap² scratch */
+    int *iwork;    /* cap scratch */
+} jf_linalg;
+
+JF_INTERNAL int jf_linalg_init(jf_linalg *la, size_t cap);
+JF_INTERNAL void jf_linalg_free(jf_linalg *la);
+/* Factorizes the symmetric m×m matrix M (full storage). Returns 1 for a well-conditioned
+ * Cholesky factorization, 0 when it fell back to the eigen pseudo-inverse (not positive
+ * definite, or reciprocal condition number below m·ε), -1 when M is not finite or LAPACK
+ * failed. */
+JF_INTERNAL int jf_linalg_factor(jf_linalg *la, const double *M, size_t m);
+/* x = M⁺ b for the last factorization (x may alias b). */
+JF_INTERNAL void jf_linalg_solve(jf_linalg *la, const double *b, double *x);
+/* wᵀ M⁺ w for the last factorization. */
+JF_INTERNAL double jf_linalg_quad(jf_linalg *la, const double *w);
+/* The minimum-norm least-squares solution x (m) of A x ≈ b, A n×m column-major. Columns are
+ * scaled to unit norm first; singular values below ε·max(n, m) of the largest are dropped.
+ * A and b are destroyed. JF_OK, JF_ERR_NOMEM or JF_ERR_INTERNAL. */
+JF_INTERNAL int jf_linalg_lstsq(double *A, size_t n, size_t m, double *b, double *x);
+
+/* ---- covar.c ------------------------------------------------------------------------------- */
+
+/* cov = (JᵀJ)⁺ (np × np, row-major) from the materialized Jacobian (n × np row-major), by an
+ * SVD of the column-scaled J. unident[k] = 1 marks parameters the data do not determine (zero
+ * column, or part of a direction dropped as singular): their rows and columns are infinite. */
+JF_INTERNAL int jf_covar_jacobian(const double *J, size_t n, size_t np, double *cov, int *unident);
+/* The same from JᵀJ (np × np full storage) by an eigen-decomposition of the Jacobi-scaled
+ * matrix, for when J is not materialized. */
+JF_INTERNAL int jf_covar_normal(const double *A, size_t np, double *cov, int *unident);
+/* Scales cov by s2 and derives the standard errors and the correlation matrix. */
+JF_INTERNAL void jf_covar_finish(double *cov, const int *unident, size_t np, double s2,
+                                 double *std_errors, double *correlation);
+
+/* ---- bounds.c ------------------------------------------------------------------------------ */
+
+/* Fills lo and hi (np each) from the options, else the model's declared bounds, and checks
+ * lo < hi. On error returns JF_ERR_ARG and writes a message into msg (msglen bytes). */
+JF_INTERNAL int jf_bounds_resolve(const struct jf_model *m, const double *lower,
+                                  const double *upper, double *lo, double *hi, char *msg,
+                                  size_t msglen);
+/* Fills x0 from p0 (if not NULL) or the model's initial values; a parameter without one starts
+ * as scipy's curve_fit does: 1, or inside finite bounds (midpoint, lo + 1 or hi - 1). Checks
+ * that x0 is finite and inside [lo, hi]; JF_ERR_ARG with a message otherwise. */
+JF_INTERNAL int jf_bounds_start(const struct jf_model *m, const double *p0, const double *lo,
+                                const double *hi, double *x0, char *msg, size_t msglen);
+/* at_bound[k] = -1 when x_k == lo_k, +1 when x_k == hi_k, else 0. */
+JF_INTERNAL void jf_bounds_flags(const double *x, const double *lo, const double *hi, size_t np,
+                                 int *at_bound);
+
+/* ---- lm.c ---------------------------------------------------------------------------------- */
+
+/* Settings of one Levenberg-Marquardt run (already validated). */
+typedef struct jf_lm_config {
+    const double *lo;      /* np lower bounds (-inf for none) */
+    const double *hi;      /* np upper bounds (+inf for none) */
+    const double *x_scale; /* np characteristic scales, or NULL: Jacobian column norms */
+    double ftol;           /* relative cost-reduction tolerance */
+    double xtol;           /* relative step tolerance */
+    double gtol;           /* scaled-gradient tolerance */
+    size_t max_nfev;       /* evaluation budget (> 0) */
+    void (*progress)(void *ctx, const jf_iteration_info *info); /* per-iteration callback */
+    void *progress_ctx;    /* passed to progress */
+} jf_lm_config;
+
+/* What a run leaves behind (jf_lm_state_free releases the arrays). */
+typedef struct jf_lm_state {
+    int status;        /* a jf_fit_status */
+    size_t nfev;       /* passes over the data by the solver and the polish */
+    size_t iterations; /* trial steps (accepted and rejected) */
+    size_t polish;     /* Gauss-Newton polish steps accepted */
+    double cost;       /* cost at the solution */
+    double optimality; /* scaled-gradient measure at the solution (jf_step_gnorm) */
+    double *A;         /* np × np JᵀJ (loss-scaled) at the solution */
+    double *g;         /* np gradient Jᵀr at the solution */
+    double *J;         /* n × np row-major Jacobian at the solution when it was materialized
+                          (linear loss, small n·np), else NULL */
+    double *r;         /* n residuals at the solution alongside J, else NULL */
+} jf_lm_state;
+
+/* Largest n·np for which the Jacobian is materialized (polish, covariance by SVD): the polish
+ * holds three n×np arrays, 48 MiB at this size. */
+#define JF_LM_MATERIALIZE_MAX ((size_t)1 << 21)
+
+/* Minimizes the cost of prob from x (np values, inside [lo, hi]; overwritten by the solution).
+ * JF_OK (the outcome is st->status) or JF_ERR_NOMEM. */
+JF_INTERNAL int jf_lm_solve(jf_problem *prob, const jf_lm_config *cfg, double *x,
+                            jf_lm_state *st);
+JF_INTERNAL void jf_lm_state_free(jf_lm_state *st);
+
+#endif

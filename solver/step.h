@@ -1,0 +1,281 @@
+/* The trust-region step logic of the Levenberg-Marquardt solver, written once for every driver.
+ *
+ * This is the decision-making half of the solver: scaling, the search for the damping parameter
+ * λ that fits a step into the trust region (Moré 1978, MINPACK's lmpar), the predicted and actual
+ * reductions, the gain ratio, the radius update, acceptance, the convergence tests and the
+ * handling of box bounds. The arithmetic half (evaluating the model, factorizing the p×p system)
+ * belongs to each driver: solver/lm.c on the CPU, the future GPU solver in device code.
+ *
+ * The text must be valid C11 and CUDA C: the build embeds it (jf_embed_step_h) so NVRTC compiles
+ * the very same functions the CPU driver runs. Hence: no project includes, no includes at all
+ * under NVRTC, only scalars and caller-provided arrays, no allocation, no recursion.
+ *
+ * Units: F is the cost ½ Σ f_scale² ρ((r_i/f_scale)²); reductions are relative to F, as in
+ * MINPACK (actred = 1 - F_new/F, prered = predicted reduction / F). Norms of steps and points are
+ * scaled by the diagonal D (‖D s‖), MINPACK's column scaling.
+ */
+#ifndef JF_STEP_H
+#define JF_STEP_H
+
+#ifndef __CUDACC_RTC__
+#include <math.h>
+#include <stddef.h>
+#endif
+
+#ifndef JF_HD
+#ifdef __CUDACC__
+#define JF_HD static __host__ __device__ inline
+#else
+#define JF_HD static inline
+#endif
+#endif
+
+/* Machine epsilon and the smallest normal double (MINPACK's dpmpar(1) and dpmpar(2)). */
+#define JF_STEP_EPS 2.220446049250313e-16
+#define JF_STEP_DWARF 2.2250738585072014e-308
+
+/* Why to stop; the same numbers as jf_fit_status in include/jitfit.h (lm.c checks this). */
+#define JF_STEP_CONTINUE 0  /* keep iterating */
+#define JF_STEP_FTOL 1      /* actual and predicted relative reductions at most ftol */
+#define JF_STEP_XTOL 2      /* scaled step at most xtol (xtol + ‖D x‖) */
+#define JF_STEP_FTOL_XTOL 3 /* both at the same step */
+#define JF_STEP_GTOL 4      /* scaled gradient at most gtol */
+#define JF_STEP_MAX_NFEV 5  /* evaluation budget spent */
+#define JF_STEP_STALLED 6   /* no representable progress is possible */
+
+/* Moré's initial radius is factor·‖D x0‖. MINPACK uses 100; 1 (scipy's trf) keeps the first
+ * step near the starting point, which is what rescues BoxBOD from its start 1 (see
+ * docs/SOLVER.md). */
+#define JF_STEP_FACTOR 1.0
+/* A trial point is accepted when it achieves this fraction of the predicted reduction. */
+#define JF_STEP_ACCEPT 1e-4
+/* The λ search stops when ‖D s‖ is within this fraction of the radius. */
+#define JF_STEP_LMPAR_SIGMA 0.1
+/* The λ search gives up after this many trial λ (MINPACK: 10). */
+#define JF_STEP_LMPAR_MAXIT 10
+
+/* Trust-region state carried between iterations. */
+typedef struct jf_step_tr {
+    double delta;  /* radius: steps satisfy ‖D s‖ ≲ delta */
+    double lambda; /* damping of the last step; the next λ search starts from it */
+    int first;     /* 1 until the first step: the radius is then cut to that step's length */
+} jf_step_tr;
+
+/* State of one λ search (MINPACK lmpar's safeguarded Newton iteration on ‖D s(λ)‖ = Δ). */
+typedef struct jf_step_lmpar {
+    double parl;    /* lower bound of the wanted λ */
+    double paru;    /* upper bound of the wanted λ */
+    double fp_prev; /* ‖D s‖ - Δ of the previous trial λ */
+    int iter;       /* trial λ tried so far */
+} jf_step_lmpar;
+
+JF_HD int jf_step_isfinite(double v) { return v == v && v - v == 0.0; }
+
+JF_HD double jf_step_max(double a, double b) { return a > b ? a : b; }
+
+JF_HD double jf_step_min(double a, double b) { return a < b ? a : b; }
+
+/* ‖D v‖ with scaling against overflow (the values can be huge before a step is rejected). */
+JF_HD double jf_step_scaled_norm(const double *D, const double *v, size_t p) {
+    double big = 0.0, sum = 0.0;
+    for (size_t k = 0; k < p; k++) {
+        double a = D ? D[k] * v[k] : v[k];
+        a = a < 0 ? -a : a;
+        if (a > big) big = a;
+    }
+    if (big == 0.0 || !jf_step_isfinite(big)) return big;
+    for (size_t k = 0; k < p; k++) {
+        double a = (D ? D[k] * v[k] : v[k]) / big;
+        sum += a * a;
+    }
+    return big * sqrt(sum);
+}
+
+/* MINPACK mode 1 scaling: D_k = max over iterations of the Jacobian column norm √(JᵀJ)_kk; a
+ * zero column gets 1 so the damping term stays positive. Taking the maximum makes D monotone,
+ * which Moré's convergence proof needs. diag holds (JᵀJ)_kk. */
+JF_HD void jf_step_update_scale(double *D, const double *diag, int first, size_t p) {
+    for (size_t k = 0; k < p; k++) {
+        double c = diag[k] > 0 ? sqrt(diag[k]) : 0.0;
+        if (first) D[k] = c > 0 ? c : 1.0;
+        else if (c > D[k]) D[k] = c;
+    }
+}
+
+/* The starting radius factor·‖D x0‖ (factor itself when x0 = 0, as MINPACK). */
+JF_HD void jf_step_tr_init(jf_step_tr *tr, double xnorm) {
+    tr->delta = xnorm > 0 ? JF_STEP_FACTOR * xnorm : JF_STEP_FACTOR;
+    tr->lambda = 0.0;
+    tr->first = 1;
+}
+
+/* A parameter moves freely unless it sits on a bound and the cost decreases by leaving the box
+ * there (g is the cost gradient Jᵀr: the descent direction is -g). Such a parameter is held
+ * fixed for this step: this is the active set of the projected method. */
+JF_HD int jf_step_is_free(double x, double lo, double hi, double g) {
+    if (x <= lo && g > 0) return 0;
+    if (x >= hi && g < 0) return 0;
+    return 1;
+}
+
+/* Projection of a trial value onto [lo, hi]: results always stay inside the bounds. */
+JF_HD double jf_step_clip(double v, double lo, double hi) {
+    if (v < lo) return lo;
+    if (v > hi) return hi;
+    return v;
+}
+
+/* The scaled gradient measure tested against gtol: max over free k of |g_k| / (‖J_k‖ ‖r‖),
+ * the cosine between the residual and a Jacobian column (MINPACK's gnorm; scipy's gtol for
+ * method 'lm'). colnorm2 is (JᵀJ)_kk; free may be NULL (all free); cost = ½‖r‖². */
+JF_HD double jf_step_gnorm(const double *g, const double *colnorm2, const int *free_, double cost,
+                           size_t p) {
+    double fnorm = sqrt(2.0 * cost), gn = 0.0;
+    if (!(fnorm > 0)) return 0.0;
+    for (size_t k = 0; k < p; k++) {
+        if ((free_ && !free_[k]) || !(colnorm2[k] > 0)) continue;
+        double c = g[k] / (sqrt(colnorm2[k]) * fnorm);
+        c = c < 0 ? -c : c;
+        if (c > gn) gn = c;
+    }
+    return gn;
+}
+
+/* Starts a λ search once the Gauss-Newton step (‖D s_GN‖ = dxnorm, Δ + fp0 with fp0 > σΔ) is
+ * too long. parl is MINPACK's Newton lower bound from the Gauss-Newton step (0 when JᵀJ is
+ * singular), gnorm = ‖D⁻¹ g‖. Returns the first λ to try: the previous one clamped to
+ * [parl, paru], or gnorm/dxnorm when that is 0. */
+JF_HD double jf_step_lmpar_start(jf_step_lmpar *s, double lambda_prev, double parl, double gnorm,
+                                 double delta, double dxnorm, double fp0) {
+    s->parl = parl;
+    s->paru = gnorm / delta;
+    if (s->paru == 0.0) s->paru = JF_STEP_DWARF / jf_step_min(delta, 0.1);
+    s->fp_prev = fp0;
+    s->iter = 0;
+    double lam = jf_step_min(jf_step_max(lambda_prev, s->parl), s->paru);
+    if (lam == 0.0) lam = dxnorm > 0 ? gnorm / dxnorm : s->paru;
+    if (lam == 0.0) lam = jf_step_max(JF_STEP_DWARF, 0.001 * s->paru);
+    return lam;
+}
+
+/* After solving with λ (‖D s(λ)‖ - Δ = fp): 1 when s(λ) is good enough. MINPACK stops when the
+ * length is within σΔ, when λ is at a zero lower bound and the step got no longer than it
+ * already was while inside the region, or after JF_STEP_LMPAR_MAXIT trials. */
+JF_HD int jf_step_lmpar_done(jf_step_lmpar *s, double fp, double delta) {
+    double prev = s->fp_prev;
+    s->iter++;
+    if (fabs(fp) <= JF_STEP_LMPAR_SIGMA * delta) return 1;
+    if (s->parl == 0.0 && fp <= prev && prev < 0.0) return 1;
+    if (s->iter >= JF_STEP_LMPAR_MAXIT) return 1;
+    return 0;
+}
+
+/* The next λ: a Newton step on 1/‖D s(λ)‖ (Hebden, Moré), safeguarded by [parl, paru].
+ * qnorm2 = wᵀ (JᵀJ + λD²)⁻¹ w with w = D² s / ‖D s‖, i.e. ‖L⁻¹ w‖² for the Cholesky factor. */
+JF_HD double jf_step_lmpar_next(jf_step_lmpar *s, double lam, double fp, double delta,
+                                double qnorm2) {
+    double parc = qnorm2 > 0 ? fp / delta / qnorm2 : 0.0;
+    if (fp > 0) s->parl = jf_step_max(s->parl, lam);
+    if (fp < 0) s->paru = jf_step_min(s->paru, lam);
+    s->fp_prev = fp;
+    lam = jf_step_max(s->parl, lam + parc);
+    if (lam == 0.0) lam = jf_step_max(JF_STEP_DWARF, 0.001 * s->paru);
+    return lam;
+}
+
+/* Predicted relative reduction and relative directional derivative of a step s.
+ * For an unprojected LM step ((JᵀJ + λD²) s = -g) MINPACK's cancellation-free forms are used:
+ *   prered = (½ sᵀJᵀJs + λ‖Ds‖²)/F,  dirder = -(½ sᵀJᵀJs + ½ λ‖Ds‖²)/F;
+ * for a step changed by projection onto the bounds the model's own values:
+ *   prered = -(gᵀs + ½ sᵀJᵀJs)/F,    dirder = gᵀs / F.
+ * sAs = sᵀJᵀJs, lds2 = λ‖Ds‖², gs = gᵀs. */
+JF_HD void jf_step_predicted(double F, double sAs, double lds2, double gs, int projected,
+                             double *prered, double *dirder) {
+    if (!(F > 0)) {
+        *prered = 0.0;
+        *dirder = 0.0;
+        return;
+    }
+    if (!projected) {
+        *prered = (0.5 * sAs + lds2) / F;
+        *dirder = -(0.5 * sAs + 0.5 * lds2) / F;
+    } else {
+        *prered = -(gs + 0.5 * sAs) / F;
+        *dirder = gs / F;
+    }
+}
+
+/* Actual relative reduction 1 - F_new/F; -1 when the cost grew more than 100-fold (MINPACK's
+ * guard against overflow in the ratio) or the trial point is not finite. */
+JF_HD double jf_step_actred(double F, double Fnew, int finite) {
+    if (!finite || !jf_step_isfinite(Fnew)) return -1.0;
+    if (!(F > 0)) return Fnew > 0 ? -1.0 : 0.0;
+    if (Fnew >= 100.0 * F) return -1.0;
+    return 1.0 - Fnew / F;
+}
+
+/* The gain ratio ρ = actual / predicted reduction; 0 when the model predicts no reduction
+ * (possible only for a projected step that is not a descent direction): such a step must be
+ * rejected whatever the cost did. */
+JF_HD double jf_step_ratio(double actred, double prered) {
+    return prered > 0.0 ? actred / prered : 0.0;
+}
+
+/* Whether the trial point replaces the current one. */
+JF_HD int jf_step_accepted(double ratio) { return ratio >= JF_STEP_ACCEPT; }
+
+/* Moré's radius update after a trial step of scaled length pnorm. A poor step (ρ ≤ ¼) shrinks
+ * the radius by a factor in [0.1, 0.5] chosen by quadratic interpolation along the step (0.1
+ * for a non-finite trial point); a good one (ρ ≥ ¾, or a pure Gauss-Newton step) doubles it
+ * relative to the step. λ follows inversely so the next search starts near the answer. */
+JF_HD void jf_step_update_radius(jf_step_tr *tr, double ratio, double actred, double dirder,
+                                 double pnorm, int finite) {
+    if (ratio <= 0.25) {
+        double temp;
+        if (!finite) temp = 0.1;
+        else {
+            temp = actred >= 0 ? 0.5 : 0.5 * dirder / (dirder + 0.5 * actred);
+            if (actred <= -1.0 || !(temp >= 0.1)) temp = 0.1;
+            if (temp > 0.5) temp = 0.5; /* only a projected ascent step gets here */
+        }
+        tr->delta = temp * jf_step_min(tr->delta, pnorm / 0.1);
+        tr->lambda = tr->lambda / temp;
+    } else if (tr->lambda == 0.0 || ratio >= 0.75) {
+        tr->delta = pnorm / 0.5;
+        tr->lambda = 0.5 * tr->lambda;
+    }
+}
+
+/* The first step cuts the initial radius to its own length (MINPACK). */
+JF_HD void jf_step_first(jf_step_tr *tr, double pnorm) {
+    if (tr->first) {
+        tr->delta = jf_step_min(tr->delta, pnorm);
+        tr->first = 0;
+    }
+}
+
+/* Convergence tests after a trial step (accepted or not), MINPACK's order:
+ *   FTOL  |actred| ≤ ftol, prered ≤ ftol and ρ ≤ 2 (the model is trustworthy and predicts
+ *         nothing more to gain);
+ *   XTOL  ‖D s‖ ≤ xtol (xtol + ‖D x‖) (scipy's form of MINPACK's Δ ≤ xtol ‖D x‖);
+ *   STALLED when the same tests hold at machine precision, or the radius fell below ε‖D x‖:
+ *         no representable step can reduce the cost any more.
+ * xnorm is ‖D x‖ at the point the step started from. */
+JF_HD int jf_step_test(double ftol, double xtol, double actred, double prered, double ratio,
+                       double pnorm, double xnorm, double delta) {
+    int st = JF_STEP_CONTINUE;
+    if (fabs(actred) <= ftol && prered <= ftol && 0.5 * ratio <= 1.0) st |= JF_STEP_FTOL;
+    if (pnorm <= xtol * (xtol + xnorm)) st |= JF_STEP_XTOL;
+    if (st) return st;
+    if (fabs(actred) <= JF_STEP_EPS && prered <= JF_STEP_EPS && 0.5 * ratio <= 1.0)
+        return JF_STEP_STALLED;
+    if (delta <= JF_STEP_EPS * xnorm) return JF_STEP_STALLED;
+    return JF_STEP_CONTINUE;
+}
+
+/* The gradient test at a new point (gnorm from jf_step_gnorm). */
+JF_HD int jf_step_gtol_test(double gnorm, double gtol) {
+    return gnorm <= gtol ? JF_STEP_GTOL : JF_STEP_CONTINUE;
+}
+
+#endif

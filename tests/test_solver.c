@@ -1,0 +1,640 @@
+/* Tests of the CPU solver through the public API (jf_fit, jf_fit_batch): recovery of known
+ * parameters against values computed independently with scipy, bounds, sigma and
+ * absolute_sigma against the closed-form covariance of a straight line, robust losses, the
+ * unused-parameter and argument errors, non-finite trial points, the evaluation budget,
+ * determinism across thread counts, batch == single, and interpreter == compiled C.
+ *
+ * Data are generated deterministically with libm's sin and cos, so the same numbers can be
+ * built in Python (the reference values below were produced that way with scipy 1.10.1 on this
+ * machine, by the script quoted at each use).
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "include/jitfit.h"
+#include "tests/testlib.h"
+
+static jf_model *compile(const char *text) {
+    jf_model *m = NULL;
+    jf_diagnostics *d = NULL;
+    int st = jf_model_compile(text, (size_t)-1, NULL, &m, &d);
+    if (st != JF_OK) fprintf(stderr, "compile failed: %s\n%s\n", text, jf_diagnostics_text(d));
+    jf_diagnostics_free(d);
+    CHECK(st == JF_OK && m != NULL);
+    return m;
+}
+
+/* ---- damped sine ------------------------------------------------------------------------- */
+
+#define SINE_N 200
+static double sine_x[SINE_N], sine_y[SINE_N];
+
+/* y = 2.5 exp(-0.3x) sin(1.7x + 0.4) + 0.5 + 0.03 (sin(12.9898 i) + cos(78.233 i)) */
+static void sine_data(void) {
+    for (int i = 0; i < SINE_N; i++) {
+        double x = 10.0 * i / (SINE_N - 1);
+        sine_x[i] = x;
+        sine_y[i] = 2.5 * exp(-0.3 * x) * sin(1.7 * x + 0.4) + 0.5 +
+                    0.03 * (sin(12.9898 * i) + cos(78.233 * i));
+    }
+}
+
+static void test_damped_sine(void) {
+    /* scipy.optimize.curve_fit(f, x, y, p0=[2, 0.25, 1.6, 0.3, 0.4], ftol=1e-15, xtol=1e-15,
+     * gtol=1e-15, maxfev=10000) on the data of sine_data() (x = 10 i/199, the same y formula
+     * with math.sin/math.cos):  popt and sqrt(diag(pcov)). */
+    static const double want[5] = {2.500774910104379, 0.30025256608773615, 1.6988099918349406,
+                                   0.404181373101538, 0.5006732485122989};
+    static const double want_se[5] = {0.01096843963855076, 0.0019331442113187701,
+                                      0.0019659612090065035, 0.004802477875758441,
+                                      0.002241362720390408};
+    jf_model *m = compile("a*exp(-b*x)*sin(c*x+d)+e");
+    if (!m) return;
+    double p0[5] = {2, 0.25, 1.6, 0.3, 0.4};
+    jf_fit_options o = jf_fit_options_default();
+    o.p0 = p0;
+    jf_data d = {SINE_N, sine_x, 0, sine_y, NULL};
+    jf_fit_result *r = NULL;
+    char *err = NULL;
+    CHECK(jf_fit(m, &d, &o, &r, &err) == JF_OK);
+    if (r) {
+        CHECK(r->success);
+        CHECK(r->status >= JF_FIT_FTOL && r->status <= JF_FIT_GTOL);
+        for (int k = 0; k < 5; k++) {
+            CHECK_NEAR(r->params[k], want[k], 1e-9);
+            CHECK_NEAR(r->std_errors[k], want_se[k], 1e-6);
+        }
+        CHECK(r->num_params == 5 && r->n == SINE_N && r->dof == SINE_N - 5);
+        CHECK_NEAR(r->ssr, 2 * r->cost, 1e-12);
+        CHECK(isnan(r->chi2) && isnan(r->reduced_chi2));
+        CHECK(r->r_squared > 0.99 && r->r_squared < 1);
+        CHECK(r->nfev >= r->iterations + 1);
+        CHECK(r->time_total_ms >= r->time_solve_ms);
+        CHECK(r->message && r->message[0]);
+        /* correlation: unit diagonal, symmetric, consistent with the covariance */
+        for (int k = 0; k < 5; k++) {
+            CHECK_NEAR(r->correlation[k * 5 + k], 1.0, 1e-15);
+            CHECK_NEAR(r->std_errors[k] * r->std_errors[k], r->covariance[k * 5 + k], 1e-12);
+            for (int l = 0; l < 5; l++)
+                CHECK_NEAR(r->correlation[k * 5 + l],
+                           r->covariance[k * 5 + l] / (r->std_errors[k] * r->std_errors[l]),
+                           1e-12);
+        }
+    }
+    jf_fit_result_free(r);
+    r = NULL;
+
+    /* Fixed unit scaling instead of the Jacobian's: the same minimum. */
+    double xs[5] = {1, 1, 1, 1, 1};
+    o.x_scale = xs;
+    CHECK(jf_fit(m, &d, &o, &r, &err) == JF_OK);
+    if (r) {
+        CHECK(r->success);
+        for (int k = 0; k < 5; k++) CHECK_NEAR(r->params[k], want[k], 1e-9);
+    }
+    jf_fit_result_free(r);
+    jf_free(err);
+    jf_model_free(m);
+}
+
+/* ---- bounds ------------------------------------------------------------------------------- */
+
+/* The unconstrained minimum (b = 0.3) lies outside [0.05, 0.2]: the solution must be exactly
+ * on the upper bound, flagged, with a the best value for that b. Iterates are clipped into the
+ * box by construction (step.h), so the final point is inside whatever happens. */
+static void test_bounds(void) {
+    jf_model *m = compile("a*exp(-b*x)");
+    if (!m) return;
+    enum { N = 40 };
+    double x[N], y[N];
+    for (int i = 0; i < N; i++) {
+        x[i] = 0.25 * i;
+        y[i] = 3.0 * exp(-0.3 * x[i]) + 0.01 * sin(12.9898 * i);
+    }
+    double p0[2] = {1.0, 0.1}, lo[2] = {-INFINITY, 0.05}, hi[2] = {INFINITY, 0.2};
+    jf_fit_options o = jf_fit_options_default();
+    o.p0 = p0;
+    o.lower = lo;
+    o.upper = hi;
+    jf_data d = {N, x, 0, y, NULL};
+    jf_fit_result *r = NULL;
+    char *err = NULL;
+    CHECK(jf_fit(m, &d, &o, &r, &err) == JF_OK);
+    if (r) {
+        CHECK(r->success);
+        CHECK(r->params[1] == 0.2);
+        CHECK(r->at_bound[1] == 1 && r->at_bound[0] == 0);
+        /* With b fixed at 0.2 the best a is linear least squares: Σ y e / Σ e². */
+        double se = 0, see = 0;
+        for (int i = 0; i < N; i++) {
+            double e = exp(-0.2 * x[i]);
+            se += y[i] * e;
+            see += e * e;
+        }
+        CHECK_NEAR(r->params[0], se / see, 1e-9);
+    }
+    jf_fit_result_free(r);
+    r = NULL;
+
+    /* A lower bound that binds: a >= 3.5 while the data say 3. */
+    double lo2[2] = {3.5, 0.05}, hi2[2] = {10, 1};
+    double p02[2] = {5, 0.5};
+    o.p0 = p02;
+    o.lower = lo2;
+    o.upper = hi2;
+    CHECK(jf_fit(m, &d, &o, &r, &err) == JF_OK);
+    if (r) {
+        CHECK(r->success);
+        CHECK(r->params[0] == 3.5 && r->at_bound[0] == -1);
+        CHECK(r->params[1] > 0.05 && r->params[1] < 1 && r->at_bound[1] == 0);
+    }
+    jf_fit_result_free(r);
+    r = NULL;
+
+    /* A starting value outside its bounds is an argument error. */
+    double bad_p0[2] = {1, 0.5};
+    o.p0 = bad_p0;
+    o.lower = lo;
+    o.upper = hi;
+    CHECK(jf_fit(m, &d, &o, &r, &err) == JF_ERR_ARG && r == NULL);
+    CHECK(err != NULL);
+    if (err) CHECK_CONTAINS(err, "outside its bounds");
+    jf_free(err);
+    err = NULL;
+    /* lower >= upper too. */
+    double lo3[2] = {0, 1}, hi3[2] = {1, 1};
+    o.p0 = NULL;
+    o.lower = lo3;
+    o.upper = hi3;
+    CHECK(jf_fit(m, &d, &o, &r, &err) == JF_ERR_ARG && r == NULL);
+    jf_free(err);
+    jf_model_free(m);
+}
+
+/* ---- sigma and absolute_sigma on a straight line ------------------------------------------ */
+
+static void test_sigma(void) {
+    jf_model *m = compile("a + b*x");
+    if (!m) return;
+    enum { N = 30 };
+    double x[N], y[N], sig[N];
+    for (int i = 0; i < N; i++) {
+        x[i] = 0.5 * i - 3;
+        sig[i] = 0.1 + 0.05 * (i % 4);
+        y[i] = 1.5 - 0.7 * x[i] + sig[i] * sin(12.9898 * i);
+    }
+    /* Weighted least squares in closed form: with W = 1/σ², S = ΣW, Sx = ΣWx, Sxx = ΣWx²,
+     * Δ = S Sxx - Sx²: var(a) = Sxx/Δ, var(b) = S/Δ, cov(a, b) = -Sx/Δ (absolute σ); the
+     * relative version multiplies by χ²/(n-2). */
+    double S = 0, Sx = 0, Sxx = 0, Sy = 0, Sxy = 0;
+    for (int i = 0; i < N; i++) {
+        double W = 1 / (sig[i] * sig[i]);
+        S += W;
+        Sx += W * x[i];
+        Sxx += W * x[i] * x[i];
+        Sy += W * y[i];
+        Sxy += W * x[i] * y[i];
+    }
+    double D = S * Sxx - Sx * Sx;
+    double a = (Sxx * Sy - Sx * Sxy) / D, b = (S * Sxy - Sx * Sy) / D;
+    double chi2 = 0;
+    for (int i = 0; i < N; i++) chi2 += pow((y[i] - a - b * x[i]) / sig[i], 2);
+    double cov_abs[4] = {Sxx / D, -Sx / D, -Sx / D, S / D};
+
+    jf_fit_options o = jf_fit_options_default();
+    jf_data d = {N, x, 0, y, sig};
+    for (int absolute = 0; absolute <= 1; absolute++) {
+        o.absolute_sigma = absolute;
+        jf_fit_result *r = NULL;
+        char *err = NULL;
+        CHECK(jf_fit(m, &d, &o, &r, &err) == JF_OK);
+        if (!r) continue;
+        CHECK(r->success);
+        CHECK_NEAR(r->params[0], a, 1e-12);
+        CHECK_NEAR(r->params[1], b, 1e-12);
+        double scale = absolute ? 1.0 : chi2 / (N - 2);
+        for (int k = 0; k < 4; k++) CHECK_NEAR(r->covariance[k], cov_abs[k] * scale, 1e-9);
+        CHECK_NEAR(r->std_errors[1], sqrt(cov_abs[3] * scale), 1e-9);
+        CHECK_NEAR(r->chi2, chi2, 1e-10);
+        CHECK_NEAR(r->reduced_chi2, chi2 / (N - 2), 1e-10);
+        CHECK_NEAR(r->ssr, chi2, 1e-10);
+        jf_fit_result_free(r);
+    }
+    /* sigma <= 0 is a data error. */
+    sig[3] = 0;
+    jf_fit_result *r = NULL;
+    char *err = NULL;
+    CHECK(jf_fit(m, &d, &o, &r, &err) == JF_ERR_DATA && r == NULL);
+    jf_free(err);
+    jf_model_free(m);
+}
+
+/* ---- robust losses ------------------------------------------------------------------------ */
+
+static void test_losses(void) {
+    /* y = 1 + 2x + 0.05 sin(12.9898 i), x = 4 i/59, with +8 added at i = 5, 17, 33, 48.
+     * scipy.optimize.least_squares(lambda b: b[0] + b[1]*x - y, [0.5, 1.0], loss=L,
+     * f_scale=0.2, ftol=1e-15, xtol=1e-15, gtol=1e-15).x for each loss L. */
+    static const struct {
+        const char *name;
+        double a, b;
+    } want[] = {{"linear", 1.7414513133982794, 1.895920736385996},
+                {"soft_l1", 1.0291245065588885, 1.9913096463986537},
+                {"huber", 1.0280957926197558, 1.9915300287030133},
+                {"cauchy", 1.008946566947715, 1.9940830307767419},
+                {"arctan", 1.0081685299065064, 1.994320522719332}};
+    jf_model *m = compile("a + b*x");
+    if (!m) return;
+    enum { N = 60 };
+    double x[N], y[N];
+    for (int i = 0; i < N; i++) {
+        x[i] = i / (N - 1.0) * 4;
+        y[i] = 1 + 2 * x[i] + 0.05 * sin(12.9898 * i);
+    }
+    y[5] += 8;
+    y[17] += 8;
+    y[33] += 8;
+    y[48] += 8;
+    double p0[2] = {0.5, 1.0};
+    double err_linear = 0;
+    for (int l = 0; l < 5; l++) {
+        CHECK(jf_loss_from_name(want[l].name) == l);
+        jf_fit_options o = jf_fit_options_default();
+        o.p0 = p0;
+        o.loss = (jf_loss)l;
+        o.f_scale = 0.2;
+        o.ftol = o.xtol = o.gtol = 1e-12;
+        jf_data d = {N, x, 0, y, NULL};
+        jf_fit_result *r = NULL;
+        char *err = NULL;
+        CHECK(jf_fit(m, &d, &o, &r, &err) == JF_OK);
+        if (!r) continue;
+        CHECK(r->success);
+        CHECK_NEAR(r->params[0], want[l].a, 1e-7);
+        CHECK_NEAR(r->params[1], want[l].b, 1e-7);
+        double dist = hypot(r->params[0] - 1, r->params[1] - 2);
+        if (l == 0) err_linear = dist;
+        else CHECK(dist < 0.2 * err_linear);
+        CHECK(isfinite(r->std_errors[0]) && r->std_errors[0] > 0);
+        jf_fit_result_free(r);
+    }
+    CHECK(jf_loss_from_name("l2") == -1 && jf_loss_from_name(NULL) == -1);
+    jf_model_free(m);
+}
+
+/* ---- unused parameter, argument errors, non-finite starts --------------------------------- */
+
+static void test_unused_and_errors(void) {
+    jf_model *m = compile("param a = 1\nparam b = 1\nparam c = 1\nvar x\ny ~ a + b*x\n");
+    if (!m) return;
+    enum { N = 10 };
+    double x[N], y[N];
+    for (int i = 0; i < N; i++) {
+        x[i] = i;
+        y[i] = 2 + 3 * x[i] + 0.01 * sin(12.9898 * i);
+    }
+    jf_data d = {N, x, 0, y, NULL};
+    jf_fit_result *r = NULL;
+    char *err = NULL;
+    CHECK(jf_fit(m, &d, NULL, &r, &err) == JF_OK);
+    if (r) {
+        CHECK(r->status == JF_FIT_UNUSED_PARAM);
+        CHECK(!r->success);
+        CHECK_CONTAINS(r->message, "'c'");
+        CHECK(isinf(r->std_errors[2]) && r->std_errors[2] > 0);
+        CHECK(isfinite(r->std_errors[0]) && isfinite(r->std_errors[1]));
+        CHECK(r->params[2] == 1.0);
+        CHECK_NEAR(r->params[1], 3, 1e-2);
+    }
+    jf_fit_result_free(r);
+    r = NULL;
+
+    /* n <= p */
+    jf_data d3 = {3, x, 0, y, NULL};
+    CHECK(jf_fit(m, &d3, NULL, &r, &err) == JF_ERR_ARG && r == NULL);
+    CHECK(err != NULL);
+    if (err) CHECK_CONTAINS(err, "more points than parameters");
+    jf_free(err);
+    err = NULL;
+
+    /* GPU: not available yet */
+    jf_fit_options o = jf_fit_options_default();
+    o.device = JF_DEVICE_GPU;
+    CHECK(jf_fit(m, &d, &o, &r, &err) == JF_ERR_UNAVAILABLE && r == NULL);
+    CHECK(err != NULL);
+    if (err) CHECK(strncmp(err, "GPU solver not available: ", 26) == 0);
+    jf_free(err);
+    err = NULL;
+
+    /* non-finite data */
+    double ybad[N];
+    memcpy(ybad, y, sizeof y);
+    ybad[4] = NAN;
+    jf_data dbad = {N, x, 0, ybad, NULL};
+    CHECK(jf_fit(m, &dbad, NULL, &r, &err) == JF_ERR_DATA && r == NULL);
+    jf_free(err);
+    err = NULL;
+    CHECK(jf_fit(NULL, &d, NULL, &r, &err) == JF_ERR_ARG);
+    jf_free(err);
+    jf_model_free(m);
+
+    /* Non-finite at the start: log of a negative number. */
+    m = compile("a*log(b*x)");
+    if (!m) return;
+    double xs[N], ys[N];
+    for (int i = 0; i < N; i++) {
+        xs[i] = 1 + i;
+        ys[i] = 2 * log(3 * xs[i]);
+    }
+    double p0[2] = {1, -1};
+    o = jf_fit_options_default();
+    o.p0 = p0;
+    jf_data ds = {N, xs, 0, ys, NULL};
+    CHECK(jf_fit(m, &ds, &o, &r, &err) == JF_OK);
+    if (r) {
+        CHECK(r->status == JF_FIT_NONFINITE && !r->success);
+        CHECK(r->params[0] == 1 && r->params[1] == -1);
+        CHECK(r->nfev == 1);
+    }
+    jf_fit_result_free(r);
+    jf_model_free(m);
+
+    CHECK(jf_fit_status_string(JF_FIT_GTOL) != NULL);
+    CHECK(jf_fit_status_string(12345) != NULL);
+}
+
+/* ---- non-finite trial points -------------------------------------------------------------- */
+
+/* What the progress callback saw. */
+typedef struct progress_log {
+    size_t calls;    /* callbacks */
+    size_t rejected; /* trial steps not accepted */
+    size_t nonfinite; /* trial steps at a non-finite point (gain ratio NaN) */
+    size_t last_iteration; /* iteration of the last call */
+    int ordered;     /* 1 while iteration numbers increase by one */
+} progress_log;
+
+static void on_progress(void *ctx, const jf_iteration_info *info) {
+    progress_log *log = ctx;
+    if (log->calls == 0) log->ordered = info->iteration == 0;
+    else if (info->iteration != log->last_iteration + 1) log->ordered = 0;
+    log->last_iteration = info->iteration;
+    log->calls++;
+    if (info->iteration > 0 && !info->accepted) log->rejected++;
+    if (info->iteration > 0 && isnan(info->gain_ratio)) log->nonfinite++;
+}
+
+static void test_nonfinite_trial(void) {
+    /* The model is undefined for b*x <= 0; from b = 10 a trial step in b overshoots below
+     * zero (the progress log sees its NaN gain ratio); the solver must back off and converge. */
+    jf_model *m = compile("a*log(b*x)");
+    if (!m) return;
+    enum { N = 25 };
+    double x[N], y[N];
+    for (int i = 0; i < N; i++) {
+        x[i] = 0.2 + 0.2 * i;
+        y[i] = 2 * log(3 * x[i]) + 0.001 * sin(12.9898 * i);
+    }
+    double p0[2] = {0.5, 10};
+    jf_fit_options o = jf_fit_options_default();
+    o.p0 = p0;
+    progress_log log = {0, 0, 0, 0, 0};
+    o.progress = on_progress;
+    o.progress_ctx = &log;
+    jf_data d = {N, x, 0, y, NULL};
+    jf_fit_result *r = NULL;
+    char *err = NULL;
+    CHECK(jf_fit(m, &d, &o, &r, &err) == JF_OK);
+    if (r) {
+        CHECK(r->success);
+        CHECK_NEAR(r->params[0], 2, 1e-3);
+        CHECK_NEAR(r->params[1], 3, 1e-2);
+        CHECK(log.calls == r->iterations + 1 && log.ordered);
+        CHECK(log.rejected > 0 && log.nonfinite > 0);
+    }
+    jf_fit_result_free(r);
+    jf_model_free(m);
+}
+
+/* ---- evaluation budget -------------------------------------------------------------------- */
+
+static void test_max_nfev(void) {
+    jf_model *m = compile("a*exp(-b*x)*sin(c*x+d)+e");
+    if (!m) return;
+    double p0[5] = {2, 0.25, 1.6, 0.3, 0.4};
+    jf_fit_options o = jf_fit_options_default();
+    o.p0 = p0;
+    o.max_nfev = 3;
+    jf_data d = {SINE_N, sine_x, 0, sine_y, NULL};
+    jf_fit_result *r = NULL;
+    char *err = NULL;
+    CHECK(jf_fit(m, &d, &o, &r, &err) == JF_OK);
+    if (r) {
+        CHECK(r->status == JF_FIT_MAX_NFEV && !r->success);
+        CHECK(r->nfev == 3 && r->iterations == 2);
+        CHECK(isfinite(r->std_errors[0]));
+    }
+    jf_fit_result_free(r);
+    jf_model_free(m);
+}
+
+/* ---- determinism, batch, backends --------------------------------------------------------- */
+
+/* A data set of n points for the damped sine, varied by seed. */
+static void make_sine(size_t n, int seed, double *x, double *y) {
+    for (size_t i = 0; i < n; i++) {
+        x[i] = 10.0 * (double)i / (double)(n - 1);
+        y[i] = 2.5 * exp(-0.3 * x[i]) * sin(1.7 * x[i] + 0.4) + 0.5 +
+               0.05 * sin(12.9898 * (double)i + 7.1 * seed) + 0.01 * seed;
+    }
+}
+
+static void test_determinism(void) {
+    jf_model *m = compile("a*exp(-b*x)*sin(c*x+d)+e");
+    if (!m) return;
+    enum { N = 50000 }; /* several chunks of the data-parallel passes */
+    double *x = malloc(N * sizeof *x), *y = malloc(N * sizeof *y);
+    make_sine(N, 1, x, y);
+    double p0[5] = {2, 0.25, 1.6, 0.3, 0.4};
+    jf_data d = {N, x, 0, y, NULL};
+    jf_fit_result *r[3] = {NULL, NULL, NULL};
+    int threads[3] = {1, 3, 8};
+    for (int t = 0; t < 3; t++) {
+        jf_fit_options o = jf_fit_options_default();
+        o.p0 = p0;
+        o.nthreads = threads[t];
+        char *err = NULL;
+        CHECK(jf_fit(m, &d, &o, &r[t], &err) == JF_OK);
+        jf_free(err);
+    }
+    if (r[0] && r[1] && r[2]) {
+        CHECK(r[0]->success);
+        CHECK(memcmp(r[0]->params, r[1]->params, 5 * sizeof(double)) == 0);
+        CHECK(memcmp(r[0]->params, r[2]->params, 5 * sizeof(double)) == 0);
+        CHECK(memcmp(r[0]->covariance, r[2]->covariance, 25 * sizeof(double)) == 0);
+        CHECK(r[0]->cost == r[2]->cost && r[0]->nfev == r[2]->nfev);
+    }
+    for (int t = 0; t < 3; t++) jf_fit_result_free(r[t]);
+
+    /* The same with a robust loss, which keeps the normal-equation path to the end. */
+    for (int t = 0; t < 2; t++) {
+        jf_fit_options o = jf_fit_options_default();
+        o.p0 = p0;
+        o.nthreads = threads[t];
+        o.loss = JF_LOSS_CAUCHY;
+        o.f_scale = 0.1;
+        r[t] = NULL;
+        char *err = NULL;
+        CHECK(jf_fit(m, &d, &o, &r[t], &err) == JF_OK);
+        jf_free(err);
+    }
+    if (r[0] && r[1]) {
+        CHECK(r[0]->success);
+        CHECK(memcmp(r[0]->params, r[1]->params, 5 * sizeof(double)) == 0);
+        CHECK(memcmp(r[0]->std_errors, r[1]->std_errors, 5 * sizeof(double)) == 0);
+    }
+    jf_fit_result_free(r[0]);
+    jf_fit_result_free(r[1]);
+    free(x);
+    free(y);
+    jf_model_free(m);
+}
+
+static void test_batch(void) {
+    jf_model *m = compile("a*exp(-b*x)*sin(c*x+d)+e");
+    if (!m) return;
+    enum { FITS = 100, N = 120 };
+    double *x = malloc(FITS * N * sizeof *x), *y = malloc(FITS * N * sizeof *y);
+    double *p0 = malloc(FITS * 5 * sizeof *p0);
+    jf_data data[FITS];
+    for (int f = 0; f < FITS; f++) {
+        make_sine(N, f, x + f * N, y + f * N);
+        data[f] = (jf_data){N, x + f * N, 0, y + f * N, NULL};
+        double s[5] = {2, 0.25, 1.6, 0.3, 0.4};
+        for (int k = 0; k < 5; k++) p0[f * 5 + k] = s[k] * (1 + 0.001 * (f % 7));
+    }
+    /* one data set is invalid: it must fail alone */
+    data[37].n = 4;
+    jf_fit_result *res[FITS];
+    char *errs[FITS];
+    jf_fit_options o = jf_fit_options_default();
+    o.nthreads = 4;
+    CHECK(jf_fit_batch(m, FITS, data, p0, &o, res, errs) == JF_ERR_ARG);
+    CHECK(res[37] == NULL && errs[37] != NULL);
+    int same = 1, ok = 1;
+    for (int f = 0; f < FITS; f++) {
+        if (f == 37) continue;
+        jf_fit_options o1 = jf_fit_options_default();
+        o1.p0 = p0 + f * 5;
+        o1.nthreads = 1;
+        jf_fit_result *r1 = NULL;
+        char *err = NULL;
+        if (jf_fit(m, &data[f], &o1, &r1, &err) != JF_OK || !res[f]) {
+            ok = 0;
+        } else {
+            if (memcmp(r1->params, res[f]->params, 5 * sizeof(double)) != 0) same = 0;
+            if (memcmp(r1->std_errors, res[f]->std_errors, 5 * sizeof(double)) != 0) same = 0;
+            if (r1->status != res[f]->status || r1->nfev != res[f]->nfev) same = 0;
+            if (!res[f]->success) ok = 0;
+        }
+        jf_fit_result_free(r1);
+        jf_free(err);
+    }
+    CHECK(ok);
+    CHECK(same);
+    for (int f = 0; f < FITS; f++) {
+        jf_fit_result_free(res[f]);
+        jf_free(errs[f]);
+    }
+    free(x);
+    free(y);
+    free(p0);
+    jf_model_free(m);
+}
+
+static void test_backends(void) {
+    jf_model *m = compile("a*exp(-b*x)*sin(c*x+d)+e");
+    if (!m) return;
+    double p0[5] = {2, 0.25, 1.6, 0.3, 0.4};
+    jf_data d = {SINE_N, sine_x, 0, sine_y, NULL};
+    jf_fit_result *r[2] = {NULL, NULL};
+    int backends[2] = {JF_BACKEND_INTERP, JF_BACKEND_C};
+    for (int b = 0; b < 2; b++) {
+        jf_fit_options o = jf_fit_options_default();
+        o.p0 = p0;
+        o.backend = backends[b];
+        char *err = NULL;
+        CHECK(jf_fit(m, &d, &o, &r[b], &err) == JF_OK);
+        jf_free(err);
+    }
+    if (r[0] && r[1]) {
+        CHECK(r[0]->backend == JF_BACKEND_INTERP);
+        if (r[1]->backend != JF_BACKEND_C)
+            printf("note: the C backend fell back to the interpreter: %s\n",
+                   r[1]->warning ? r[1]->warning : "(no warning)");
+        for (int k = 0; k < 5; k++) {
+            CHECK_NEAR(r[0]->params[k], r[1]->params[k], 1e-10);
+            CHECK_NEAR(r[0]->std_errors[k], r[1]->std_errors[k], 1e-8);
+        }
+    }
+    jf_fit_result_free(r[0]);
+    jf_fit_result_free(r[1]);
+    jf_model_free(m);
+}
+
+/* A large straight-line fit: n·p above the materialization limit, so the covariance comes from
+ * the normal equations; it must still match the closed form. */
+static void test_large_linear(void) {
+    jf_model *m = compile("a + b*x");
+    if (!m) return;
+    size_t n = 1200000;
+    double *x = malloc(n * sizeof *x), *y = malloc(n * sizeof *y);
+    double S = (double)n, Sx = 0, Sxx = 0, Sy = 0, Sxy = 0;
+    for (size_t i = 0; i < n; i++) {
+        x[i] = (double)i / (double)n;
+        y[i] = 0.5 + 2 * x[i] + 0.1 * sin(12.9898 * (double)i);
+        Sx += x[i];
+        Sxx += x[i] * x[i];
+        Sy += y[i];
+        Sxy += x[i] * y[i];
+    }
+    double D = S * Sxx - Sx * Sx;
+    double a = (Sxx * Sy - Sx * Sxy) / D, b = (S * Sxy - Sx * Sy) / D;
+    jf_data d = {n, x, 0, y, NULL};
+    jf_fit_options o = jf_fit_options_default();
+    o.absolute_sigma = 1;
+    jf_fit_result *r = NULL;
+    char *err = NULL;
+    CHECK(jf_fit(m, &d, &o, &r, &err) == JF_OK);
+    if (r) {
+        CHECK(r->success);
+        CHECK_NEAR(r->params[0], a, 1e-9);
+        CHECK_NEAR(r->params[1], b, 1e-9);
+        CHECK_NEAR(r->covariance[0], Sxx / D, 1e-6);
+        CHECK_NEAR(r->covariance[3], S / D, 1e-6);
+        CHECK_NEAR(r->covariance[1], -Sx / D, 1e-6);
+    }
+    jf_fit_result_free(r);
+    jf_free(err);
+    free(x);
+    free(y);
+    jf_model_free(m);
+}
+
+int main(void) {
+    sine_data();
+    test_damped_sine();
+    test_bounds();
+    test_sigma();
+    test_losses();
+    test_unused_and_errors();
+    test_nonfinite_trial();
+    test_max_nfev();
+    test_determinism();
+    test_batch();
+    test_backends();
+    test_large_linear();
+    return jf_test_finish();
+}
