@@ -1,0 +1,482 @@
+/* The data file reader of `jitfit fit` (see data.h for the format).
+ *
+ * Files of 1e7 rows feed the benchmarks, so the reader is built for throughput: the file is read
+ * with one read loop into one buffer, the number of lines bounds the rows so the column block is
+ * allocated once, cells are parsed in place between their delimiters (no per-cell allocation),
+ * and most numbers take Clinger's exact fast path instead of strtod. Row line numbers are kept as
+ * runs (see jf_rowrun), not one per row. Messages follow the compiler style "FILE:LINE: ...".
+ */
+#include "data.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "../include/jitfit.h"
+#include "util.h"
+
+/* Longest cell text quoted in a message; longer cells are cut with "...". */
+#define CELL_QUOTE_MAX 40
+
+static char *msg(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* A malloc'd message; NULL only when out of memory (callers then report JF_ERR_NOMEM). */
+static char *msg(const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(NULL, 0, fmt, ap);
+    va_end(ap);
+    if (n < 0) return NULL;
+    char *s = malloc((size_t)n + 1);
+    if (!s) return NULL;
+    va_start(ap, fmt);
+    vsnprintf(s, (size_t)n + 1, fmt, ap);
+    va_end(ap);
+    return s;
+}
+
+static int is_blank(char c) { return c == ' ' || c == '\t'; }
+static int is_digit(char c) { return c >= '0' && c <= '9'; }
+
+/* Reads all of fd into a NUL-terminated buffer. Regular files are sized up front; pipes grow
+ * the buffer geometrically. Returns 0 or an errno value. */
+static int slurp(int fd, char **text, size_t *len) {
+    struct stat st;
+    size_t cap = 1 << 16;
+    if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0)
+        cap = (size_t)st.st_size + 1;
+    char *buf = malloc(cap);
+    if (!buf) return ENOMEM;
+    size_t n = 0;
+    for (;;) {
+        if (n + 1 >= cap) {
+            if (cap > SIZE_MAX / 2) {
+                free(buf);
+                return ENOMEM;
+            }
+            char *nb = realloc(buf, cap * 2);
+            if (!nb) {
+                free(buf);
+                return ENOMEM;
+            }
+            buf = nb;
+            cap *= 2;
+        }
+        ssize_t got = read(fd, buf + n, cap - n - 1);
+        if (got < 0) {
+            if (errno == EINTR) continue;
+            int e = errno;
+            free(buf);
+            return e;
+        }
+        if (got == 0) break;
+        n += (size_t)got;
+    }
+    buf[n] = '\0';
+    *text = buf;
+    *len = n;
+    return 0;
+}
+
+/* The end of the line starting at s (before "\n" or "\r\n"), and in *next the start of the
+ * following line. */
+static const char *line_end(const char *s, const char *end, const char **next) {
+    const char *nl = memchr(s, '\n', (size_t)(end - s));
+    const char *e = nl ? nl : end;
+    *next = nl ? nl + 1 : end;
+    if (e > s && e[-1] == '\r') e--;
+    return e;
+}
+
+/* Exact powers of ten: every one up to 1e22 is a double without rounding. */
+static const double pow10_exact[23] = {1e0,  1e1,  1e2,  1e3,  1e4,  1e5,  1e6,  1e7,
+                                       1e8,  1e9,  1e10, 1e11, 1e12, 1e13, 1e14, 1e15,
+                                       1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22};
+
+/* Clinger's fast path for a plain decimal [+-]digits[.digits][(e|E)[+-]digits] in [s, e): when
+ * the significant digits form an integer m <= 2^53 and the power of ten is at most 22, m and
+ * 10^|k| are exact doubles and one IEEE multiply or divide rounds correctly, as strtod would.
+ * Returns 0 with *out set, or -1 when the text needs the general parser (it may still be a
+ * number). */
+static int parse_fast(const char *s, const char *e, double *out) {
+    const char *p = s;
+    int neg = 0, any = 0, nd = 0;
+    uint64_t m = 0;
+    long k = 0;
+    if (p < e && (*p == '-' || *p == '+')) neg = *p++ == '-';
+    for (; p < e && is_digit(*p); p++) {
+        any = 1;
+        if (m == 0 && *p == '0') continue;
+        if (++nd > 19) return -1;
+        m = m * 10 + (uint64_t)(*p - '0');
+    }
+    if (p < e && *p == '.') {
+        for (p++; p < e && is_digit(*p); p++, k--) {
+            any = 1;
+            if (m == 0 && *p == '0') continue;
+            if (++nd > 19) return -1;
+            m = m * 10 + (uint64_t)(*p - '0');
+        }
+    }
+    if (!any) return -1;
+    if (p < e && (*p == 'e' || *p == 'E')) {
+        int eneg = 0;
+        long ev = 0;
+        p++;
+        if (p < e && (*p == '-' || *p == '+')) eneg = *p++ == '-';
+        if (p == e || !is_digit(*p)) return -1;
+        for (; p < e && is_digit(*p); p++) {
+            if (ev > 100000) return -1;
+            ev = ev * 10 + (*p - '0');
+        }
+        k += eneg ? -ev : ev;
+    }
+    if (p != e) return -1;
+    if (m == 0) {
+        *out = neg ? -0.0 : 0.0;
+        return 0;
+    }
+    if (m > ((uint64_t)1 << 53) || k < -22 || k > 22) return -1;
+    double v = (double)m;
+    v = k < 0 ? v / pow10_exact[-k] : v * pow10_exact[k];
+    *out = neg ? -v : v;
+    return 0;
+}
+
+/* Parses the cell [s, e) (already trimmed) as a number: the fast path, else the CLI's
+ * locale-independent parser (which also knows inf, nan, hex floats and long mantissas).
+ * A cell wrapped in double quotes is unwrapped. Returns 0 or -1. */
+static int parse_cell(const char *s, const char *e, double *out) {
+    if (parse_fast(s, e, out) == 0) return 0;
+    if (e - s >= 2 && *s == '"' && e[-1] == '"') {
+        s++;
+        e--;
+    }
+    size_t n = (size_t)(e - s);
+    if (n == 0 || memchr(s, '\0', n)) return -1;
+    char small[128];
+    char *buf = n < sizeof small ? small : malloc(n + 1);
+    if (!buf) return -1;
+    memcpy(buf, s, n);
+    buf[n] = '\0';
+    int rc = jf_cli_parse_double(buf, out);
+    if (buf != small) free(buf);
+    return rc;
+}
+
+/* Splits off the next field of a line [*p, e) for separator sep: sets [*fs, *fe) to the field
+ * without surrounding blanks and advances *p past it and its separator. Returns 0 when there
+ * was no field left (only for JF_SEP_BLANKS; CSV/TSV lines always have one more field after a
+ * separator). *last is set when the line ends after this field. */
+static int next_field(jf_datasep sep, const char **p, const char *e, const char **fs,
+                      const char **fe, int *last) {
+    const char *s = *p;
+    if (sep == JF_SEP_BLANKS) {
+        while (s < e && is_blank(*s)) s++;
+        if (s == e) return 0;
+        const char *t = s;
+        while (t < e && !is_blank(*t)) t++;
+        *fs = s;
+        *fe = t;
+        while (t < e && is_blank(*t)) t++;
+        *p = t;
+        *last = t == e;
+        return 1;
+    }
+    const char *t = memchr(s, (int)sep, (size_t)(e - s));
+    const char *stop = t ? t : e;
+    const char *a = s, *b = stop;
+    while (a < b && is_blank(*a)) a++;
+    while (b > a && is_blank(b[-1])) b--;
+    *fs = a;
+    *fe = b;
+    *p = t ? t + 1 : e;
+    *last = t == NULL;
+    return 1;
+}
+
+void jf_datafile_free(jf_datafile *f) {
+    if (!f) return;
+    if (f->names)
+        for (size_t i = 0; i < f->ncols; i++) free(f->names[i]);
+    free(f->names);
+    free(f->text);
+    free(f->path);
+    free(f);
+}
+
+/* Fails with status st and message m (NULL m means the message itself ran out of memory). */
+static int fail(char **err, int st, char *m) {
+    *err = m;
+    return m ? st : JF_ERR_NOMEM;
+}
+
+/* Splits the header line [s, e) into f->names. */
+static int parse_header(jf_datafile *f, const char *s, const char *e, char **err) {
+    if (memchr(s, ',', (size_t)(e - s))) f->sep = JF_SEP_COMMA;
+    else if (memchr(s, '\t', (size_t)(e - s))) f->sep = JF_SEP_TAB;
+    else f->sep = JF_SEP_BLANKS;
+    size_t cap = 8, numeric = 0;
+    f->names = malloc(cap * sizeof *f->names);
+    if (!f->names) return fail(err, JF_ERR_NOMEM, NULL);
+    const char *p = s, *fs, *fe;
+    int last = 0;
+    while (!last && next_field(f->sep, &p, e, &fs, &fe, &last)) {
+        double v;
+        if (parse_cell(fs, fe, &v) == 0) numeric++;
+        if (fe - fs >= 2 && *fs == '"' && fe[-1] == '"') {
+            fs++;
+            fe--;
+        }
+        if (f->ncols == cap) {
+            char **nn = realloc(f->names, 2 * cap * sizeof *nn);
+            if (!nn) return fail(err, JF_ERR_NOMEM, NULL);
+            f->names = nn;
+            cap *= 2;
+        }
+        f->names[f->ncols] = strndup(fs, (size_t)(fe - fs));
+        if (!f->names[f->ncols]) return fail(err, JF_ERR_NOMEM, NULL);
+        f->ncols++;
+    }
+    if (numeric == f->ncols)
+        return fail(err, JF_ERR_DATA,
+                    msg("%s:%zu: expected a header row of column names, found numbers", f->path,
+                        f->header_line));
+    return 0;
+}
+
+int jf_datafile_open(const char *path, jf_datafile **out, char **err) {
+    *out = NULL;
+    *err = NULL;
+    jf_datafile *f = calloc(1, sizeof *f);
+    if (!f) return JF_ERR_NOMEM;
+    int is_stdin = strcmp(path, "-") == 0;
+    f->path = strdup(is_stdin ? "<stdin>" : path);
+    if (!f->path) {
+        jf_datafile_free(f);
+        return JF_ERR_NOMEM;
+    }
+    int fd = is_stdin ? STDIN_FILENO : open(path, O_RDONLY);
+    int e = fd < 0 ? errno : 0;
+    struct stat st;
+    if (!e && fstat(fd, &st) == 0 && S_ISDIR(st.st_mode)) e = EISDIR;
+    if (!e) e = slurp(fd, &f->text, &f->len);
+    if (fd >= 0 && !is_stdin) close(fd);
+    if (e) {
+        int st_code = e == ENOMEM ? JF_ERR_NOMEM : JF_ERR_IO;
+        *err = msg("%s: %s", f->path, strerror(e));
+        jf_datafile_free(f);
+        return *err ? st_code : JF_ERR_NOMEM;
+    }
+    const char *s = f->text, *end = f->text + f->len, *next;
+    if (f->len >= 3 && memcmp(s, "\xEF\xBB\xBF", 3) == 0) s += 3;
+    int rc = 0;
+    for (size_t line = 1; s < end; s = next, line++) {
+        const char *le = line_end(s, end, &next);
+        const char *q = s;
+        while (q < le && is_blank(*q)) q++;
+        if (q == le || *q == '#') continue;
+        f->header_line = line;
+        f->body = (size_t)(next - f->text);
+        rc = parse_header(f, q, le, err);
+        break;
+    }
+    if (rc == 0 && f->header_line == 0)
+        rc = fail(err, JF_ERR_DATA, msg("%s: no data rows", f->path));
+    if (rc != 0) {
+        jf_datafile_free(f);
+        return rc;
+    }
+    size_t lines = 1;
+    for (const char *p = f->text + f->body; (p = memchr(p, '\n', (size_t)(end - p))); p++)
+        lines++;
+    f->max_rows = lines;
+    *out = f;
+    return 0;
+}
+
+long jf_datafile_column(const jf_datafile *f, const char *name) {
+    for (size_t i = 0; i < f->ncols; i++)
+        if (strcmp(f->names[i], name) == 0) return (long)i;
+    return -1;
+}
+
+/* "t, y": the header's names for the "no column" message. */
+static char *column_list(const jf_datafile *f) {
+    size_t n = 1;
+    for (size_t i = 0; i < f->ncols; i++) n += strlen(f->names[i]) + 2;
+    char *s = malloc(n), *p = s;
+    if (!s) return NULL;
+    for (size_t i = 0; i < f->ncols; i++) {
+        if (i) *p++ = ',', *p++ = ' ';
+        size_t l = strlen(f->names[i]);
+        memcpy(p, f->names[i], l);
+        p += l;
+    }
+    *p = '\0';
+    return s;
+}
+
+/* The message for a cell [fs, fe) of column col (0-based) on line that is not a number. */
+static char *cell_message(const jf_datafile *f, size_t line, size_t col, const char *fs,
+                          const char *fe) {
+    size_t n = (size_t)(fe - fs);
+    if (n == 0)
+        return msg("%s:%zu: column %zu ('%s'): missing value", f->path, line, col + 1,
+                   f->names[col]);
+    int cut = n > CELL_QUOTE_MAX;
+    return msg("%s:%zu: column %zu ('%s'): '%.*s%s' is not a number", f->path, line, col + 1,
+               f->names[col], (int)(cut ? CELL_QUOTE_MAX : n), fs, cut ? "..." : "");
+}
+
+/* Appends the run (row, line) to t. */
+static int push_run(jf_table *t, size_t *cap, size_t row, size_t line) {
+    if (t->nruns == *cap) {
+        size_t nc = *cap ? *cap * 2 : 16;
+        jf_rowrun *nr = realloc(t->runs, nc * sizeof *nr);
+        if (!nr) return -1;
+        t->runs = nr;
+        *cap = nc;
+    }
+    t->runs[t->nruns].row = row;
+    t->runs[t->nruns].line = line;
+    t->nruns++;
+    return 0;
+}
+
+int jf_datafile_read(const jf_datafile *f, const char *const *names, size_t nnames,
+                     jf_table *out, char **err) {
+    memset(out, 0, sizeof *out);
+    *err = NULL;
+    jf_table t;
+    memset(&t, 0, sizeof t);
+    long *slot = malloc((f->ncols ? f->ncols : 1) * sizeof *slot);
+    t.file_col = malloc((nnames ? nnames : 1) * sizeof *t.file_col);
+    int rc = 0;
+    if (!slot || !t.file_col) {
+        rc = JF_ERR_NOMEM;
+        goto done;
+    }
+    /* slot[c]: the first requested column that file column c fills, or -1 to skip it. */
+    for (size_t c = 0; c < f->ncols; c++) slot[c] = -1;
+    for (size_t k = 0; k < nnames; k++) {
+        long c = jf_datafile_column(f, names[k]);
+        if (c < 0) {
+            char *list = column_list(f);
+            rc = fail(err, JF_ERR_DATA,
+                      list ? msg("%s: no column '%s' (columns: %s)", f->path, names[k], list)
+                           : NULL);
+            free(list);
+            goto done;
+        }
+        for (size_t c2 = (size_t)c + 1; c2 < f->ncols; c2++)
+            if (strcmp(f->names[c2], names[k]) == 0) {
+                rc = fail(err, JF_ERR_DATA,
+                          msg("%s:%zu: column '%s' appears twice in the header (columns %ld and "
+                              "%zu)",
+                              f->path, f->header_line, names[k], c + 1, c2 + 1));
+                goto done;
+            }
+        t.file_col[k] = (size_t)c;
+        if (slot[c] < 0) slot[c] = (long)k;
+    }
+    t.ncols = nnames;
+    t.ld = f->max_rows;
+    if (nnames && t.ld > SIZE_MAX / sizeof(double) / nnames) {
+        rc = JF_ERR_NOMEM;
+        goto done;
+    }
+    t.values = malloc((nnames ? nnames * t.ld : 1) * sizeof *t.values);
+    if (!t.values) {
+        rc = JF_ERR_NOMEM;
+        goto done;
+    }
+
+    size_t runcap = 0, row = 0, line = f->header_line + 1;
+    const char *s = f->text + f->body, *end = f->text + f->len, *next;
+    for (; s < end; s = next, line++) {
+        const char *e = line_end(s, end, &next);
+        const char *q = s;
+        while (q < e && is_blank(*q)) q++;
+        if (q == e || *q == '#') continue;
+        const char *p = f->sep == JF_SEP_BLANKS ? q : s, *fs, *fe;
+        size_t col = 0;
+        int last = 0;
+        while (!last && next_field(f->sep, &p, e, &fs, &fe, &last)) {
+            if (col < f->ncols && slot[col] >= 0) {
+                double v;
+                if (parse_cell(fs, fe, &v) != 0) {
+                    rc = fail(err, JF_ERR_DATA, cell_message(f, line, col, fs, fe));
+                    goto done;
+                }
+                if (!isfinite(v)) {
+                    rc = fail(err, JF_ERR_DATA,
+                              msg("%s:%zu: column %zu ('%s'): value is not finite", f->path,
+                                  line, col + 1, f->names[col]));
+                    goto done;
+                }
+                t.values[(size_t)slot[col] * t.ld + row] = v;
+            }
+            col++;
+        }
+        if (col != f->ncols) {
+            rc = fail(err, JF_ERR_DATA,
+                      msg("%s:%zu: expected %zu field%s, found %zu", f->path, line, f->ncols,
+                          f->ncols == 1 ? "" : "s", col));
+            goto done;
+        }
+        if (t.nruns == 0 ||
+            line != t.runs[t.nruns - 1].line + (row - t.runs[t.nruns - 1].row)) {
+            if (push_run(&t, &runcap, row, line) != 0) {
+                rc = JF_ERR_NOMEM;
+                goto done;
+            }
+        }
+        row++;
+    }
+    t.nrows = row;
+    if (row == 0) {
+        rc = fail(err, JF_ERR_DATA, msg("%s: no data rows", f->path));
+        goto done;
+    }
+    /* A column asked for twice was parsed once; copy it to its other slots. */
+    for (size_t k = 0; k < nnames; k++) {
+        size_t first = (size_t)slot[t.file_col[k]];
+        if (first != k) memcpy(t.values + k * t.ld, t.values + first * t.ld, row * sizeof(double));
+    }
+done:
+    free(slot);
+    if (rc != 0) {
+        jf_table_free(&t);
+        if (rc == JF_ERR_NOMEM && !*err) *err = msg("%s: out of memory", f->path);
+        return rc;
+    }
+    *out = t;
+    return 0;
+}
+
+size_t jf_table_line(const jf_table *t, size_t row) {
+    if (t->nruns == 0) return 0;
+    size_t lo = 0, hi = t->nruns;
+    while (hi - lo > 1) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (t->runs[mid].row <= row) lo = mid;
+        else hi = mid;
+    }
+    return t->runs[lo].line + (row - t->runs[lo].row);
+}
+
+void jf_table_free(jf_table *t) {
+    if (!t) return;
+    free(t->values);
+    free(t->file_col);
+    free(t->runs);
+    memset(t, 0, sizeof *t);
+}

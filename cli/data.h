@@ -1,0 +1,85 @@
+/* The DATA file of `jitfit fit`: a text table with a header row of column names.
+ *
+ * Reading happens in two steps because the model decides which columns matter and the header
+ * can decide the model's variables: jf_datafile_open reads the whole file in one go and parses
+ * only the header; jf_datafile_read then converts the rows of the columns asked for into one
+ * column-major block, ready to be handed to jf_data without copying. Every failure comes back
+ * as a message naming the file, the line and the column, as the user sees it in an editor.
+ *
+ * Format: comment lines start with `#` (after optional blanks); blank lines are ignored; CRLF
+ * and a UTF-8 byte-order mark are accepted; the separator is taken from the header line: a comma
+ * if it has one, else a tab if it has one, else runs of spaces and tabs. Header names may be
+ * wrapped in double quotes. Numbers are parsed independently of the locale.
+ */
+#ifndef JF_CLI_DATA_H
+#define JF_CLI_DATA_H
+
+#include <stddef.h>
+
+/* How the fields of a line are separated. */
+typedef enum jf_datasep {
+    JF_SEP_COMMA = ',', /* CSV: one comma between fields; blanks around a field are trimmed */
+    JF_SEP_TAB = '\t',  /* TSV: one tab between fields; spaces around a field are trimmed */
+    JF_SEP_BLANKS = ' ' /* any run of spaces and tabs; blanks at both ends of a line ignored */
+} jf_datasep;
+
+/* A data file held in memory with its header parsed. */
+typedef struct jf_datafile {
+    char *path;         /* the file name used in messages ("<stdin>" for "-") */
+    char *text;         /* the whole file, NUL-terminated (the NUL is not part of it) */
+    size_t len;         /* bytes of file content in text */
+    jf_datasep sep;     /* the separator detected from the header */
+    size_t ncols;       /* number of columns named by the header */
+    char **names;       /* ncols column names, in file order */
+    size_t header_line; /* 1-based line number of the header */
+    size_t body;        /* offset in text of the line after the header */
+    size_t max_rows;    /* lines after the header: an upper bound on the data rows, so the
+                           column block can be allocated once instead of grown */
+} jf_datafile;
+
+/* Where a run of consecutive data rows sits in the file. Rows are usually on consecutive lines,
+ * so the table keeps one of these only where comments or blank lines break the run; a row's line
+ * number is then found by binary search without storing one number per row. */
+typedef struct jf_rowrun {
+    size_t row;  /* first row of the run (0-based) */
+    size_t line; /* its 1-based line number in the file */
+} jf_rowrun;
+
+/* Columns of a data file converted to numbers. */
+typedef struct jf_table {
+    size_t ncols;     /* number of columns read (as many as names were asked for) */
+    size_t nrows;     /* number of data rows */
+    size_t ld;        /* column c starts at values + c*ld (ld >= nrows) */
+    double *values;   /* the numbers, column-major in the order the names were asked for */
+    size_t *file_col; /* ncols 0-based positions of the columns in the file */
+    jf_rowrun *runs;  /* nruns runs of rows on consecutive lines, ordered by row */
+    size_t nruns;     /* number of entries in runs */
+} jf_table;
+
+/* Reads the file at path ("-" reads standard input) and parses its header. On success returns 0
+ * and *out receives the file (free it with jf_datafile_free). On failure returns a jf_status
+ * (JF_ERR_IO, JF_ERR_DATA, JF_ERR_NOMEM), *out is NULL and *err receives a message ("data.csv:
+ * no data rows") that the caller frees with free(). */
+int jf_datafile_open(const char *path, jf_datafile **out, char **err);
+
+/* Frees the file; accepts NULL. */
+void jf_datafile_free(jf_datafile *f);
+
+/* The 0-based position of the column called name, or -1. */
+long jf_datafile_column(const jf_datafile *f, const char *name);
+
+/* Converts the columns called names[0..nnames) (a name may be asked for twice) into *out.
+ * Values must be finite numbers in those columns; other columns are only counted, so a text
+ * column the model does not use is harmless. Returns 0, or a jf_status with *err set as for
+ * jf_datafile_open, e.g. "data.csv:5: column 2 ('y'): 'abc' is not a number" or "data.csv: no
+ * column 'x' (columns: t, y)". On failure *out holds nothing to free. */
+int jf_datafile_read(const jf_datafile *f, const char *const *names, size_t nnames,
+                     jf_table *out, char **err);
+
+/* The 1-based line number in the file of data row `row` (0-based). */
+size_t jf_table_line(const jf_table *t, size_t row);
+
+/* Frees the arrays of t (not t itself) and zeroes it; accepts NULL. */
+void jf_table_free(jf_table *t);
+
+#endif

@@ -1,0 +1,464 @@
+/* End-to-end tests of `jitfit fit` through the built command: the bundled damped-sine example
+ * against scipy's answer, the JSON report (validated by a small JSON checker, then read key by
+ * key), the effect of --p0/--bounds/--sigma/--loss/--max-nfev/--backend, the kernel cache across
+ * two processes, every bad-data case (exit 1 and its message) and usage errors (exit 2).
+ *
+ * Every run gets a private JITFIT_CACHE_DIR so tests neither read nor pollute the user's cache.
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "tests/testlib.h"
+
+static char cache_dir[] = "/tmp/jf_test_cacheXXXXXX";
+static char *tmp_paths[64];
+static size_t ntmp;
+
+static const char *tmp(const char *text) {
+    char *p = jf_test_tmpfile(".csv", text);
+    if (p && ntmp < sizeof tmp_paths / sizeof tmp_paths[0]) tmp_paths[ntmp++] = p;
+    return p;
+}
+
+/* Runs `jitfit fit ARGS` with the private cache; returns the exit status. */
+static int fit(const char *args, char **out, char **err) {
+    char cmd[8192];
+    snprintf(cmd, sizeof cmd, "JITFIT_CACHE_DIR='%s' '%s' fit %s", cache_dir, jf_test_cli(),
+             args);
+    return jf_test_run(cmd, out, err);
+}
+
+#define EXAMPLE_JF "'" JF_SOURCE_DIR "/examples/damped_sine.jf'"
+#define EXAMPLE_CSV "'" JF_SOURCE_DIR "/examples/damped_sine.csv'"
+
+/* ---- a minimal JSON checker: accepts exactly the JSON grammar (RFC 8259), no extensions ---- */
+
+static const char *ws(const char *p) {
+    while (*p == ' ' || *p == '\n' || *p == '\r' || *p == '\t') p++;
+    return p;
+}
+
+static const char *json_value(const char *p, int depth);
+
+static const char *json_str(const char *p) {
+    if (*p++ != '"') return NULL;
+    while (*p && *p != '"') {
+        if ((unsigned char)*p < 0x20) return NULL;
+        if (*p == '\\') {
+            p++;
+            if (*p == 'u') {
+                for (int i = 1; i <= 4; i++)
+                    if (!strchr("0123456789abcdefABCDEF", p[i]) || !p[i]) return NULL;
+                p += 4;
+            } else if (!*p || !strchr("\"\\/bfnrt", *p)) {
+                return NULL;
+            }
+        }
+        p++;
+    }
+    return *p == '"' ? p + 1 : NULL;
+}
+
+static const char *json_num(const char *p) {
+    if (*p == '-') p++;
+    if (*p == '0') p++;
+    else if (*p >= '1' && *p <= '9') while (*p >= '0' && *p <= '9') p++;
+    else return NULL;
+    if (*p == '.') {
+        p++;
+        if (!(*p >= '0' && *p <= '9')) return NULL;
+        while (*p >= '0' && *p <= '9') p++;
+    }
+    if (*p == 'e' || *p == 'E') {
+        p++;
+        if (*p == '+' || *p == '-') p++;
+        if (!(*p >= '0' && *p <= '9')) return NULL;
+        while (*p >= '0' && *p <= '9') p++;
+    }
+    return p;
+}
+
+static const char *json_value(const char *p, int depth) {
+    if (!p || depth > 64) return NULL;
+    p = ws(p);
+    if (*p == '{' || *p == '[') {
+        char close = *p == '{' ? '}' : ']';
+        p = ws(p + 1);
+        if (*p == close) return p + 1;
+        for (;;) {
+            if (close == '}') {
+                p = json_str(ws(p));
+                if (!p) return NULL;
+                p = ws(p);
+                if (*p++ != ':') return NULL;
+            }
+            p = json_value(p, depth + 1);
+            if (!p) return NULL;
+            p = ws(p);
+            if (*p == close) return p + 1;
+            if (*p++ != ',') return NULL;
+        }
+    }
+    if (*p == '"') return json_str(p);
+    if (strncmp(p, "true", 4) == 0) return p + 4;
+    if (strncmp(p, "false", 5) == 0) return p + 5;
+    if (strncmp(p, "null", 4) == 0) return p + 4;
+    return json_num(p);
+}
+
+/* 1 when s is one JSON value and nothing else but whitespace. */
+static int json_valid(const char *s) {
+    const char *p = s ? json_value(s, 0) : NULL;
+    return p && *ws(p) == '\0';
+}
+
+/* The number after `"key": ` (the first occurrence at or after from); NaN for null/absent. */
+static double json_number_at(const char *from, const char *key) {
+    char pat[128];
+    snprintf(pat, sizeof pat, "\"%s\": ", key);
+    const char *p = from ? strstr(from, pat) : NULL;
+    if (!p) return NAN;
+    p += strlen(pat);
+    if (strncmp(p, "null", 4) == 0) return NAN;
+    return strtod(p, NULL);
+}
+
+static double json_number(const char *json, const char *key) { return json_number_at(json, key); }
+
+/* The "value" (or another field) of the parameter called name in "params". */
+static double json_param(const char *json, const char *name, const char *field) {
+    char pat[128];
+    snprintf(pat, sizeof pat, "{\"name\": \"%s\"", name);
+    const char *p = json ? strstr(json, pat) : NULL;
+    return p ? json_number_at(p, field) : NAN;
+}
+
+/* ---------------------------------------------------------------------------------------- */
+
+/* scipy 1.10 curve_fit (lm) on examples/damped_sine.csv from [1.5, 0.2, 1.45, 0, 0]. */
+static const char *const names[] = {"a", "b", "c", "d", "e"};
+static const double scipy_p[] = {2.01802273, 0.25658306, 1.50626509, 0.29488582, 0.50181374};
+static const double scipy_se[] = {0.03853251, 0.00691838, 0.00676879, 0.01938025, 0.00593416};
+/* ... and with sigma=column sigma, absolute_sigma=True. */
+static const double scipy_ps[] = {2.00713738, 0.25440594, 1.50483405, 0.29859049, 0.50445492};
+static const double scipy_ses[] = {0.02650346, 0.00541756, 0.00515055, 0.01292788, 0.00525052};
+static const double truth[] = {2.0, 0.25, 1.5, 0.3, 0.5};
+
+static void test_example(void) {
+    char *out = NULL, *err = NULL;
+    int rc = fit(EXAMPLE_JF " " EXAMPLE_CSV, &out, &err);
+    CHECK(rc == 0);
+    CHECK_CONTAINS(out, "converged");
+    CHECK_CONTAINS(out, "std. error");
+    CHECK_CONTAINS(out, "correlation");
+    CHECK_CONTAINS(out, "R^2");
+    if (rc != 0) fprintf(stderr, "stderr: %s\n", err ? err : "");
+    free(out);
+    free(err);
+
+    rc = fit("--json " EXAMPLE_JF " " EXAMPLE_CSV, &out, &err);
+    CHECK(rc == 0);
+    CHECK(json_valid(out));
+    CHECK_CONTAINS(out, "\"success\": true");
+    CHECK_CONTAINS(out, "\"backend\": \"");
+    CHECK_CONTAINS(out, "\"cache\": \"");
+    CHECK_CONTAINS(out, "\"timing_ms\": {");
+    CHECK_CONTAINS(out, "\"covariance\": [");
+    CHECK_CONTAINS(out, "\"correlation\": [");
+    CHECK_CONTAINS(out, "\"chi2\": null");
+    CHECK(json_number(out, "n") == 200);
+    CHECK(json_number(out, "dof") == 195);
+    double st = json_number(out, "status");
+    CHECK(st >= 1 && st <= 4);
+    CHECK(json_number(out, "nfev") >= 1);
+    CHECK_NEAR(json_number(out, "r_squared"), 0.96947417, 1e-6); /* numpy at scipy's optimum */
+    CHECK_NEAR(json_number(out, "ssr"), 1.3116122, 1e-6);
+    CHECK_NEAR(json_number(out, "cost"), 0.5 * json_number(out, "ssr"), 1e-12);
+    for (size_t k = 0; k < 5; k++) {
+        double v = json_param(out, names[k], "value"), se = json_param(out, names[k], "stderr");
+        CHECK_NEAR(v, scipy_p[k], 1e-5);
+        CHECK_NEAR(se, scipy_se[k], 1e-3 * scipy_se[k]);
+        CHECK(fabs(v - truth[k]) < 4 * se);
+    }
+    double total = json_number(out, "total");
+    CHECK(total >= 0 && isfinite(total));
+    free(out);
+    free(err);
+
+    /* With the bundled standard deviations, as scipy with absolute_sigma=True. */
+    rc = fit("--json --sigma sigma --absolute-sigma " EXAMPLE_JF " " EXAMPLE_CSV, &out, &err);
+    CHECK(rc == 0);
+    CHECK(json_valid(out));
+    CHECK_CONTAINS(out, "\"sigma\": \"sigma\"");
+    CHECK_CONTAINS(out, "\"absolute_sigma\": true");
+    for (size_t k = 0; k < 5; k++) {
+        CHECK_NEAR(json_param(out, names[k], "value"), scipy_ps[k], 1e-5);
+        CHECK_NEAR(json_param(out, names[k], "stderr"), scipy_ses[k], 1e-3 * scipy_ses[k]);
+    }
+    double chi2 = json_number(out, "chi2"), red = json_number(out, "reduced_chi2");
+    CHECK(chi2 > 0 && isfinite(chi2));
+    CHECK_NEAR(red, chi2 / 195, 1e-12);
+    CHECK(red > 0.7 && red < 1.4);
+    CHECK_NEAR(json_number(out, "ssr"), chi2, 1e-12);
+    free(out);
+    free(err);
+
+    /* Human report with sigma shows the chi-square lines. */
+    rc = fit("--sigma sigma " EXAMPLE_JF " " EXAMPLE_CSV, &out, &err);
+    CHECK(rc == 0);
+    CHECK_CONTAINS(out, "reduced chi2");
+    free(out);
+    free(err);
+}
+
+static void test_options(void) {
+    char *out = NULL, *err = NULL;
+    /* --p0 overrides the model file's starting values (and is reported back). */
+    int rc = fit("--json --p0 'a=1.8, c=1.52' " EXAMPLE_JF " " EXAMPLE_CSV, &out, &err);
+    CHECK(rc == 0);
+    CHECK(json_param(out, "a", "initial") == 1.8);
+    CHECK(json_param(out, "b", "initial") == 0.2);
+    CHECK(json_param(out, "c", "initial") == 1.52);
+    CHECK_NEAR(json_param(out, "a", "value"), scipy_p[0], 1e-5);
+    free(out);
+    free(err);
+
+    /* --bounds keeps e above its unconstrained optimum: it ends on the bound, marked. */
+    rc = fit("--json --bounds e=0.6:1 --p0 e=0.7 " EXAMPLE_JF " " EXAMPLE_CSV, &out, &err);
+    CHECK(rc == 0);
+    CHECK(json_valid(out));
+    CHECK_NEAR(json_param(out, "e", "value"), 0.6, 1e-6);
+    CHECK_CONTAINS(out, "\"at_bound\": \"lower\"");
+    free(out);
+    free(err);
+    rc = fit("--bounds e=0.6: --p0=e=0.7 " EXAMPLE_JF " " EXAMPLE_CSV, &out, &err);
+    CHECK(rc == 0);
+    CHECK_CONTAINS(out, "at lower bound");
+    free(out);
+    free(err);
+
+    /* A budget too small to converge: exit 1, but the result is still printed. */
+    rc = fit("--json --max-nfev 2 " EXAMPLE_JF " " EXAMPLE_CSV, &out, &err);
+    CHECK(rc == 1);
+    CHECK(json_valid(out));
+    CHECK_CONTAINS(out, "\"success\": false");
+    CHECK_CONTAINS(out, "\"status_name\": \"max_nfev\"");
+    CHECK_CONTAINS(err, "did not converge");
+    free(out);
+    free(err);
+
+    /* Tight and loose tolerances both converge to scipy's answer within their accuracy. */
+    rc = fit("--json --ftol 1e-12 --xtol 1e-12 --gtol 1e-12 " EXAMPLE_JF " " EXAMPLE_CSV, &out,
+             &err);
+    CHECK(rc == 0 || rc == 1);
+    CHECK_NEAR(json_param(out, "b", "value"), scipy_p[1], 1e-5);
+    free(out);
+    free(err);
+
+    /* The interpreter backend gives the same fit, and caches nothing. */
+    rc = fit("--json --backend interp --threads 1 " EXAMPLE_JF " " EXAMPLE_CSV, &out, &err);
+    CHECK(rc == 0);
+    CHECK_CONTAINS(out, "\"backend\": \"interp\"");
+    CHECK_CONTAINS(out, "\"cache\": \"none\"");
+    CHECK_NEAR(json_param(out, "c", "value"), scipy_p[2], 1e-5);
+    free(out);
+    free(err);
+
+    /* -v: one line per iteration on stderr; stdout stays one JSON object. */
+    rc = fit("-v --json " EXAMPLE_JF " " EXAMPLE_CSV, &out, &err);
+    CHECK(rc == 0);
+    CHECK(json_valid(out));
+    CHECK_CONTAINS(err, "iteration");
+    CHECK_CONTAINS(err, "gain ratio");
+    CHECK_CONTAINS(err, "damping");
+    size_t lines = 0;
+    for (const char *p = err; p && *p; p++) lines += *p == '\n';
+    CHECK(lines >= 3);
+    free(out);
+    free(err);
+
+    /* A bare formula whose variable is the data's column t, read from standard input, with the
+     * response chosen by --y and whitespace-separated columns. */
+    const char *lin = tmp("# line\n t   obs\n0 1.1\n1 2.9\n2 5.1\n3 7.0\n4 8.9\n5 11.1\n");
+    char args[4096];
+    snprintf(args, sizeof args, "--json --y obs 'a*t + b' - < '%s'", lin);
+    rc = fit(args, &out, &err);
+    CHECK(rc == 0);
+    CHECK_NEAR(json_param(out, "a", "value"), 1.9971428571428571, 1e-7);
+    CHECK_NEAR(json_param(out, "b", "value"), 1.0238095238095237, 1e-7);
+    CHECK_CONTAINS(out, "\"response\": \"obs\"");
+    if (rc != 0) fprintf(stderr, "stderr: %s\n", err ? err : "");
+    free(out);
+    free(err);
+
+    /* After "--" a formula may start with '-'; options may follow MODEL and DATA. */
+    const char *neg = tmp("x,y\n0,1\n1,-1\n2,-3\n3,-5\n");
+    snprintf(args, sizeof args, "--json -- '-a*x + b' '%s'", neg);
+    rc = fit(args, &out, &err);
+    CHECK(rc == 0);
+    CHECK_NEAR(json_param(out, "a", "value"), 2, 1e-9);
+    CHECK_NEAR(json_param(out, "b", "value"), 1, 1e-9);
+    free(out);
+    free(err);
+
+    /* A robust loss resists outliers that drag the linear fit away. */
+    const char *outl = tmp("x,y\n0,1\n1,3\n2,5\n3,7\n4,9\n5,11\n6,13\n7,15\n8,17\n9,19\n10,71\n"
+                           "11,23\n12,25\n13,27\n14,89\n15,31\n");
+    snprintf(args, sizeof args, "--json 'a*x + b' '%s'", outl);
+    rc = fit(args, &out, &err);
+    CHECK(rc == 0);
+    double a_lin = json_param(out, "a", "value");
+    free(out);
+    free(err);
+    snprintf(args, sizeof args, "--json --loss soft_l1 --f-scale 0.5 'a*x + b' '%s'", outl);
+    rc = fit(args, &out, &err);
+    CHECK(rc == 0);
+    CHECK_CONTAINS(out, "\"loss\": \"soft_l1\"");
+    double a_rob = json_param(out, "a", "value");
+    CHECK(fabs(a_rob - 2) < 0.1);
+    CHECK(fabs(a_lin - 2) > 0.3);
+    free(out);
+    free(err);
+}
+
+/* The kernel cache: a fresh directory misses, the next process finds the entry on disk. */
+static void test_cache(void) {
+    char *out = NULL, *err = NULL;
+    char dir[] = "/tmp/jf_test_cache2XXXXXX";
+    if (!CHECK(mkdtemp(dir) != NULL)) return;
+    char cmd[8192];
+    snprintf(cmd, sizeof cmd, "JITFIT_CACHE_DIR='%s' '%s' fit --json %s %s", dir, jf_test_cli(),
+             EXAMPLE_JF, EXAMPLE_CSV);
+    int rc = jf_test_run(cmd, &out, &err);
+    CHECK(rc == 0);
+    int compiled = strstr(out ? out : "", "\"backend\": \"c\"") != NULL;
+    if (compiled) CHECK_CONTAINS(out, "\"cache\": \"miss\"");
+    free(out);
+    free(err);
+    rc = jf_test_run(cmd, &out, &err);
+    CHECK(rc == 0);
+    if (compiled) CHECK_CONTAINS(out, "\"cache\": \"disk\"");
+    free(out);
+    free(err);
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    jf_test_run(cmd, NULL, NULL);
+}
+
+/* Bad data: exit 1, the message names file, line and column. */
+static void test_bad_data(void) {
+    static const struct {
+        const char *text;    /* data file content */
+        const char *args;    /* options before MODEL DATA */
+        const char *message; /* expected on stderr after "<path>" */
+    } cases[] = {
+        {"t,y\n1,2\n2,3\n3,4\n4,5\n", "", ": no column 'x' (columns: t, y)"},
+        {"x,y\n1,2\n2,3\n3,4\n4,abc\n", "", ":5: column 2 ('y'): 'abc' is not a number"},
+        {"x,y,z\n1,2,3\n2,3,4\n3,4,5\n4,5,6\n5,6,7\n6,7\n", "", ":7: expected 3 fields, found 2"},
+        {"", "", ": no data rows"},
+        {"x,y\n", "", ": no data rows"},
+        {"x,y\n1,2\n2,3\n3,4\n4,5\n5,6\n6,7\n7,8\nnan,9\n", "",
+         ":9: column 1 ('x'): value is not finite"},
+        {"x,y\n1,2\n2,3\n", "", ": 2 data rows for 2 parameters: a fit needs more rows than "
+                                "parameters"},
+        {"x,y,s\n1,2,1\n2,3,0.5\n3,4,0\n4,5,1\n", "--sigma s ",
+         ":4: column 3 ('s'): sigma must be positive, found 0"},
+        {"x,y,s\n1,2,1\n2,3,-0.5\n3,4,1\n", "--sigma s ",
+         ":3: column 3 ('s'): sigma must be positive, found -0.5"},
+        {"x,y\n1,2\n2,3\n3,4\n", "--sigma s ", ": no column 's' (columns: x, y)"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        const char *path = tmp(cases[i].text);
+        char args[4096], want[1024];
+        snprintf(args, sizeof args, "%s'a*x + b' '%s'", cases[i].args, path);
+        snprintf(want, sizeof want, "%s%s", path, cases[i].message);
+        char *out = NULL, *err = NULL;
+        int rc = fit(args, &out, &err);
+        if (!CHECK(rc == 1)) fprintf(stderr, "  case %zu: exit %d\n", i, rc);
+        if (!CHECK_CONTAINS(err, want)) fprintf(stderr, "  case %zu\n", i);
+        free(out);
+        free(err);
+    }
+    char *out = NULL, *err = NULL;
+    CHECK(fit("'a*x+b' /nonexistent/data.csv", &out, &err) == 1);
+    CHECK_CONTAINS(err, "/nonexistent/data.csv: No such file or directory");
+    free(out);
+    free(err);
+    /* A starting value outside the bounds is refused before fitting. */
+    CHECK(fit("--p0 b=-1 " EXAMPLE_JF " " EXAMPLE_CSV, &out, &err) == 1);
+    CHECK_CONTAINS(err, "parameter 'b': the starting value -1 is outside its bounds [0, inf]");
+    free(out);
+    free(err);
+    /* A model with errors: the compiler's diagnostics, exit 1. */
+    CHECK(fit("'a*exq(x)' " EXAMPLE_CSV, &out, &err) == 1);
+    CHECK_CONTAINS(err, "exq");
+    free(out);
+    free(err);
+}
+
+static void test_usage(void) {
+    static const struct {
+        const char *args;    /* arguments after `fit` */
+        const char *message; /* expected on stderr */
+    } cases[] = {
+        {"", "expected MODEL and DATA"},
+        {EXAMPLE_JF, "expected MODEL and DATA"},
+        {EXAMPLE_JF " " EXAMPLE_CSV " extra", "unexpected argument 'extra'"},
+        {"--frobnicate " EXAMPLE_JF " " EXAMPLE_CSV, "unknown option '--frobnicate'"},
+        {"--loss squared " EXAMPLE_JF " " EXAMPLE_CSV, "--loss: unknown loss 'squared'"},
+        {"--f-scale 0 " EXAMPLE_JF " " EXAMPLE_CSV, "--f-scale: '0' is not a positive number"},
+        {"--ftol abc " EXAMPLE_JF " " EXAMPLE_CSV, "--ftol: 'abc' is not a non-negative number"},
+        {"--xtol -1 " EXAMPLE_JF " " EXAMPLE_CSV, "--xtol: '-1' is not a non-negative number"},
+        {"--gtol=nan " EXAMPLE_JF " " EXAMPLE_CSV, "--gtol: 'nan' is not a non-negative number"},
+        {"--max-nfev 0 " EXAMPLE_JF " " EXAMPLE_CSV, "--max-nfev: '0' is not a positive integer"},
+        {"--max-nfev 1.5 " EXAMPLE_JF " " EXAMPLE_CSV, "--max-nfev: '1.5' is not a positive"},
+        {"--threads -2 " EXAMPLE_JF " " EXAMPLE_CSV, "--threads: '-2' is not a thread count"},
+        {"--device tpu " EXAMPLE_JF " " EXAMPLE_CSV, "--device: unknown device 'tpu'"},
+        {"--backend cuda " EXAMPLE_JF " " EXAMPLE_CSV, "--backend: unknown backend 'cuda'"},
+        {EXAMPLE_JF " " EXAMPLE_CSV " --ftol", "option --ftol needs a value"},
+        {"--p0 q=1 " EXAMPLE_JF " " EXAMPLE_CSV, "the model has no parameter 'q'"},
+        {"--p0 a=x " EXAMPLE_JF " " EXAMPLE_CSV, "'x' is not a number"},
+        {"--p0 a " EXAMPLE_JF " " EXAMPLE_CSV, "expected NAME=VALUE"},
+        {"--bounds a=1 " EXAMPLE_JF " " EXAMPLE_CSV, "--bounds: expected LOW:HIGH for 'a'"},
+        {"--bounds a=2:1 " EXAMPLE_JF " " EXAMPLE_CSV,
+         "--bounds: the lower bound of 'a' is not below its upper bound"},
+        {"--bounds q=0:1 " EXAMPLE_JF " " EXAMPLE_CSV,
+         "--bounds: the model has no parameter 'q' (parameters: a, b, c, d, e)"},
+        {"--bounds a=x:1 " EXAMPLE_JF " " EXAMPLE_CSV, "--bounds: 'x:1' is not LOW:HIGH"},
+        {"--sigma y " EXAMPLE_JF " " EXAMPLE_CSV, "--sigma: column 'y' is the response"},
+        {"--y x " EXAMPLE_JF " " EXAMPLE_CSV, "column 'x' is a variable of the model"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char *out = NULL, *err = NULL;
+        int rc = fit(cases[i].args, &out, &err);
+        if (!CHECK(rc == 2)) fprintf(stderr, "  case %zu (%s): exit %d\n", i, cases[i].args, rc);
+        if (!CHECK_CONTAINS(err, cases[i].message)) fprintf(stderr, "  case %zu\n", i);
+        CHECK_CONTAINS(err, "usage: jitfit fit MODEL DATA");
+        free(out);
+        free(err);
+    }
+    char *out = NULL, *err = NULL;
+    CHECK(fit("--help", &out, &err) == 0);
+    CHECK_CONTAINS(out, "--absolute-sigma");
+    free(out);
+    free(err);
+}
+
+int main(void) {
+    if (access(jf_test_cli(), X_OK) != 0) return jf_test_skip("the jitfit command is not built");
+    if (!mkdtemp(cache_dir)) return jf_test_skip("cannot create a temporary cache directory");
+    test_example();
+    test_options();
+    test_cache();
+    test_bad_data();
+    test_usage();
+    for (size_t i = 0; i < ntmp; i++) {
+        unlink(tmp_paths[i]);
+        free(tmp_paths[i]);
+    }
+    char cmd[256];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", cache_dir);
+    jf_test_run(cmd, NULL, NULL);
+    return jf_test_finish();
+}

@@ -1,0 +1,233 @@
+/* Unit tests of the data file reader (cli/data.c): good files in every accepted layout, the
+ * number parser's fast path against strtod bit for bit, and every malformed input with its exact
+ * "file:line: column N ('name'): ..." message.
+ *
+ * The reader belongs to the jitfit executable, not to the library these tests link, so its
+ * source (and the CLI helpers it calls) are compiled into this test directly.
+ */
+#include <locale.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli/data.c"
+#include "cli/util.c"
+#include "tests/testlib.h"
+
+/* Temporary files created by the tests, removed at the end. */
+static char *tmp_paths[128];
+static size_t ntmp;
+
+static const char *tmp(const char *text) {
+    char *p = jf_test_tmpfile(".csv", text);
+    if (p && ntmp < sizeof tmp_paths / sizeof tmp_paths[0]) tmp_paths[ntmp++] = p;
+    return p;
+}
+
+/* Reads text as a data file and the columns names[0..n); returns the status and the table or
+ * the message (with the temporary path replaced by "F"). */
+static int read_text(const char *text, const char *const *names, size_t n, jf_table *t,
+                     char *msgbuf, size_t msgcap) {
+    const char *path = tmp(text);
+    jf_datafile *f = NULL;
+    char *err = NULL;
+    msgbuf[0] = '\0';
+    memset(t, 0, sizeof *t);
+    if (!path) return -1;
+    int rc = jf_datafile_open(path, &f, &err);
+    if (rc == 0) rc = jf_datafile_read(f, names, n, t, &err);
+    if (err) {
+        size_t pl = strlen(path);
+        if (strncmp(err, path, pl) == 0) snprintf(msgbuf, msgcap, "F%s", err + pl);
+        else snprintf(msgbuf, msgcap, "%s", err);
+    }
+    free(err);
+    jf_datafile_free(f);
+    return rc;
+}
+
+static const char *const XY[] = {"x", "y"};
+
+static void test_layouts(void) {
+    jf_table t;
+    char m[512];
+    /* CSV */
+    CHECK(read_text("x,y\n1,2\n3,4.5\n", XY, 2, &t, m, sizeof m) == 0);
+    CHECK(t.nrows == 2 && t.ncols == 2);
+    CHECK(t.values[0] == 1 && t.values[1] == 3);
+    CHECK(t.values[t.ld] == 2 && t.values[t.ld + 1] == 4.5);
+    CHECK(jf_table_line(&t, 0) == 2 && jf_table_line(&t, 1) == 3);
+    jf_table_free(&t);
+    /* whitespace: runs of spaces and tabs, leading and trailing blanks */
+    CHECK(read_text("  x   y  \n 1   2\n3\t \t4  \n", XY, 2, &t, m, sizeof m) == 0);
+    CHECK(t.nrows == 2 && t.values[1] == 3 && t.values[t.ld + 1] == 4);
+    jf_table_free(&t);
+    /* tab-separated, spaces around fields trimmed */
+    CHECK(read_text("x\ty\n1\t 2 \n3\t4\n", XY, 2, &t, m, sizeof m) == 0);
+    CHECK(t.nrows == 2 && t.values[t.ld] == 2);
+    jf_table_free(&t);
+    /* comments, blank lines, CRLF, no final newline; line numbers of rows survive gaps */
+    CHECK(read_text("# generated\r\n\r\nx,y\r\n1,2\r\n# mid\r\n   \r\n3,4\r\n5,6", XY, 2, &t, m,
+                    sizeof m) == 0);
+    CHECK(t.nrows == 3);
+    CHECK(jf_table_line(&t, 0) == 4);
+    CHECK(jf_table_line(&t, 1) == 7);
+    CHECK(jf_table_line(&t, 2) == 8);
+    CHECK(t.values[2] == 5 && t.values[t.ld + 2] == 6);
+    jf_table_free(&t);
+    /* UTF-8 byte-order mark, quoted header names, spaces around CSV fields */
+    CHECK(read_text("\xEF\xBB\xBF\"x\" , \"y\"\n 1 , 2 \n", XY, 2, &t, m, sizeof m) == 0);
+    CHECK(t.nrows == 1 && t.values[0] == 1 && t.values[t.ld] == 2);
+    jf_table_free(&t);
+    /* columns asked in another order, twice, and an unused text column */
+    const char *const yxx[] = {"y", "x", "x"};
+    CHECK(read_text("name,x,y\nfoo,1,2\nbar,3,4\n", yxx, 3, &t, m, sizeof m) == 0);
+    CHECK(t.nrows == 2 && t.ncols == 3);
+    CHECK(t.values[0] == 2 && t.values[1] == 4);
+    CHECK(t.values[t.ld] == 1 && t.values[t.ld + 1] == 3);
+    CHECK(t.values[2 * t.ld] == 1 && t.values[2 * t.ld + 1] == 3);
+    CHECK(t.file_col[0] == 2 && t.file_col[1] == 1);
+    jf_table_free(&t);
+    /* nan in an unused column is not the model's business */
+    CHECK(read_text("x,y,z\n1,2,nan\n", XY, 2, &t, m, sizeof m) == 0);
+    jf_table_free(&t);
+    /* a single column */
+    const char *const y[] = {"y"};
+    CHECK(read_text("y\n1\n2\n", y, 1, &t, m, sizeof m) == 0);
+    CHECK(t.nrows == 2 && t.values[1] == 2);
+    jf_table_free(&t);
+}
+
+/* The fast path must give the very double strtod gives (correct rounding), and defer to the
+ * general parser for everything it does not handle. */
+static void test_numbers(void) {
+    static const char *const cases[] = {
+        "0", "-0", "1", "+1", "0.1", "-0.1", ".5", "5.", "1e5", "1E-5", "1e+22", "1e22",
+        "1e23", "1e-22", "1e-23", "123456789012345678", "1234567890123456789",
+        "12345678901234567890", "9007199254740992", "9007199254740993", "9007199254740995",
+        "0.30000000000000004", "3.141592653589793", "2.718281828459045", "1.7976931348623157e308",
+        "4.9406564584124654e-324", "2.2250738585072014e-308", "0.000123", "1e0022",
+        "00001.2500", "0x1p-3", "-0x1.8p1", "6.02214076e23", "1.5e-10", "-273.15",
+        "123.456e-2", "0.1234567890123456789", "98765.4321"};
+    locale_t c = newlocale(LC_ALL_MASK, "C", (locale_t)0);
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        const char *s = cases[i];
+        locale_t prev = uselocale(c);
+        double got = -42, want = strtod(s, NULL);
+        uselocale(prev);
+        int ok = parse_cell(s, s + strlen(s), &got) == 0 &&
+                 memcmp(&got, &want, sizeof got) == 0;
+        if (!CHECK(ok)) fprintf(stderr, "  '%s': got %.17g, want %.17g\n", s, got, want);
+    }
+    freelocale(c);
+    static const char *const bad[] = {"", "-", "+", ".", "e5", "1e", "1e+", "1..2", "1.2.3",
+                                      "abc", "1,5", "1 2", "--1", "0x", "1e5x", "\"\""};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        double v;
+        if (!CHECK(parse_cell(bad[i], bad[i] + strlen(bad[i]), &v) != 0))
+            fprintf(stderr, "  '%s' parsed as %g\n", bad[i], v);
+    }
+    double v = 0;
+    static const char c_quoted[] = "\"2.5\"", c_inf[] = "inf", c_nan[] = "nan", c_nul[] = "1\0" "5";
+    CHECK(parse_cell(c_quoted, c_quoted + 5, &v) == 0 && v == 2.5);
+    CHECK(parse_cell(c_inf, c_inf + 3, &v) == 0 && isinf(v));
+    CHECK(parse_cell(c_nan, c_nan + 3, &v) == 0 && isnan(v));
+    /* A cell with a NUL byte inside is not a number, whatever precedes the NUL. */
+    CHECK(parse_cell(c_nul, c_nul + 3, &v) != 0);
+}
+
+/* Each malformed input gives exactly this message ("F" stands for the file name). */
+static void test_errors(void) {
+    static const struct {
+        const char *text;    /* file content */
+        const char *message; /* expected message */
+    } cases[] = {
+        {"t,y\n1,2\n", "F: no column 'x' (columns: t, y)"},
+        {"x,y,z\n1,2,3\n2,3,4\n3,4,5\n4,abc,6\n", "F:5: column 2 ('y'): 'abc' is not a number"},
+        {"x,y,z\n1,2,3\n2,3,4\n3,4,5\n4,5,6\n5,6,7\n6,7\n", "F:7: expected 3 fields, found 2"},
+        {"x,y\n1,2,3\n", "F:2: expected 2 fields, found 3"},
+        {"x y\n1 2\n3\n", "F:3: expected 2 fields, found 1"},
+        {"x,y\n1,2\n1,2,\n", "F:3: expected 2 fields, found 3"},
+        {"", "F: no data rows"},
+        {"\n\n  \n", "F: no data rows"},
+        {"# only a comment\n", "F: no data rows"},
+        {"x,y\n", "F: no data rows"},
+        {"x,y\n# nothing\n\n", "F: no data rows"},
+        {"x,y\n1,2\n2,3\n3,4\n4,5\n5,6\n6,7\n7,8\nnan,9\n",
+         "F:9: column 1 ('x'): value is not finite"},
+        {"x,y\n1,inf\n", "F:2: column 2 ('y'): value is not finite"},
+        {"x,y\n1,-Inf\n", "F:2: column 2 ('y'): value is not finite"},
+        {"x,y\n1,1e999\n", "F:2: column 2 ('y'): value is not finite"},
+        {"x,y\n1,\n", "F:2: column 2 ('y'): missing value"},
+        {"x,y\n,1\n", "F:2: column 1 ('x'): missing value"},
+        {"x,y\n1,2\r\n3,4x\r\n", "F:3: column 2 ('y'): '4x' is not a number"},
+        {"x,y\n1,1,5\n", "F:2: expected 2 fields, found 3"},
+        {"x,y\n1,12345678901234567890123456789012345678901234567890z\n",
+         "F:2: column 2 ('y'): '1234567890123456789012345678901234567890...' is not a number"},
+        {"1,2\n3,4\n", "F:1: expected a header row of column names, found numbers"},
+        {"# x y\n1 2\n", "F:2: expected a header row of column names, found numbers"},
+        {"x,y,x\n1,2,3\n", "F:1: column 'x' appears twice in the header (columns 1 and 3)"},
+        {"x\ty\n1,5\t2\n", "F:2: column 1 ('x'): '1,5' is not a number"},
+        {"a,x,y\n1,2,3\n1,2\n", "F:3: expected 3 fields, found 2"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        jf_table t;
+        char m[512];
+        int rc = read_text(cases[i].text, XY, 2, &t, m, sizeof m);
+        if (!CHECK(rc == JF_ERR_DATA)) fprintf(stderr, "  case %zu: rc %d\n", i, rc);
+        if (!CHECK_STREQ(m, cases[i].message)) fprintf(stderr, "  case %zu\n", i);
+        CHECK(t.values == NULL && t.nrows == 0);
+    }
+    /* I/O errors name the file and the reason. */
+    jf_datafile *f = NULL;
+    char *err = NULL;
+    CHECK(jf_datafile_open("/nonexistent/data.csv", &f, &err) == JF_ERR_IO);
+    CHECK(f == NULL);
+    CHECK_STREQ(err, "/nonexistent/data.csv: No such file or directory");
+    free(err);
+    CHECK(jf_datafile_open("/", &f, &err) == JF_ERR_IO);
+    CHECK_STREQ(err, "/: Is a directory");
+    free(err);
+}
+
+/* A larger file: many rows, the column block allocated once, runs of rows kept sparse. */
+static void test_many_rows(void) {
+    size_t n = 100000;
+    char *text = malloc(n * 40 + 64);
+    if (!CHECK(text != NULL)) return;
+    char *p = text;
+    p += sprintf(p, "# big\nx,y\n");
+    for (size_t i = 0; i < n; i++) {
+        if (i == n / 2) p += sprintf(p, "# halfway\n");
+        p += sprintf(p, "%zu,%.15g\n", i, 0.5 * (double)i + 0.125);
+    }
+    jf_table t;
+    char m[512];
+    CHECK(read_text(text, XY, 2, &t, m, sizeof m) == 0);
+    free(text);
+    CHECK(t.nrows == n);
+    CHECK(t.nruns == 2);
+    CHECK(jf_table_line(&t, 0) == 3);
+    CHECK(jf_table_line(&t, n / 2 - 1) == 3 + n / 2 - 1);
+    CHECK(jf_table_line(&t, n / 2) == 3 + n / 2 + 1);
+    CHECK(jf_table_line(&t, n - 1) == 3 + n);
+    int ok = 1;
+    for (size_t i = 0; i < n; i++)
+        ok &= t.values[i] == (double)i && t.values[t.ld + i] == 0.5 * (double)i + 0.125;
+    CHECK(ok);
+    jf_table_free(&t);
+}
+
+int main(void) {
+    test_layouts();
+    test_numbers();
+    test_errors();
+    test_many_rows();
+    for (size_t i = 0; i < ntmp; i++) {
+        unlink(tmp_paths[i]);
+        free(tmp_paths[i]);
+    }
+    return jf_test_finish();
+}
