@@ -224,8 +224,9 @@ typedef enum jf_fit_status {
                                in the last step were at most ftol */
     JF_FIT_XTOL = 2,        /* the step was at most xtol * (xtol + ||x||) in scaled norm */
     JF_FIT_FTOL_XTOL = 3,   /* both FTOL and XTOL held at the same step */
-    JF_FIT_GTOL = 4,        /* the scaled gradient's infinity norm was at most gtol (for a
-                               parameter at a bound, only inward components count) */
+    JF_FIT_GTOL = 4,        /* the scaled gradient's infinity norm (|g_k| / (|J_k| |r|), the
+                               cosine of residual and column k, as MINPACK) was at most gtol
+                               (for a parameter at a bound, only inward components count) */
     JF_FIT_MAX_NFEV = 5,    /* max_nfev evaluations of the model were spent without converging */
     JF_FIT_STALLED = 6,     /* the trust region shrank below machine precision relative to the
                                parameters: no further reduction of the cost is possible */
@@ -298,7 +299,8 @@ typedef struct jf_fit_result {
     double reduced_chi2;   /* χ²/dof with sigma given; NaN without sigma */
     double r_squared;      /* 1 - Σ(f-y)² / Σ(y-ȳ)² (unweighted) */
     double optimality;     /* infinity norm of the scaled gradient at the solution */
-    size_t nfev;           /* model evaluations (passes over the data) */
+    size_t nfev;           /* model evaluations (passes over the data) at the start, the trial
+                              points and the polish steps (not the final statistics) */
     size_t iterations;     /* accepted and rejected trial steps */
     int backend;           /* the jf_backend that evaluated the model */
     int cache;             /* the jf_cache_result of obtaining the kernels */
@@ -321,7 +323,7 @@ JF_API int jf_fit(const jf_model *m, const jf_data *data, const jf_fit_options *
  * the model's values for all) or nfits × num_params starting values, row by row. results
  * receives nfits pointers (each freed with jf_fit_result_free; a fit that could not run gets
  * NULL and its reason in errmsgs[i] if errmsgs is not NULL). Returns JF_OK when every fit ran,
- * else the first error's status. */
+ * else the first error's status. opts->progress is not called (the fits run concurrently). */
 JF_API int jf_fit_batch(const jf_model *m, size_t nfits, const jf_data *data, const double *p0,
                         const jf_fit_options *opts, jf_fit_result **results, char **errmsgs);
 
