@@ -121,6 +121,8 @@ static size_t edit_distance(const char *a, size_t la, const char *b, size_t lb) 
 }
 
 const char *jf_diag_suggest(const char *name, size_t len, const char *const *cands, size_t n) {
+    /* A one-letter name is one edit away from every other one-letter name: no suggestion. */
+    if (len < 2) return NULL;
     size_t limit = len / 3 > 1 ? len / 3 : 1;
     const char *best = NULL;
     size_t bestd = SIZE_MAX;
@@ -189,23 +191,37 @@ static const char *severity_word(jf_severity s) {
     }
 }
 
+/* Longest stretch of a source line quoted under a diagnostic; longer lines are shown as a
+ * window around the span, with "..." where text was cut, so a 1 MB one-line model does not
+ * produce megabytes of message. */
+#define QUOTE_WINDOW 120
+
 /* Quotes the source line of g, indented by 4, with '^' under the span (at least one; a span
- * reaching past the end of the line is cut at the line end). Tabs in the prefix are kept in
- * the caret line so carets line up in a terminal. Non-printable bytes are shown as '?'. */
+ * reaching past the end of the line or the window is cut there). Tabs in the prefix are kept
+ * in the caret line so carets line up in a terminal. Control bytes are shown as '?'. */
 static void render_quote(sbuf *b, const jf_diagnostics *d, const jf_diag *g) {
     size_t bol = g->begin;
     while (bol > 0 && d->source[bol - 1] != '\n') bol--;
     size_t eol = g->begin;
     while (eol < d->source_len && d->source[eol] != '\n' && d->source[eol] != '\r') eol++;
+    size_t from = bol, to = eol;
+    if (to - from > QUOTE_WINDOW) {
+        from = g->begin > bol + QUOTE_WINDOW / 3 ? g->begin - QUOTE_WINDOW / 3 : bol;
+        to = from + QUOTE_WINDOW < eol ? from + QUOTE_WINDOW : eol;
+    }
+    const char *lead = from > bol ? "..." : "";
     sb_puts(b, "    ");
-    for (size_t i = bol; i < eol; i++) {
+    sb_puts(b, lead);
+    for (size_t i = from; i < to; i++) {
         unsigned char c = (unsigned char)d->source[i];
         char ch = (c == '\t' || (c >= 0x20 && c < 0x7f) || c >= 0x80) ? (char)c : '?';
         sb_put(b, &ch, 1);
     }
+    if (to < eol) sb_puts(b, "...");
     sb_puts(b, "\n    ");
-    for (size_t i = bol; i < g->begin; i++) sb_put(b, d->source[i] == '\t' ? "\t" : " ", 1);
-    size_t end = g->end < eol ? g->end : eol;
+    for (size_t i = 0; lead[i]; i++) sb_put(b, " ", 1);
+    for (size_t i = from; i < g->begin; i++) sb_put(b, d->source[i] == '\t' ? "\t" : " ", 1);
+    size_t end = g->end < to ? g->end : to;
     size_t width = end > g->begin ? end - g->begin : 1;
     for (size_t i = 0; i < width; i++) sb_put(b, "^", 1);
     sb_puts(b, "\n");
