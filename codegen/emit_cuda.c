@@ -1,0 +1,287 @@
+/* The CUDA emitter: one model's kernels as `extern "C" __global__` functions for NVRTC, with the
+ * ABI described in emit.h. They share the straight-line model code with the C emitter
+ * (emit_common.c) and the prelude/loss texts with the interpreter.
+ *
+ * All kernels are grid-stride loops, so any grid size covers any range. normal_eq keeps its
+ * sums in registers per thread, reduces them per warp with shuffles and across the block's
+ * warps in shared memory, and writes one row of block partial sums; jf_reduce_blocks adds those
+ * rows in block order. Both orders are fixed, so for a given launch configuration the result
+ * is deterministic (no atomics). Branches on y, w and the loss are uniform across the grid and
+ * cost nothing worth versioning for, unlike on the CPU.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "emit.h"
+
+/* Up to this many sums (np <= 8) normal_eq keeps them in registers per thread; beyond, it
+ * works on shared-memory tiles (emit_normal_eq_tiled). */
+#define JF_CUDA_REGISTER_SUMS 45
+
+/* Definitions every CUDA unit needs once, whatever the number of models in it. */
+static const char cuda_common[] =
+    "#ifndef JF_CUDA_COMMON\n"
+    "#define JF_CUDA_COMMON\n"
+    "/* NVRTC has no <stddef.h>; indices are 64-bit like the host's size_t. */\n"
+    "typedef unsigned long long jf_index;\n";
+
+/* After the JF_BLOCK definition (printed between the two). */
+static const char cuda_common_tail[] =
+    "/* Sum over the 32 lanes of a warp; lane 0 gets the total (fixed order). */\n"
+    "static __device__ __forceinline__ double jf_warp_sum(double v)\n"
+    "{\n"
+    "    v += __shfl_down_sync(0xffffffffu, v, 16);\n"
+    "    v += __shfl_down_sync(0xffffffffu, v, 8);\n"
+    "    v += __shfl_down_sync(0xffffffffu, v, 4);\n"
+    "    v += __shfl_down_sync(0xffffffffu, v, 2);\n"
+    "    v += __shfl_down_sync(0xffffffffu, v, 1);\n"
+    "    return v;\n"
+    "}\n"
+    "/* Block totals of the n per-thread sums v[] into out[0..n): each warp reduces with shuffles,\n"
+    " * lane 0 of each warp parks its totals in shared memory (JF_CHUNK sums at a time), and thread\n"
+    " * t adds the warps' values of sum t in warp order. A loop, not unrolled code: it runs once\n"
+    " * per thread and would otherwise dominate NVRTC's compile time for many parameters. */\n"
+    "#define JF_CHUNK 128u\n"
+    "static __device__ __noinline__ void jf_block_sums(const double *v, unsigned int n, double *out)\n"
+    "{\n"
+    "    __shared__ double sh[(JF_BLOCK / 32u) * JF_CHUNK];\n"
+    "    const unsigned int lane = threadIdx.x & 31u, warp = threadIdx.x >> 5;\n"
+    "    for (unsigned int q0 = 0; q0 < n; q0 += JF_CHUNK) {\n"
+    "        const unsigned int len = n - q0 < JF_CHUNK ? n - q0 : JF_CHUNK;\n"
+    "#pragma unroll 1\n"
+    "        for (unsigned int q = 0; q < len; q++) {\n"
+    "            const double t = jf_warp_sum(v[q0 + q]);\n"
+    "            if (lane == 0) sh[warp * JF_CHUNK + q] = t;\n"
+    "        }\n"
+    "        __syncthreads();\n"
+    "        if (threadIdx.x < len) {\n"
+    "            double s = 0.0;\n"
+    "            for (unsigned int k = 0; k < JF_BLOCK / 32u; k++) s += sh[k * JF_CHUNK + threadIdx.x];\n"
+    "            out[q0 + threadIdx.x] = s;\n"
+    "        }\n"
+    "        __syncthreads();\n"
+    "    }\n"
+    "}\n"
+    "#endif\n\n";
+
+static void kernel_head(jf_buf *b, const char *name, const char *suffix) {
+    jf_buf_printf(b,
+                  "extern \"C\" __global__ void __launch_bounds__(%d)\n"
+                  "%s%s(const double *__restrict__ p, const double *__restrict__ x, jf_index ldx,\n"
+                  "        const double *__restrict__ y, const double *__restrict__ w,\n"
+                  "        jf_index begin, jf_index end",
+                  JF_CUDA_BLOCK, name, suffix);
+}
+
+static void loop_head(jf_buf *b) {
+    jf_buf_puts(b, "    (void)p;\n    (void)x;\n    (void)ldx;\n"
+                   "    const jf_index stride = (jf_index)blockDim.x * gridDim.x;\n"
+                   "    for (jf_index i = begin + (jf_index)blockIdx.x * blockDim.x + threadIdx.x;"
+                   " i < end; i += stride) {\n");
+}
+
+/* r of point i (weighted), and with_j: the weighted row J<k>. */
+static void point_rj(jf_buf *b, const jf_schedule *s, size_t np, int with_j, const char *ind) {
+    jf_emit_load_vars(b, s, ind);
+    jf_emit_statements(b, s, ind);
+    jf_buf_printf(b, "%sconst double yi = y ? y[i] : 0.0;\n", ind);
+    jf_buf_printf(b, "%sconst double wi = w ? w[i] : 1.0;\n", ind);
+    jf_buf_printf(b, "%sdouble r = (", ind);
+    jf_emit_operand(b, s, s->rootpos[0]);
+    jf_buf_puts(b, " - yi) * wi;\n");
+    for (size_t k = 0; with_j && k < np; k++) {
+        jf_buf_printf(b, "%sdouble J%zu = ", ind, k);
+        jf_emit_operand(b, s, s->rootpos[k + 1]);
+        jf_buf_puts(b, " * wi;\n");
+    }
+}
+
+static void emit_residual(jf_buf *b, const jf_emit_model *em) {
+    kernel_head(b, "jf_residual", em->suffix);
+    jf_buf_puts(b, ", double *__restrict__ rout)\n{\n");
+    jf_emit_load_params(b, em->sf, "    ");
+    loop_head(b);
+    point_rj(b, em->sf, 0, 0, "        ");
+    jf_buf_puts(b, "        rout[i - begin] = r;\n    }\n}\n\n");
+}
+
+static void emit_jacobian_row(jf_buf *b, const jf_emit_model *em) {
+    size_t np = em->m->np;
+    kernel_head(b, "jf_jacobian_row", em->suffix);
+    jf_buf_puts(b, ", double *__restrict__ rout,\n        double *__restrict__ J, jf_index ldj)\n{\n"
+                   "    (void)J;\n    (void)ldj;\n");
+    jf_emit_load_params(b, em->sall, "    ");
+    loop_head(b);
+    point_rj(b, em->sall, np, 1, "        ");
+    jf_buf_puts(b, "        rout[i - begin] = r;\n");
+    for (size_t k = 0; k < np; k++)
+        jf_buf_printf(b, "        J[%zu * ldj + (i - begin)] = J%zu;\n", k, k);
+    jf_buf_puts(b, "    }\n}\n\n");
+}
+
+static void accumulate(jf_buf *b, size_t np, const char *ind, const char *cost) {
+    size_t q = 0;
+    for (size_t k = 0; k < np; k++)
+        for (size_t l = k; l < np; l++) jf_buf_printf(b, "%sa%zu += J%zu * J%zu;\n", ind, q++, k, l);
+    for (size_t k = 0; k < np; k++) jf_buf_printf(b, "%sa%zu += J%zu * r;\n", ind, q++, k);
+    jf_buf_printf(b, "%sa%zu += %s;\n", ind, q, cost);
+}
+
+/* The point's cost term, with r and J<k> scaled in place for a robust loss. L is the loss:
+ * a constant when the kernel is built for one loss (dead branches vanish), else the argument;
+ * one code path for every loss, since the test is uniform across the grid and a second copy of
+ * the model's code would double NVRTC's compile time for no speed. */
+static void point_cost(jf_buf *b, size_t np, const char *ind) {
+    jf_buf_printf(b, "%sdouble cost;\n%sif (L == 0) {\n%s    cost = r * r;\n%s} else {\n"
+                     "%s    double js;\n%s    cost = jf_loss_scale(L, r, fs2, ifs2, &r, &js);\n",
+                  ind, ind, ind, ind, ind, ind);
+    for (size_t k = 0; k < np; k++) jf_buf_printf(b, "%s    J%zu *= js;\n", ind, k);
+    jf_buf_printf(b, "%s}\n", ind);
+}
+
+static void loss_head(jf_buf *b, const jf_emit_options *o) {
+    if (o->cuda_loss >= 0)
+        jf_buf_printf(b, "    const int L = %d; /* built for this loss alone */\n    (void)loss;\n",
+                      o->cuda_loss);
+    else
+        jf_buf_puts(b, "    const int L = loss;\n");
+    jf_buf_puts(b, "    const double fs2 = f_scale * f_scale, ifs2 = 1.0 / fs2;\n");
+}
+
+/* Few sums (np <= 8): each thread keeps its own in registers over its points of the grid-stride
+ * loop, then the block adds them up (jf_block_sums). */
+static void emit_normal_eq_registers(jf_buf *b, const jf_emit_model *em, const jf_emit_options *o) {
+    const jf_schedule *s = em->sall;
+    size_t np = em->m->np, nacc = jf_emit_num_acc(np);
+    for (size_t q = 0; q < nacc; q++) jf_buf_printf(b, "    double a%zu = 0.0;\n", q);
+    loss_head(b, o);
+    loop_head(b);
+    point_rj(b, s, np, 1, "        ");
+    point_cost(b, np, "        ");
+    accumulate(b, np, "        ", "cost");
+    jf_buf_puts(b, "    }\n");
+    /* The sums leave their registers once, for the block reduction (jf_block_sums). */
+    jf_buf_printf(b, "    double v[%zu] = {", nacc);
+    for (size_t q = 0; q < nacc; q++) jf_buf_printf(b, "%sa%zu", q ? ", " : "", q);
+    jf_buf_printf(b, "};\n    jf_block_sums(v, %zuu, partial + (jf_index)blockIdx.x * %zu);\n", nacc,
+                  nacc);
+}
+
+/* Many sums: per-thread registers would spill (231 doubles for 20 parameters) and make ptxas
+ * slow. Instead the block works on tiles of T points: thread t < T evaluates point t of the
+ * tile and parks its row (J_0..J_np-1, r, cost) in shared memory; then every thread owns
+ * ceil(nacc / JF_BLOCK) of the sums and adds the tile's products for them, points in order.
+ * Registers stay few, and the order of every sum is still fixed. */
+static void emit_normal_eq_tiled(jf_buf *b, const jf_emit_model *em, const jf_emit_options *o) {
+    const jf_schedule *s = em->sall;
+    size_t np = em->m->np, nacc = jf_emit_num_acc(np), rows = np + 2;
+    size_t nq = (nacc + JF_CUDA_BLOCK - 1) / JF_CUDA_BLOCK;
+    /* tile: as many points as fit 48 KiB of static shared memory, a multiple of 32, <= block */
+    size_t tile = (48 * 1024 / 8 / rows - 1) / 32 * 32;
+    if (tile > JF_CUDA_BLOCK) tile = JF_CUDA_BLOCK;
+    if (tile < 32) tile = 32;
+    jf_buf_printf(b,
+                  "    /* rows of the tile: J_0..J_%zu, r, cost; stride T+1 against bank conflicts */\n"
+                  "    enum { T = %zu, RS = %zu + 1 };\n"
+                  "    __shared__ double jt[%zu * RS];\n",
+                  np - 1, tile, tile, rows);
+    loss_head(b, o);
+    /* which two rows each owned sum multiplies: (k, l) for JᵀJ, (k, r) for Jᵀr, (cost) */
+    jf_buf_printf(b,
+                  "    double sum[%zu];\n"
+                  "    unsigned int ra[%zu], rb[%zu];\n"
+                  "    for (unsigned int j = 0; j < %zuu; j++) {\n"
+                  "        unsigned int q = threadIdx.x + j * JF_BLOCK, k = 0;\n"
+                  "        sum[j] = 0.0;\n"
+                  "        ra[j] = rb[j] = %zuu; /* past the last sum: unused */\n"
+                  "        if (q < %zuu) {\n"
+                  "            while (q >= %zuu - k) {\n"
+                  "                q -= %zuu - k;\n"
+                  "                k++;\n"
+                  "            }\n"
+                  "            ra[j] = k;\n"
+                  "            rb[j] = k + q;\n"
+                  "        } else if (q < %zuu) {\n"
+                  "            ra[j] = q - %zuu;\n"
+                  "            rb[j] = %zuu;\n"
+                  "        } else if (q == %zuu) {\n"
+                  "            ra[j] = rb[j] = %zuu;\n"
+                  "        }\n"
+                  "    }\n",
+                  nq, nq, nq, nq, rows, np * (np + 1) / 2, np, np, nacc - 1, np * (np + 1) / 2,
+                  np, nacc - 1, np + 1);
+    jf_buf_puts(b, "    (void)p;\n    (void)x;\n    (void)ldx;\n"
+                   "    for (jf_index t0 = begin + (jf_index)blockIdx.x * T; t0 < end;"
+                   " t0 += (jf_index)gridDim.x * T) {\n"
+                   "        if (threadIdx.x < T) {\n"
+                   "            const jf_index i = t0 + threadIdx.x;\n"
+                   "            if (i < end) {\n");
+    point_rj(b, s, np, 1, "                ");
+    point_cost(b, np, "                ");
+    for (size_t k = 0; k < np; k++)
+        jf_buf_printf(b, "                jt[%zu * RS + threadIdx.x] = J%zu;\n", k, k);
+    jf_buf_printf(b,
+                  "                jt[%zu * RS + threadIdx.x] = r;\n"
+                  "                jt[%zu * RS + threadIdx.x] = cost;\n"
+                  "            } else {\n"
+                  "                for (unsigned int k = 0; k < %zuu; k++) jt[k * RS + threadIdx.x] = 0.0;\n"
+                  "            }\n"
+                  "        }\n"
+                  "        __syncthreads();\n"
+                  "        for (unsigned int j = 0; j < %zuu; j++) {\n"
+                  "            if (ra[j] == %zuu) continue;\n"
+                  "            const double *A = jt + ra[j] * RS, *B = jt + rb[j] * RS;\n"
+                  "            double acc = sum[j];\n"
+                  "            if (ra[j] == %zuu) {\n"
+                  "                for (unsigned int t = 0; t < T; t++) acc += A[t];\n"
+                  "            } else {\n"
+                  "                for (unsigned int t = 0; t < T; t++) acc += A[t] * B[t];\n"
+                  "            }\n"
+                  "            sum[j] = acc;\n"
+                  "        }\n"
+                  "        __syncthreads();\n"
+                  "    }\n"
+                  "    for (unsigned int j = 0; j < %zuu; j++) {\n"
+                  "        const unsigned int q = threadIdx.x + j * JF_BLOCK;\n"
+                  "        if (q < %zuu) partial[(jf_index)blockIdx.x * %zu + q] = sum[j];\n"
+                  "    }\n",
+                  np, np + 1, rows, nq, rows, np + 1, nq, nacc, nacc);
+}
+
+static void emit_normal_eq(jf_buf *b, const jf_emit_model *em, const jf_emit_options *o) {
+    size_t np = em->m->np, nacc = jf_emit_num_acc(np);
+    kernel_head(b, "jf_normal_eq", em->suffix);
+    jf_buf_puts(b, ", int loss, double f_scale,\n        double *__restrict__ partial)\n{\n");
+    jf_emit_load_params(b, em->sall, "    ");
+    if (nacc <= JF_CUDA_REGISTER_SUMS) emit_normal_eq_registers(b, em, o);
+    else emit_normal_eq_tiled(b, em, o);
+    jf_buf_puts(b, "}\n\n");
+    jf_buf_printf(b,
+                  "extern \"C\" __global__ void jf_reduce_blocks%s(const double *__restrict__ partial,\n"
+                  "        unsigned int nblocks, double *__restrict__ acc)\n"
+                  "{\n"
+                  "    for (jf_index q = (jf_index)blockIdx.x * blockDim.x + threadIdx.x; q < %zu;\n"
+                  "         q += (jf_index)blockDim.x * gridDim.x) {\n"
+                  "        double s = 0.0;\n"
+                  "        for (unsigned int b = 0; b < nblocks; b++) s += partial[(jf_index)b * %zu + q];\n"
+                  "        acc[q] = s;\n"
+                  "    }\n"
+                  "}\n\n",
+                  em->suffix, nacc, nacc);
+}
+
+void jf_emit_cuda_model(jf_buf *b, const jf_emit_model *em, const jf_emit_options *o) {
+    const struct jf_model *m = em->m;
+    jf_buf_puts(b, cuda_common);
+    jf_buf_printf(b, "/* Threads per block of normal_eq (JF_CUDA_BLOCK); its reduction relies on it. */\n"
+                     "#define JF_BLOCK %du\n", JF_CUDA_BLOCK);
+    jf_buf_puts(b, cuda_common_tail);
+    jf_buf_printf(b,
+                  "/* ---- model%s%s: %zu parameter(s), %zu variable(s); %zu operations for f, "
+                  "%zu for f and its gradient; normal_eq sums %zu values ---- */\n",
+                  em->suffix[0] ? " " : "", em->suffix, m->np, m->nv, em->sf->n, em->sall->n,
+                  jf_emit_num_acc(m->np));
+    emit_residual(b, em);
+    emit_jacobian_row(b, em);
+    emit_normal_eq(b, em, o);
+}

@@ -1,0 +1,422 @@
+/* The kernel cache (see cache.h for the design): key hashing, the in-memory map and the
+ * on-disk entries with their verification and atomic replacement.
+ *
+ * Entry layout (all integers little-endian, header JF_CACHE_HEADER_SIZE = 64 bytes):
+ *   0  magic "JFKCACHE"           8 bytes
+ *   8  format version             u32 (JF_CACHE_FORMAT_VERSION)
+ *  12  payload kind               u32 (JF_CACHE_KIND_*)
+ *  16  the full key               16 bytes
+ *  32  payload size               u64
+ *  40  XXH3-128 of the payload    16 bytes (canonical order)
+ *  56  reserved                   8 zero bytes
+ *  64  payload
+ * The header repeats the key because a file name is only a name: a file copied or renamed into
+ * place by mistake (a "foreign" entry) is recognised by the mismatch and rebuilt.
+ */
+#include "cache.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <pwd.h>
+
+#define XXH_STATIC_LINKING_ONLY
+#include <xxhash.h>
+
+static const char entry_magic[8] = {'J', 'F', 'K', 'C', 'A', 'C', 'H', 'E'};
+static const char entry_suffix[] = ".jfc";
+static const char tmp_prefix[] = ".tmp-";
+
+/* ---- keys ---------------------------------------------------------------------------------- */
+
+static jf_cache_key key_from_hash(XXH128_hash_t h) {
+    XXH128_canonical_t c;
+    XXH128_canonicalFromHash(&c, h);
+    jf_cache_key k;
+    memcpy(k.bytes, c.digest, sizeof k.bytes);
+    return k;
+}
+
+jf_cache_key jf_cache_hash(const void *data, size_t n) { return key_from_hash(XXH3_128bits(data, n)); }
+
+/* Each field is hashed with its length in front, so ("ab","c") and ("a","bc") differ. */
+static void hash_field(XXH3_state_t *st, const char *s) {
+    if (!s) s = "";
+    uint64_t len = strlen(s);
+    unsigned char lb[8];
+    for (int i = 0; i < 8; i++) lb[i] = (unsigned char)(len >> (8 * i));
+    XXH3_128bits_update(st, lb, sizeof lb);
+    XXH3_128bits_update(st, s, (size_t)len);
+}
+
+jf_cache_key jf_cache_key_make(const jf_cache_key_parts *p) {
+    char fmt[16];
+    snprintf(fmt, sizeof fmt, "%u", JF_CACHE_FORMAT_VERSION);
+    /* On the stack (XXH_STATIC_LINKING_ONLY): key making must not fail for lack of memory. */
+    XXH3_state_t st;
+    XXH3_INITSTATE(&st);
+    XXH3_128bits_reset(&st);
+    hash_field(&st, "jitfit-kernel-cache");
+    hash_field(&st, fmt);
+    hash_field(&st, JITFIT_VERSION);
+    hash_field(&st, p->backend);
+    hash_field(&st, p->source);
+    hash_field(&st, p->compiler);
+    hash_field(&st, p->flags);
+    hash_field(&st, p->arch);
+    return key_from_hash(XXH3_128bits_digest(&st));
+}
+
+void jf_cache_key_hex(const jf_cache_key *key, char *buf) {
+    static const char hex[] = "0123456789abcdef";
+    for (int i = 0; i < 16; i++) {
+        buf[2 * i] = hex[key->bytes[i] >> 4];
+        buf[2 * i + 1] = hex[key->bytes[i] & 15];
+    }
+    buf[32] = '\0';
+}
+
+/* ---- in memory ------------------------------------------------------------------------------
+ * Open addressing with linear probing; the table only grows (entries live for the process). */
+
+typedef struct mem_slot {
+    jf_cache_key key; /* the key of this slot */
+    void *module;     /* the module; NULL marks an empty slot */
+} mem_slot;
+
+static pthread_mutex_t mem_lock = PTHREAD_MUTEX_INITIALIZER;
+static mem_slot *mem_slots; /* mem_cap slots */
+static size_t mem_cap;      /* a power of two, or 0 before the first put */
+static size_t mem_count;    /* occupied slots */
+
+static size_t slot_of(const jf_cache_key *key, size_t cap) {
+    uint64_t h = 0;
+    for (int i = 0; i < 8; i++) h = (h << 8) | key->bytes[i];
+    return (size_t)h & (cap - 1);
+}
+
+static mem_slot *find_slot(mem_slot *slots, size_t cap, const jf_cache_key *key) {
+    for (size_t i = slot_of(key, cap);; i = (i + 1) & (cap - 1)) {
+        mem_slot *s = &slots[i];
+        if (!s->module || memcmp(s->key.bytes, key->bytes, 16) == 0) return s;
+    }
+}
+
+void *jf_cache_mem_get(const jf_cache_key *key) {
+    void *m = NULL;
+    pthread_mutex_lock(&mem_lock);
+    if (mem_cap) m = find_slot(mem_slots, mem_cap, key)->module;
+    pthread_mutex_unlock(&mem_lock);
+    return m;
+}
+
+void *jf_cache_mem_put(const jf_cache_key *key, void *module) {
+    void *result = NULL;
+    pthread_mutex_lock(&mem_lock);
+    if (2 * (mem_count + 1) > mem_cap) {
+        size_t ncap = mem_cap ? 2 * mem_cap : 64;
+        mem_slot *ns = calloc(ncap, sizeof *ns);
+        if (!ns) goto out;
+        for (size_t i = 0; i < mem_cap; i++)
+            if (mem_slots[i].module) *find_slot(ns, ncap, &mem_slots[i].key) = mem_slots[i];
+        free(mem_slots);
+        mem_slots = ns;
+        mem_cap = ncap;
+    }
+    mem_slot *s = find_slot(mem_slots, mem_cap, key);
+    if (!s->module) {
+        s->key = *key;
+        s->module = module;
+        mem_count++;
+    }
+    result = s->module;
+out:
+    pthread_mutex_unlock(&mem_lock);
+    return result;
+}
+
+/* ---- the directory -------------------------------------------------------------------------- */
+
+static int env_set(const char *name) {
+    const char *v = getenv(name);
+    return v && *v && strcmp(v, "0") != 0;
+}
+
+/* mkdir -p with mode 0700 for every directory it creates. */
+static int make_dirs(const char *path) {
+    char buf[4096];
+    size_t len = strlen(path);
+    if (len == 0 || len >= sizeof buf) return ENAMETOOLONG;
+    memcpy(buf, path, len + 1);
+    for (size_t i = 1; i <= len; i++) {
+        if (buf[i] != '/' && buf[i] != '\0') continue;
+        char c = buf[i];
+        buf[i] = '\0';
+        if (mkdir(buf, 0700) != 0 && errno != EEXIST) return errno;
+        buf[i] = c;
+    }
+    return 0;
+}
+
+jf_cache_state jf_cache_dir_open(const char *override, int no_cache, int create,
+                                 jf_cache_dir *out) {
+    memset(out, 0, sizeof *out);
+    const char *v;
+    if (override && *override) {
+        snprintf(out->path, sizeof out->path, "%s", override);
+    } else if ((v = getenv("JITFIT_CACHE_DIR")) && *v) {
+        snprintf(out->path, sizeof out->path, "%s", v);
+    } else if ((v = getenv("XDG_CACHE_HOME")) && v[0] == '/') {
+        snprintf(out->path, sizeof out->path, "%s/jitfit", v);
+    } else {
+        const char *home = getenv("HOME");
+        if (!home || !*home) {
+            struct passwd *pw = getpwuid(geteuid());
+            home = pw ? pw->pw_dir : NULL;
+        }
+        if (home && *home) snprintf(out->path, sizeof out->path, "%s/.cache/jitfit", home);
+    }
+    /* Trailing slashes would only make messages and entry paths ugly. */
+    for (size_t l = strlen(out->path); l > 1 && out->path[l - 1] == '/'; l--) out->path[l - 1] = 0;
+
+    if (no_cache || env_set("JITFIT_NO_CACHE")) {
+        out->state = JF_CACHE_DIR_DISABLED;
+        snprintf(out->reason, sizeof out->reason, "disabled (%s)",
+                 no_cache ? "no_cache option" : "JITFIT_NO_CACHE is set");
+        return out->state;
+    }
+    out->state = JF_CACHE_DIR_REFUSED;
+    if (!out->path[0]) {
+        snprintf(out->reason, sizeof out->reason, "no home directory to put the cache in");
+        return out->state;
+    }
+    struct stat st;
+    if (stat(out->path, &st) != 0) {
+        int err = errno;
+        if (err == ENOENT && create) err = make_dirs(out->path);
+        if (err == 0 && stat(out->path, &st) != 0) err = errno;
+        if (err != 0) {
+            if (err == ENOENT && !create) {
+                /* Not there yet and not asked to create it: usable, simply empty. */
+                out->state = JF_CACHE_DIR_OK;
+                return out->state;
+            }
+            snprintf(out->reason, sizeof out->reason, "cannot create cache directory '%s': %s",
+                     out->path, strerror(err));
+            return out->state;
+        }
+    }
+    if (!S_ISDIR(st.st_mode)) {
+        snprintf(out->reason, sizeof out->reason, "cache directory '%s' is not a directory",
+                 out->path);
+    } else if (st.st_uid != geteuid()) {
+        snprintf(out->reason, sizeof out->reason,
+                 "cache directory '%s' belongs to uid %lu, not to the current user (uid %lu)",
+                 out->path, (unsigned long)st.st_uid, (unsigned long)geteuid());
+    } else if (st.st_mode & (S_IWGRP | S_IWOTH)) {
+        snprintf(out->reason, sizeof out->reason,
+                 "cache directory '%s' is writable by %s (mode %04o)", out->path,
+                 (st.st_mode & S_IWOTH) ? "others" : "its group",
+                 (unsigned)(st.st_mode & 07777));
+    } else {
+        out->state = JF_CACHE_DIR_OK;
+    }
+    return out->state;
+}
+
+/* ---- entries ------------------------------------------------------------------------------- */
+
+static void put_u32(unsigned char *p, uint32_t v) {
+    for (int i = 0; i < 4; i++) p[i] = (unsigned char)(v >> (8 * i));
+}
+static void put_u64(unsigned char *p, uint64_t v) {
+    for (int i = 0; i < 8; i++) p[i] = (unsigned char)(v >> (8 * i));
+}
+static uint32_t get_u32(const unsigned char *p) {
+    uint32_t v = 0;
+    for (int i = 3; i >= 0; i--) v = (v << 8) | p[i];
+    return v;
+}
+static uint64_t get_u64(const unsigned char *p) {
+    uint64_t v = 0;
+    for (int i = 7; i >= 0; i--) v = (v << 8) | p[i];
+    return v;
+}
+
+void jf_cache_entry_path(const jf_cache_dir *dir, const jf_cache_key *key, char *buf, size_t n) {
+    char hex[33];
+    jf_cache_key_hex(key, hex);
+    snprintf(buf, n, "%s/%s%s", dir->path, hex, entry_suffix);
+}
+
+jf_cache_lookup_result jf_cache_disk_load(const jf_cache_dir *dir, const jf_cache_key *key,
+                                          uint32_t kind, unsigned char **payload, size_t *size,
+                                          char *why, size_t n) {
+    char path[4096 + 64];
+    *payload = NULL;
+    *size = 0;
+    if (why && n) why[0] = '\0';
+    jf_cache_entry_path(dir, key, path, sizeof path);
+    /* O_NOFOLLOW: an entry is a plain file we wrote; a link is never followed. */
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+    if (fd < 0) {
+        if (errno == ENOENT) return JF_CACHE_ENTRY_ABSENT;
+        if (why) snprintf(why, n, "cannot open cache entry %s: %s", path, strerror(errno));
+        return errno == ELOOP ? JF_CACHE_ENTRY_INVALID : JF_CACHE_ENTRY_ERROR;
+    }
+    struct stat st;
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+        close(fd);
+        if (why) snprintf(why, n, "cache entry %s is not a regular file", path);
+        return JF_CACHE_ENTRY_INVALID;
+    }
+    size_t fsize = (size_t)st.st_size;
+    if (fsize < JF_CACHE_HEADER_SIZE) {
+        close(fd);
+        if (why) snprintf(why, n, "cache entry %s is truncated (%zu bytes)", path, fsize);
+        return JF_CACHE_ENTRY_INVALID;
+    }
+    unsigned char *buf = malloc(fsize);
+    if (!buf) {
+        close(fd);
+        if (why) snprintf(why, n, "out of memory reading cache entry %s", path);
+        return JF_CACHE_ENTRY_ERROR;
+    }
+    size_t got = 0;
+    while (got < fsize) {
+        ssize_t r = read(fd, buf + got, fsize - got);
+        if (r < 0 && errno == EINTR) continue;
+        if (r <= 0) break;
+        got += (size_t)r;
+    }
+    close(fd);
+    const char *bad = NULL;
+    if (got != fsize) bad = "could not be read in full";
+    else if (memcmp(buf, entry_magic, 8) != 0) bad = "is not a jitfit cache entry";
+    else if (get_u32(buf + 8) != JF_CACHE_FORMAT_VERSION) bad = "has another format version";
+    else if (get_u32(buf + 12) != kind) bad = "holds another kind of payload";
+    else if (memcmp(buf + 16, key->bytes, 16) != 0) bad = "belongs to another key";
+    else if (get_u64(buf + 32) != fsize - JF_CACHE_HEADER_SIZE) bad = "is truncated or padded";
+    else {
+        jf_cache_key h = jf_cache_hash(buf + JF_CACHE_HEADER_SIZE, fsize - JF_CACHE_HEADER_SIZE);
+        if (memcmp(buf + 40, h.bytes, 16) != 0) bad = "is corrupt (content hash mismatch)";
+    }
+    if (bad) {
+        free(buf);
+        if (why) snprintf(why, n, "cache entry %s %s", path, bad);
+        return JF_CACHE_ENTRY_INVALID;
+    }
+    /* Hand out the payload in place: move it to the front instead of copying to a new buffer. */
+    *size = fsize - JF_CACHE_HEADER_SIZE;
+    memmove(buf, buf + JF_CACHE_HEADER_SIZE, *size);
+    *payload = buf;
+    return JF_CACHE_ENTRY_HIT;
+}
+
+static int write_all(int fd, const unsigned char *p, size_t n) {
+    while (n) {
+        ssize_t w = write(fd, p, n);
+        if (w < 0 && errno == EINTR) continue;
+        if (w <= 0) return -1;
+        p += w;
+        n -= (size_t)w;
+    }
+    return 0;
+}
+
+int jf_cache_disk_store(const jf_cache_dir *dir, const jf_cache_key *key, uint32_t kind,
+                        const unsigned char *payload, size_t size, char *why, size_t n) {
+    char path[4096 + 64], tmp[4096 + 64], hex[33];
+    if (why && n) why[0] = '\0';
+    jf_cache_key_hex(key, hex);
+    jf_cache_entry_path(dir, key, path, sizeof path);
+    /* The temporary file lives in the cache directory itself so rename() is atomic. */
+    snprintf(tmp, sizeof tmp, "%s/%s%s-XXXXXX", dir->path, tmp_prefix, hex);
+    int fd = mkstemp(tmp);
+    if (fd < 0) {
+        if (why) snprintf(why, n, "cannot write to cache directory %s: %s", dir->path,
+                          strerror(errno));
+        return JF_ERR_IO;
+    }
+    unsigned char hdr[JF_CACHE_HEADER_SIZE];
+    memset(hdr, 0, sizeof hdr);
+    memcpy(hdr, entry_magic, 8);
+    put_u32(hdr + 8, JF_CACHE_FORMAT_VERSION);
+    put_u32(hdr + 12, kind);
+    memcpy(hdr + 16, key->bytes, 16);
+    put_u64(hdr + 32, (uint64_t)size);
+    jf_cache_key h = jf_cache_hash(payload, size);
+    memcpy(hdr + 40, h.bytes, 16);
+    /* fsync before rename: after a crash the name must never point at unwritten blocks. */
+    int ok = write_all(fd, hdr, sizeof hdr) == 0 && write_all(fd, payload, size) == 0 &&
+             fsync(fd) == 0;
+    int err = errno;
+    if (close(fd) != 0 && ok) {
+        ok = 0;
+        err = errno;
+    }
+    if (ok && rename(tmp, path) != 0) {
+        ok = 0;
+        err = errno;
+    }
+    if (!ok) {
+        unlink(tmp);
+        if (why) snprintf(why, n, "cannot write cache entry %s: %s", path, strerror(err));
+        return JF_ERR_IO;
+    }
+    return JF_OK;
+}
+
+/* 1 for names of entries ("<32 hex digits>.jfc"), 2 for our temporary files and remembered
+ * compiler identities (runtime/jit_cc.c: cc-<hash>.id), else 0. */
+static int classify(const char *name) {
+    if (strncmp(name, tmp_prefix, sizeof tmp_prefix - 1) == 0) return 2;
+    if (strncmp(name, "cc-", 3) == 0 && strstr(name, ".id")) return 2;
+    size_t len = strlen(name);
+    if (len != 32 + sizeof entry_suffix - 1 || strcmp(name + 32, entry_suffix) != 0) return 0;
+    for (int i = 0; i < 32; i++)
+        if (!((name[i] >= '0' && name[i] <= '9') || (name[i] >= 'a' && name[i] <= 'f'))) return 0;
+    return 1;
+}
+
+int jf_cache_disk_info(const jf_cache_dir *dir, size_t *entries, uint64_t *bytes) {
+    *entries = 0;
+    *bytes = 0;
+    DIR *d = opendir(dir->path);
+    if (!d) return errno == ENOENT ? JF_OK : JF_ERR_IO;
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL) {
+        if (classify(e->d_name) != 1) continue;
+        struct stat st;
+        if (fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0) continue;
+        (*entries)++;
+        *bytes += (uint64_t)st.st_size;
+    }
+    closedir(d);
+    return JF_OK;
+}
+
+int jf_cache_disk_clear(const jf_cache_dir *dir, size_t *removed) {
+    if (removed) *removed = 0;
+    DIR *d = opendir(dir->path);
+    if (!d) return errno == ENOENT ? JF_OK : JF_ERR_IO;
+    int st = JF_OK;
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL) {
+        int c = classify(e->d_name);
+        if (c == 0) continue;
+        if (unlinkat(dirfd(d), e->d_name, 0) != 0) {
+            if (errno != ENOENT) st = JF_ERR_IO;
+        } else if (c == 1 && removed) {
+            (*removed)++;
+        }
+    }
+    closedir(d);
+    return st;
+}

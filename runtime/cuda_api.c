@@ -1,0 +1,279 @@
+/* The CUDA driver API through dlopen + cuGetProcAddress (see cuda_api.h).
+ *
+ * cuda.h is included for types, constants and prototypes only: the prototypes give each
+ * function pointer its exact type (via __typeof__ of the name the header maps to, e.g.
+ * cuMemAlloc → cuMemAlloc_v2), and cuGetProcAddress, asked for the base name with the header's
+ * CUDA_VERSION, returns the entry point with that ABI. It is the only symbol taken with dlsym.
+ */
+#include "cuda_api.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#ifndef JF_HAVE_CUDA_HEADERS
+
+static const char no_headers[] = "unavailable: jitfit was built without the CUDA headers";
+
+int jf_cuda_status(char *buf, size_t n) {
+    snprintf(buf, n, "%s", no_headers);
+    return 0;
+}
+int jf_cuda_init(char *why, size_t n) {
+    snprintf(why, n, "%s", no_headers);
+    return JF_ERR_UNAVAILABLE;
+}
+void jf_cuda_arch(int *major, int *minor) {
+    *major = 0;
+    *minor = 0;
+}
+int jf_cuda_module_load(const void *image, void **module, char *why, size_t n) {
+    (void)image;
+    *module = NULL;
+    snprintf(why, n, "%s", no_headers);
+    return JF_ERR_UNAVAILABLE;
+}
+void jf_cuda_module_unload(void *module) { (void)module; }
+void *jf_cuda_module_function(void *module, const char *name, char *why, size_t n) {
+    (void)module;
+    (void)name;
+    snprintf(why, n, "%s", no_headers);
+    return NULL;
+}
+int jf_cuda_alloc(jf_devptr *p, size_t bytes, char *why, size_t n) {
+    (void)bytes;
+    *p = 0;
+    snprintf(why, n, "%s", no_headers);
+    return JF_ERR_UNAVAILABLE;
+}
+void jf_cuda_free(jf_devptr p) { (void)p; }
+int jf_cuda_to_device(jf_devptr dst, const void *src, size_t bytes, char *why, size_t n) {
+    (void)dst;
+    (void)src;
+    (void)bytes;
+    snprintf(why, n, "%s", no_headers);
+    return JF_ERR_UNAVAILABLE;
+}
+int jf_cuda_to_host(void *dst, jf_devptr src, size_t bytes, char *why, size_t n) {
+    (void)dst;
+    (void)src;
+    (void)bytes;
+    snprintf(why, n, "%s", no_headers);
+    return JF_ERR_UNAVAILABLE;
+}
+int jf_cuda_launch(void *fn, unsigned grid, unsigned block, unsigned shmem, void **args, char *why,
+                   size_t n) {
+    (void)fn;
+    (void)grid;
+    (void)block;
+    (void)shmem;
+    (void)args;
+    snprintf(why, n, "%s", no_headers);
+    return JF_ERR_UNAVAILABLE;
+}
+
+#else
+
+#include <cuda.h>
+#include <dlfcn.h>
+#include <pthread.h>
+
+/* The driver entry points we use, by the names cuda.h gives them. */
+#define JF_CU_FUNCS(X)                                                                             \
+    X(cuInit)                                                                                      \
+    X(cuDeviceGetCount)                                                                            \
+    X(cuDeviceGet)                                                                                 \
+    X(cuDeviceGetName)                                                                             \
+    X(cuDeviceGetAttribute)                                                                        \
+    X(cuDevicePrimaryCtxRetain)                                                                    \
+    X(cuCtxSetCurrent)                                                                             \
+    X(cuCtxSynchronize)                                                                            \
+    X(cuModuleLoadData)                                                                            \
+    X(cuModuleUnload)                                                                              \
+    X(cuModuleGetFunction)                                                                         \
+    X(cuMemAlloc)                                                                                  \
+    X(cuMemFree)                                                                                   \
+    X(cuMemcpyHtoD)                                                                                \
+    X(cuMemcpyDtoH)                                                                                \
+    X(cuLaunchKernel)                                                                              \
+    X(cuGetErrorString)
+
+/* The resolved driver, filled once by load_driver. */
+static struct {
+#define JF_CU_MEMBER(name) __typeof__(name) *name;
+    JF_CU_FUNCS(JF_CU_MEMBER)
+#undef JF_CU_MEMBER
+    int ok;           /* 1 when the driver, a device and its primary context are usable */
+    char why[256];    /* "unavailable: <reason>" when not ok */
+    char gpu_name[256]; /* the GPU's name */
+    int major, minor; /* its compute capability */
+    CUcontext ctx;    /* the primary context of device 0 */
+} cu;
+
+static pthread_once_t cu_once = PTHREAD_ONCE_INIT;
+
+static const char *cu_err(CUresult r) {
+    const char *s = NULL;
+    if (cu.cuGetErrorString && cu.cuGetErrorString(r, &s) == CUDA_SUCCESS && s) return s;
+    return "unknown CUDA error";
+}
+
+static void load_driver(void) {
+    void *lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+    if (!lib) {
+        snprintf(cu.why, sizeof cu.why, "unavailable: libcuda.so.1 not found");
+        return;
+    }
+    /* cuGetProcAddress_v2 (CUDA >= 12) reports why a symbol is missing; older drivers only have
+     * the first version, whose signature lacks the last argument. */
+    typedef CUresult (*gpa2_t)(const char *, void **, int, cuuint64_t,
+                               CUdriverProcAddressQueryResult *);
+    typedef CUresult (*gpa1_t)(const char *, void **, int, cuuint64_t);
+    gpa2_t gpa2 = NULL;
+    gpa1_t gpa1 = NULL;
+    void *sym = dlsym(lib, "cuGetProcAddress_v2");
+    if (sym) memcpy(&gpa2, &sym, sizeof sym);
+    else if ((sym = dlsym(lib, "cuGetProcAddress")) != NULL) memcpy(&gpa1, &sym, sizeof sym);
+    if (!gpa2 && !gpa1) {
+        snprintf(cu.why, sizeof cu.why,
+                 "unavailable: the CUDA driver is too old (no cuGetProcAddress)");
+        return;
+    }
+#define JF_CU_RESOLVE(name)                                                                        \
+    {                                                                                              \
+        void *fn = NULL;                                                                           \
+        CUdriverProcAddressQueryResult qr = CU_GET_PROC_ADDRESS_SUCCESS;                           \
+        CUresult r = gpa2 ? gpa2(#name, &fn, CUDA_VERSION, CU_GET_PROC_ADDRESS_DEFAULT, &qr)       \
+                          : gpa1(#name, &fn, CUDA_VERSION, CU_GET_PROC_ADDRESS_DEFAULT);           \
+        if (r != CUDA_SUCCESS || !fn) {                                                            \
+            snprintf(cu.why, sizeof cu.why,                                                        \
+                     "unavailable: the CUDA driver lacks %s (driver older than CUDA %d.%d?)",     \
+                     #name, CUDA_VERSION / 1000, CUDA_VERSION % 1000 / 10);                        \
+            return;                                                                                \
+        }                                                                                          \
+        memcpy(&cu.name, &fn, sizeof fn);                                                          \
+    }
+    JF_CU_FUNCS(JF_CU_RESOLVE)
+#undef JF_CU_RESOLVE
+
+    CUresult r = cu.cuInit(0);
+    int count = 0;
+    if (r == CUDA_SUCCESS) r = cu.cuDeviceGetCount(&count);
+    if (r != CUDA_SUCCESS || count == 0) {
+        snprintf(cu.why, sizeof cu.why, "unavailable: %s",
+                 r == CUDA_SUCCESS || r == CUDA_ERROR_NO_DEVICE ? "no CUDA device" : cu_err(r));
+        return;
+    }
+    CUdevice dev;
+    r = cu.cuDeviceGet(&dev, 0);
+    if (r == CUDA_SUCCESS) r = cu.cuDeviceGetName(cu.gpu_name, (int)sizeof cu.gpu_name, dev);
+    if (r == CUDA_SUCCESS)
+        r = cu.cuDeviceGetAttribute(&cu.major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, dev);
+    if (r == CUDA_SUCCESS)
+        r = cu.cuDeviceGetAttribute(&cu.minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, dev);
+    if (r == CUDA_SUCCESS) r = cu.cuDevicePrimaryCtxRetain(&cu.ctx, dev);
+    if (r != CUDA_SUCCESS) {
+        snprintf(cu.why, sizeof cu.why, "unavailable: %s", cu_err(r));
+        return;
+    }
+    cu.ok = 1;
+}
+
+int jf_cuda_init(char *why, size_t n) {
+    pthread_once(&cu_once, load_driver);
+    if (!cu.ok) {
+        snprintf(why, n, "%s", cu.why);
+        return JF_ERR_UNAVAILABLE;
+    }
+    /* The context is current per thread: set it on every entry (cheap). */
+    CUresult r = cu.cuCtxSetCurrent(cu.ctx);
+    if (r != CUDA_SUCCESS) {
+        snprintf(why, n, "unavailable: %s", cu_err(r));
+        return JF_ERR_UNAVAILABLE;
+    }
+    return JF_OK;
+}
+
+int jf_cuda_status(char *buf, size_t n) {
+    char why[256];
+    if (jf_cuda_init(why, sizeof why) != JF_OK) {
+        snprintf(buf, n, "%s", why);
+        return 0;
+    }
+    snprintf(buf, n, "available: %s, sm_%d%d", cu.gpu_name, cu.major, cu.minor);
+    return 1;
+}
+
+void jf_cuda_arch(int *major, int *minor) {
+    *major = cu.major;
+    *minor = cu.minor;
+}
+
+static int fail(CUresult r, const char *what, char *why, size_t n, int status) {
+    snprintf(why, n, "%s: %s", what, cu_err(r));
+    return status;
+}
+
+int jf_cuda_module_load(const void *image, void **module, char *why, size_t n) {
+    *module = NULL;
+    int st = jf_cuda_init(why, n);
+    if (st != JF_OK) return st;
+    CUmodule mod;
+    CUresult r = cu.cuModuleLoadData(&mod, image);
+    if (r != CUDA_SUCCESS) return fail(r, "cannot load CUDA module", why, n, JF_ERR_COMPILE);
+    *module = mod;
+    return JF_OK;
+}
+
+void jf_cuda_module_unload(void *module) {
+    if (module && cu.ok) cu.cuModuleUnload((CUmodule)module);
+}
+
+void *jf_cuda_module_function(void *module, const char *name, char *why, size_t n) {
+    CUfunction fn = NULL;
+    CUresult r = cu.ok ? cu.cuModuleGetFunction(&fn, (CUmodule)module, name) : CUDA_ERROR_NOT_INITIALIZED;
+    if (r != CUDA_SUCCESS) {
+        char what[160];
+        snprintf(what, sizeof what, "no kernel %s in the CUDA module", name);
+        fail(r, what, why, n, 0);
+        return NULL;
+    }
+    return fn;
+}
+
+int jf_cuda_alloc(jf_devptr *p, size_t bytes, char *why, size_t n) {
+    *p = 0;
+    int st = jf_cuda_init(why, n);
+    if (st != JF_OK) return st;
+    CUdeviceptr d;
+    CUresult r = cu.cuMemAlloc(&d, bytes ? bytes : 8);
+    if (r != CUDA_SUCCESS)
+        return fail(r, "cannot allocate device memory", why, n,
+                    r == CUDA_ERROR_OUT_OF_MEMORY ? JF_ERR_NOMEM : JF_ERR_UNAVAILABLE);
+    *p = (jf_devptr)d;
+    return JF_OK;
+}
+
+void jf_cuda_free(jf_devptr p) {
+    if (p && cu.ok) cu.cuMemFree((CUdeviceptr)p);
+}
+
+int jf_cuda_to_device(jf_devptr dst, const void *src, size_t bytes, char *why, size_t n) {
+    if (!bytes) return JF_OK;
+    CUresult r = cu.cuMemcpyHtoD((CUdeviceptr)dst, src, bytes);
+    return r == CUDA_SUCCESS ? JF_OK : fail(r, "copy to the device failed", why, n, JF_ERR_INTERNAL);
+}
+
+int jf_cuda_to_host(void *dst, jf_devptr src, size_t bytes, char *why, size_t n) {
+    if (!bytes) return JF_OK;
+    CUresult r = cu.cuMemcpyDtoH(dst, (CUdeviceptr)src, bytes);
+    return r == CUDA_SUCCESS ? JF_OK : fail(r, "copy from the device failed", why, n, JF_ERR_INTERNAL);
+}
+
+int jf_cuda_launch(void *fn, unsigned grid, unsigned block, unsigned shmem, void **args, char *why,
+                   size_t n) {
+    CUresult r = cu.cuLaunchKernel((CUfunction)fn, grid, 1, 1, block, 1, 1, shmem, NULL, args, NULL);
+    if (r == CUDA_SUCCESS) r = cu.cuCtxSynchronize();
+    return r == CUDA_SUCCESS ? JF_OK : fail(r, "kernel launch failed", why, n, JF_ERR_INTERNAL);
+}
+
+#endif

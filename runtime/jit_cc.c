@@ -1,0 +1,467 @@
+/* The C JIT backend (see jit_cc.h): runs the system compiler without a shell and loads the
+ * shared objects it produces. */
+#include "jit_cc.h"
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <pthread.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <dirent.h>
+#include <stdint.h>
+
+extern char **environ;
+
+const char *jf_cc_command(const char *cc) {
+    if (cc && *cc) return cc;
+    const char *env = getenv("JITFIT_CC");
+    if (env && *env) return env;
+    return "cc";
+}
+
+/* ---- argument vectors ------------------------------------------------------------------------ */
+
+/* An argv under construction: words split from strings, each malloc'd. */
+typedef struct argvec {
+    char **v;    /* NULL-terminated vector of n words */
+    size_t n;    /* number of words */
+    size_t cap;  /* capacity of v */
+    int nomem;   /* 1 once an allocation failed */
+} argvec;
+
+static void av_push(argvec *a, const char *s, size_t len) {
+    if (a->nomem) return;
+    if (a->n + 2 > a->cap) {
+        size_t ncap = a->cap ? 2 * a->cap : 16;
+        char **nv = realloc(a->v, ncap * sizeof *nv);
+        if (!nv) {
+            a->nomem = 1;
+            return;
+        }
+        a->v = nv;
+        a->cap = ncap;
+    }
+    char *w = malloc(len + 1);
+    if (!w) {
+        a->nomem = 1;
+        return;
+    }
+    memcpy(w, s, len);
+    w[len] = '\0';
+    a->v[a->n++] = w;
+    a->v[a->n] = NULL;
+}
+
+/* Splits on blanks; no quoting (compiler commands and flags with spaces in one word are not
+ * supported, which keeps the rule simple and shell-free). */
+static void av_split(argvec *a, const char *s) {
+    while (s && *s) {
+        while (*s == ' ' || *s == '\t' || *s == '\n') s++;
+        const char *b = s;
+        while (*s && *s != ' ' && *s != '\t' && *s != '\n') s++;
+        if (s > b) av_push(a, b, (size_t)(s - b));
+    }
+}
+
+static void av_free(argvec *a) {
+    for (size_t i = 0; i < a->n; i++) free(a->v[i]);
+    free(a->v);
+    memset(a, 0, sizeof *a);
+}
+
+/* ---- running a program ----------------------------------------------------------------------- */
+
+/* Runs argv[0] (searched in PATH) with stdin from /dev/null; captures the output of file
+ * descriptor `capture` (1 or 2) into *out (malloc'd, NUL-terminated, at most 64 KiB kept) and
+ * sends the other to /dev/null. Returns 0 and the exit status in *status, or an errno value
+ * when it could not be started. */
+static int run_capture(char **argv, int capture, char **out, int *status) {
+    int p[2];
+    *out = NULL;
+    *status = -1;
+    if (pipe(p) != 0) return errno;
+    fcntl(p[0], F_SETFD, FD_CLOEXEC);
+    posix_spawn_file_actions_t fa;
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+    posix_spawn_file_actions_addopen(&fa, capture == 1 ? 2 : 1, "/dev/null", O_WRONLY, 0);
+    posix_spawn_file_actions_adddup2(&fa, p[1], capture);
+    posix_spawn_file_actions_addclose(&fa, p[1]);
+    pid_t pid;
+    int err = posix_spawnp(&pid, argv[0], &fa, NULL, argv, environ);
+    posix_spawn_file_actions_destroy(&fa);
+    close(p[1]);
+    if (err != 0) {
+        close(p[0]);
+        return err;
+    }
+    size_t cap = 4096, len = 0, limit = 64 * 1024;
+    char *buf = malloc(cap);
+    char sink[4096];
+    for (;;) {
+        char *dst = sink;
+        size_t room = sizeof sink;
+        if (buf && len + 1 < limit) {
+            if (len + 1 >= cap) {
+                char *nb = realloc(buf, cap * 2);
+                if (nb) {
+                    buf = nb;
+                    cap *= 2;
+                }
+            }
+            if (len + 1 < cap) {
+                dst = buf + len;
+                room = cap - len - 1;
+            }
+        }
+        ssize_t r = read(p[0], dst, room);
+        if (r < 0 && errno == EINTR) continue;
+        if (r <= 0) break;
+        if (dst != sink) len += (size_t)r;
+    }
+    close(p[0]);
+    if (buf) buf[len] = '\0';
+    *out = buf;
+    int ws;
+    while (waitpid(pid, &ws, 0) < 0)
+        if (errno != EINTR) return errno;
+    *status = WIFEXITED(ws) ? WEXITSTATUS(ws) : 128 + (WIFSIGNALED(ws) ? WTERMSIG(ws) : 0);
+    return 0;
+}
+
+/* ---- compiler identity ------------------------------------------------------------------------ */
+
+/* One remembered identity. */
+typedef struct ident {
+    struct ident *next; /* next in the list */
+    char *command;      /* the compiler command it was computed for */
+    char *identity;     /* its identity, or NULL when it failed */
+    char *why;          /* the reason it failed */
+} ident;
+
+static pthread_mutex_t ident_lock = PTHREAD_MUTEX_INITIALIZER;
+static ident *idents;
+
+/* The executable the shell would run for `word`, resolved through symlinks. */
+static int resolve_path(const char *word, char *buf, size_t n) {
+    char cand[PATH_MAX];
+    if (strchr(word, '/')) {
+        snprintf(cand, sizeof cand, "%s", word);
+    } else {
+        const char *path = getenv("PATH");
+        if (!path || !*path) path = "/usr/local/bin:/usr/bin:/bin";
+        int found = 0;
+        while (*path && !found) {
+            const char *e = strchr(path, ':');
+            size_t len = e ? (size_t)(e - path) : strlen(path);
+            snprintf(cand, sizeof cand, "%.*s/%s", (int)(len ? len : 1), len ? path : ".", word);
+            if (access(cand, X_OK) == 0) found = 1;
+            path += len + (e ? 1 : 0);
+        }
+        if (!found) return ENOENT;
+    }
+    char real[PATH_MAX];
+    if (!realpath(cand, real)) return errno;
+    snprintf(buf, n, "%s", real);
+    return 0;
+}
+
+/* "dev:ino:size:mtime:ctime" of the file at path, or "" when it cannot be stat'ed. */
+static void stat_signature(const char *path, char *buf, size_t n) {
+    struct stat st;
+    buf[0] = '\0';
+    if (stat(path, &st) == 0)
+        snprintf(buf, n, "%llu:%llu:%llu:%lld.%09ld:%lld.%09ld", (unsigned long long)st.st_dev,
+                 (unsigned long long)st.st_ino, (unsigned long long)st.st_size,
+                 (long long)st.st_mtim.tv_sec, st.st_mtim.tv_nsec, (long long)st.st_ctim.tv_sec,
+                 st.st_ctim.tv_nsec);
+}
+
+/* The remembered identity file of command `cc` in dir. */
+static void identity_file(const char *dir, const char *cc, const char *path, char *buf, size_t n) {
+    /* FNV-1a is enough to tell commands apart in a file name; the content is checked anyway */
+    uint64_t h = 1469598103934665603u;
+    for (const char *s = cc; *s; s++) h = (h ^ (unsigned char)*s) * 1099511628211u;
+    h = (h ^ 0) * 1099511628211u;
+    for (const char *s = path; *s; s++) h = (h ^ (unsigned char)*s) * 1099511628211u;
+    snprintf(buf, n, "%s/cc-%016llx.id", dir, (unsigned long long)h);
+}
+
+/* The identity remembered in file for signature sig, or NULL (malloc'd). */
+static char *read_identity(const char *file, const char *sig) {
+    char buf[2048];
+    FILE *f = fopen(file, "re");
+    if (!f) return NULL;
+    size_t got = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[got] = '\0';
+    char *nl = strchr(buf, '\n');
+    if (!nl || (size_t)(nl - buf) != strlen(sig) || strncmp(buf, sig, strlen(sig)) != 0) return NULL;
+    char *idt = nl + 1, *end = strchr(idt, '\n');
+    if (!end || end == idt) return NULL;
+    *end = '\0';
+    return strdup(idt);
+}
+
+/* Best effort: a failed write only means the next process runs the compiler again. */
+static void write_identity(const char file[4200], const char *sig, const char *identity) {
+    char tmp[4300];
+    snprintf(tmp, sizeof tmp, "%s.tmp-XXXXXX", file);
+    int fd = mkstemp(tmp);
+    if (fd < 0) return;
+    FILE *f = fdopen(fd, "w");
+    if (!f) {
+        close(fd);
+        unlink(tmp);
+        return;
+    }
+    int ok = fprintf(f, "%s\n%s\n", sig, identity) > 0;
+    ok = (fclose(f) == 0) && ok;
+    if (!ok || rename(tmp, file) != 0) unlink(tmp);
+}
+
+static void compute_identity(ident *id, const char *cache_dir) {
+    char why[512];
+    argvec a = {0};
+    av_split(&a, id->command);
+    if (a.nomem || a.n == 0) {
+        snprintf(why, sizeof why, a.nomem ? "out of memory" : "empty compiler command");
+        id->why = strdup(why);
+        av_free(&a);
+        return;
+    }
+    char path[PATH_MAX];
+    int err = resolve_path(a.v[0], path, sizeof path);
+    if (err) {
+        snprintf(why, sizeof why, "C compiler '%s' not found (%s)", a.v[0], strerror(err));
+        id->why = strdup(why);
+        av_free(&a);
+        return;
+    }
+    char sig[256], file[4200];
+    stat_signature(path, sig, sizeof sig);
+    if (cache_dir && sig[0]) {
+        identity_file(cache_dir, id->command, path, file, sizeof file);
+        if ((id->identity = read_identity(file, sig)) != NULL) {
+            av_free(&a);
+            return;
+        }
+    }
+    av_push(&a, "--version", 9);
+    char *out = NULL;
+    int status;
+    err = a.nomem ? ENOMEM : run_capture(a.v, 1, &out, &status);
+    if (err || status != 0 || !out) {
+        if (err) snprintf(why, sizeof why, "cannot run C compiler '%s': %s", a.v[0], strerror(err));
+        else snprintf(why, sizeof why, "C compiler '%s --version' failed (exit status %d)", a.v[0],
+                      status);
+        id->why = strdup(why);
+    } else {
+        size_t l = strcspn(out, "\n");
+        out[l] = '\0';
+        /* The words after the first (e.g. "gcc -m32") change the output, so they are part of
+         * the identity too; path first so two installs of one version differ. */
+        size_t need = strlen(path) + strlen(id->command) + l + 8;
+        id->identity = malloc(need);
+        if (id->identity) {
+            const char *rest = id->command + strspn(id->command, " \t\n");
+            rest += strcspn(rest, " \t\n");
+            snprintf(id->identity, need, "%s%s: %s", path, rest, out);
+            if (cache_dir && sig[0] && !strchr(id->identity, '\n'))
+                write_identity(file, sig, id->identity);
+        } else {
+            id->why = strdup("out of memory");
+        }
+    }
+    free(out);
+    av_free(&a);
+}
+
+int jf_cc_identity(const char *cc, const char *cache_dir, const char **identity, char *why,
+                   size_t n) {
+    *identity = NULL;
+    pthread_mutex_lock(&ident_lock);
+    ident *id = idents;
+    while (id && strcmp(id->command, cc) != 0) id = id->next;
+    if (!id) {
+        id = calloc(1, sizeof *id);
+        if (id) id->command = strdup(cc);
+        if (!id || !id->command) {
+            if (id) free(id);
+            pthread_mutex_unlock(&ident_lock);
+            snprintf(why, n, "out of memory");
+            return JF_ERR_NOMEM;
+        }
+        compute_identity(id, cache_dir);
+        id->next = idents;
+        idents = id;
+    }
+    int st = JF_OK;
+    if (id->identity) {
+        *identity = id->identity;
+    } else {
+        snprintf(why, n, "%s", id->why ? id->why : "out of memory");
+        st = JF_ERR_UNAVAILABLE;
+    }
+    pthread_mutex_unlock(&ident_lock);
+    return st;
+}
+
+/* ---- files and directories ------------------------------------------------------------------ */
+
+int jf_cc_tmpdir(char *buf, size_t n) {
+    const char *t = getenv("TMPDIR");
+    if (!t || t[0] != '/') t = "/tmp";
+    snprintf(buf, n, "%s/jitfit-XXXXXX", t);
+    return mkdtemp(buf) ? JF_OK : JF_ERR_IO;
+}
+
+void jf_cc_tmpdir_remove(const char *dir) {
+    DIR *d = opendir(dir);
+    if (d) {
+        struct dirent *e;
+        while ((e = readdir(d)) != NULL)
+            if (strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0)
+                unlinkat(dirfd(d), e->d_name, 0);
+        closedir(d);
+    }
+    rmdir(dir);
+}
+
+static int write_file(const char *path, const void *data, size_t size) {
+    int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    if (fd < 0) return errno;
+    const char *p = data;
+    while (size) {
+        ssize_t w = write(fd, p, size);
+        if (w < 0 && errno == EINTR) continue;
+        if (w <= 0) {
+            int err = errno ? errno : EIO;
+            close(fd);
+            return err;
+        }
+        p += w;
+        size -= (size_t)w;
+    }
+    return close(fd) == 0 ? 0 : errno;
+}
+
+int jf_cc_read_file(const char *path, unsigned char **bytes, size_t *size) {
+    *bytes = NULL;
+    *size = 0;
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return JF_ERR_IO;
+    struct stat st;
+    if (fstat(fd, &st) != 0) {
+        close(fd);
+        return JF_ERR_IO;
+    }
+    size_t n = (size_t)st.st_size, got = 0;
+    unsigned char *b = malloc(n ? n : 1);
+    if (!b) {
+        close(fd);
+        return JF_ERR_NOMEM;
+    }
+    while (got < n) {
+        ssize_t r = read(fd, b + got, n - got);
+        if (r < 0 && errno == EINTR) continue;
+        if (r <= 0) break;
+        got += (size_t)r;
+    }
+    close(fd);
+    if (got != n) {
+        free(b);
+        return JF_ERR_IO;
+    }
+    *bytes = b;
+    *size = n;
+    return JF_OK;
+}
+
+/* ---- compiling and loading ------------------------------------------------------------------ */
+
+int jf_cc_compile(const char *cc, const char *extra_flags, const char *source, const char *dir,
+                  char *so_path, size_t n, char **log) {
+    if (log) *log = NULL;
+    char src[PATH_MAX];
+    snprintf(src, sizeof src, "%s/kernels.c", dir);
+    snprintf(so_path, n, "%s/kernels.so", dir);
+    int err = write_file(src, source, strlen(source));
+    if (err) {
+        if (log) {
+            char m[PATH_MAX + 64];
+            snprintf(m, sizeof m, "cannot write %s: %s", src, strerror(err));
+            *log = strdup(m);
+        }
+        return JF_ERR_IO;
+    }
+    argvec a = {0};
+    av_split(&a, cc);
+    av_split(&a, JF_CC_DEFAULT_FLAGS);
+    av_split(&a, extra_flags);
+    av_push(&a, "-o", 2);
+    av_push(&a, so_path, strlen(so_path));
+    av_push(&a, src, strlen(src));
+    /* The kernels call libm; saying so keeps the .so loadable into any process. */
+    av_push(&a, "-lm", 3);
+    if (a.nomem || a.n == 0) {
+        av_free(&a);
+        if (log) *log = strdup("out of memory");
+        return JF_ERR_NOMEM;
+    }
+    char *out = NULL;
+    int status;
+    err = run_capture(a.v, 2, &out, &status);
+    int st = JF_OK;
+    if (err) {
+        st = JF_ERR_UNAVAILABLE;
+        if (log) {
+            char m[512];
+            snprintf(m, sizeof m, "cannot run C compiler '%s': %s", a.v[0], strerror(err));
+            *log = strdup(m);
+        }
+    } else if (status != 0) {
+        st = JF_ERR_COMPILE;
+        if (log) {
+            char m[128];
+            snprintf(m, sizeof m, "C compiler exited with status %d", status);
+            *log = (out && *out) ? out : strdup(m);
+            if (*log == out) out = NULL;
+        }
+    }
+    free(out);
+    av_free(&a);
+    return st;
+}
+
+void *jf_cc_load_file(const char *path, char *why, size_t n) {
+    void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+    if (!h) {
+        const char *e = dlerror();
+        snprintf(why, n, "cannot load %s: %s", path, e ? e : "unknown error");
+    }
+    return h;
+}
+
+void *jf_cc_load_bytes(const unsigned char *bytes, size_t size, char *why, size_t n) {
+    char dir[PATH_MAX], path[PATH_MAX + 16];
+    if (jf_cc_tmpdir(dir, sizeof dir) != JF_OK) {
+        snprintf(why, n, "cannot create a temporary directory: %s", strerror(errno));
+        return NULL;
+    }
+    snprintf(path, sizeof path, "%s/kernels.so", dir);
+    int err = write_file(path, bytes, size);
+    void *h = NULL;
+    if (err) snprintf(why, n, "cannot write %s: %s", path, strerror(err));
+    else h = jf_cc_load_file(path, why, n);
+    /* The mapping keeps the inode alive; the name is not needed once loaded. */
+    jf_cc_tmpdir_remove(dir);
+    return h;
+}

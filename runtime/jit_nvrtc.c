@@ -1,0 +1,459 @@
+/* The CUDA JIT backend (see jit_nvrtc.h): NVRTC through dlopen, the CUDA path through the
+ * kernel cache, and small host helpers that run a model's kernels on device copies of host data
+ * (for `jitfit eval --backend cuda` and the cross-check tests).
+ *
+ * nvrtc.h is included for its types and prototypes only (each function pointer takes the type
+ * of the prototype); without the CUDA headers the NVRTC part reports itself unavailable.
+ */
+#define _GNU_SOURCE /* dladdr, to find the toolkit libnvrtc came from */
+#include "jit_nvrtc.h"
+
+#include <dlfcn.h>
+#include <locale.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../codegen/emit.h"
+#include "cache.h"
+#include "cuda_api.h"
+
+#ifdef JF_HAVE_CUDA_HEADERS
+#include <nvrtc.h>
+
+/* The NVRTC entry points we use. */
+#define JF_NVRTC_FUNCS(X)                                                                          \
+    X(nvrtcVersion)                                                                                \
+    X(nvrtcGetErrorString)                                                                         \
+    X(nvrtcCreateProgram)                                                                          \
+    X(nvrtcDestroyProgram)                                                                         \
+    X(nvrtcCompileProgram)                                                                         \
+    X(nvrtcGetProgramLogSize)                                                                      \
+    X(nvrtcGetProgramLog)                                                                          \
+    X(nvrtcGetPTXSize)                                                                             \
+    X(nvrtcGetPTX)                                                                                 \
+    X(nvrtcGetCUBINSize)                                                                           \
+    X(nvrtcGetCUBIN)
+
+/* The loaded library, filled once by load_nvrtc. */
+static struct {
+#define JF_NVRTC_MEMBER(name) __typeof__(name) *name;
+    JF_NVRTC_FUNCS(JF_NVRTC_MEMBER)
+#undef JF_NVRTC_MEMBER
+    int ok;             /* 1 when every entry point was found */
+    int major, minor;   /* its version */
+    char why[256];      /* "unavailable: <reason>" when not ok */
+    char path[4096];    /* the file it was loaded from */
+} nv;
+
+static pthread_once_t nv_once = PTHREAD_ONCE_INIT;
+
+static void load_nvrtc(void) {
+    /* The unversioned name first (a toolkit's development link), then SONAMEs newest first. */
+    static const char *const names[] = {"libnvrtc.so",    "libnvrtc.so.13", "libnvrtc.so.12",
+                                        "libnvrtc.so.11.2", "libnvrtc.so.11.1", "libnvrtc.so.11.0"};
+    void *lib = NULL;
+    for (size_t i = 0; i < sizeof names / sizeof names[0] && !lib; i++)
+        lib = dlopen(names[i], RTLD_NOW | RTLD_LOCAL);
+    if (!lib) {
+        snprintf(nv.why, sizeof nv.why, "unavailable: libnvrtc.so not found");
+        return;
+    }
+#define JF_NVRTC_RESOLVE(name)                                                                     \
+    {                                                                                              \
+        void *fn = dlsym(lib, #name);                                                              \
+        if (!fn) {                                                                                 \
+            snprintf(nv.why, sizeof nv.why, "unavailable: libnvrtc lacks %s (too old)", #name);    \
+            return;                                                                                \
+        }                                                                                          \
+        memcpy(&nv.name, &fn, sizeof fn);                                                          \
+    }
+    JF_NVRTC_FUNCS(JF_NVRTC_RESOLVE)
+#undef JF_NVRTC_RESOLVE
+    if (nv.nvrtcVersion(&nv.major, &nv.minor) != NVRTC_SUCCESS) {
+        snprintf(nv.why, sizeof nv.why, "unavailable: nvrtcVersion failed");
+        return;
+    }
+    Dl_info info;
+    void *any;
+    memcpy(&any, &nv.nvrtcVersion, sizeof any);
+    if (dladdr(any, &info) && info.dli_fname) snprintf(nv.path, sizeof nv.path, "%s", info.dli_fname);
+    nv.ok = 1;
+}
+
+int jf_nvrtc_load(char *why, size_t n) {
+    pthread_once(&nv_once, load_nvrtc);
+    if (!nv.ok) {
+        snprintf(why, n, "%s", nv.why);
+        return JF_ERR_UNAVAILABLE;
+    }
+    return JF_OK;
+}
+
+void jf_nvrtc_version(int *major, int *minor) {
+    *major = nv.ok ? nv.major : 0;
+    *minor = nv.ok ? nv.minor : 0;
+}
+
+const char *jf_nvrtc_library_path(void) { return nv.ok ? nv.path : ""; }
+
+int jf_nvrtc_compile(const char *source, int arch, int want_cubin, unsigned char **image,
+                     size_t *size, char **log) {
+    char why[256];
+    *image = NULL;
+    *size = 0;
+    if (log) *log = NULL;
+    if (jf_nvrtc_load(why, sizeof why) != JF_OK) {
+        if (log) *log = strdup(why);
+        return JF_ERR_UNAVAILABLE;
+    }
+    char archopt[64];
+    snprintf(archopt, sizeof archopt, "--gpu-architecture=%s_%d", want_cubin ? "sm" : "compute",
+             arch);
+    const char *opts[] = {archopt, "--std=c++17", "--fmad=false"};
+    nvrtcProgram prog;
+    nvrtcResult r = nv.nvrtcCreateProgram(&prog, source, "jitfit_kernels.cu", 0, NULL, NULL);
+    if (r != NVRTC_SUCCESS) {
+        if (log) *log = strdup(nv.nvrtcGetErrorString(r));
+        return r == NVRTC_ERROR_OUT_OF_MEMORY ? JF_ERR_NOMEM : JF_ERR_COMPILE;
+    }
+    /* Some NVRTC releases (11.7-12.6.1) switch the locale while compiling; put it back. */
+    locale_t thread_loc = uselocale((locale_t)0);
+    const char *g = setlocale(LC_ALL, NULL);
+    char *global_loc = g ? strdup(g) : NULL;
+    r = nv.nvrtcCompileProgram(prog, (int)(sizeof opts / sizeof opts[0]), opts);
+    if (uselocale((locale_t)0) != thread_loc) uselocale(thread_loc);
+    g = setlocale(LC_ALL, NULL);
+    if (global_loc && g && strcmp(g, global_loc) != 0) setlocale(LC_ALL, global_loc);
+    free(global_loc);
+
+    int st = JF_OK;
+    if (r != NVRTC_SUCCESS) {
+        st = JF_ERR_COMPILE;
+        size_t ls = 0;
+        if (log && nv.nvrtcGetProgramLogSize(prog, &ls) == NVRTC_SUCCESS && ls > 0) {
+            *log = malloc(ls);
+            if (*log && nv.nvrtcGetProgramLog(prog, *log) != NVRTC_SUCCESS) (*log)[0] = '\0';
+        }
+        if (log && !*log) *log = strdup(nv.nvrtcGetErrorString(r));
+    } else {
+        size_t n = 0;
+        r = want_cubin ? nv.nvrtcGetCUBINSize(prog, &n) : nv.nvrtcGetPTXSize(prog, &n);
+        unsigned char *img = r == NVRTC_SUCCESS ? malloc(n ? n : 1) : NULL;
+        if (img && (want_cubin ? nv.nvrtcGetCUBIN(prog, (char *)img)
+                               : nv.nvrtcGetPTX(prog, (char *)img)) == NVRTC_SUCCESS) {
+            *image = img;
+            *size = n;
+        } else {
+            free(img);
+            st = r == NVRTC_SUCCESS ? JF_ERR_NOMEM : JF_ERR_COMPILE;
+            if (log) *log = strdup(r == NVRTC_SUCCESS ? "out of memory" : nv.nvrtcGetErrorString(r));
+        }
+    }
+    nv.nvrtcDestroyProgram(&prog);
+    return st;
+}
+
+#else /* !JF_HAVE_CUDA_HEADERS */
+
+static const char no_headers[] = "unavailable: jitfit was built without the CUDA headers";
+
+int jf_nvrtc_load(char *why, size_t n) {
+    snprintf(why, n, "%s", no_headers);
+    return JF_ERR_UNAVAILABLE;
+}
+void jf_nvrtc_version(int *major, int *minor) {
+    *major = 0;
+    *minor = 0;
+}
+const char *jf_nvrtc_library_path(void) { return ""; }
+int jf_nvrtc_compile(const char *source, int arch, int want_cubin, unsigned char **image,
+                     size_t *size, char **log) {
+    (void)source;
+    (void)arch;
+    (void)want_cubin;
+    *image = NULL;
+    *size = 0;
+    if (log) *log = strdup(no_headers);
+    return JF_ERR_UNAVAILABLE;
+}
+
+#endif
+
+/* ---- model kernels on the device ---------------------------------------------------------- */
+
+static const char *const kernel_names[4] = {"jf_residual", "jf_jacobian_row", "jf_normal_eq",
+                                            "jf_reduce_blocks"};
+
+/* One loaded CUDA module. Owned by the memory cache once stored there (never unloaded). */
+typedef struct cuda_module {
+    void *module; /* the driver's CUmodule */
+    void *fn[4];  /* its kernels, indexed by jf_cuda_kernel */
+} cuda_module;
+
+struct jf_cuda_kernels {
+    const struct jf_model *m; /* the model (not owned) */
+    const cuda_module *mod;   /* its module (owned by the memory cache) */
+    int loss;                 /* the loss normal_eq was built for, -1: any */
+};
+
+static cuda_module *load_module(const unsigned char *image, char *why, size_t n) {
+    void *module;
+    if (jf_cuda_module_load(image, &module, why, n) != JF_OK) return NULL;
+    cuda_module *cm = calloc(1, sizeof *cm);
+    if (!cm) {
+        snprintf(why, n, "out of memory");
+        jf_cuda_module_unload(module);
+        return NULL;
+    }
+    cm->module = module;
+    for (int i = 0; i < 4; i++) {
+        cm->fn[i] = jf_cuda_module_function(module, kernel_names[i], why, n);
+        if (!cm->fn[i]) {
+            jf_cuda_module_unload(module);
+            free(cm);
+            return NULL;
+        }
+    }
+    return cm;
+}
+
+static void append(char *w, size_t n, const char *msg) {
+    if (!w || !n) return;
+    size_t l = strlen(w);
+    if (l && l + 2 < n) {
+        memcpy(w + l, "; ", 2);
+        l += 2;
+    }
+    /* truncated to fit: a long warning is still worth its first part */
+    size_t m = strlen(msg);
+    if (m > n - 1 - l) m = n - 1 - l;
+    memcpy(w + l, msg, m);
+    w[l + m] = '\0';
+}
+
+int jf_cuda_kernels_get(const struct jf_model *m, const jf_jit_options *opts, int loss,
+                        jf_cuda_kernels **out, jf_cache_result *cache, char *why, size_t n,
+                        char *warn, size_t wn) {
+    *out = NULL;
+    if (cache) *cache = JF_CACHE_NONE;
+    jf_jit_options o;
+    memset(&o, 0, sizeof o);
+    if (opts) o = *opts;
+    if (jf_cuda_init(why, n) != JF_OK) return JF_ERR_UNAVAILABLE;
+    if (jf_nvrtc_load(why, n) != JF_OK) return JF_ERR_UNAVAILABLE;
+    int major, minor, vmaj, vmin;
+    jf_cuda_arch(&major, &minor);
+    jf_nvrtc_version(&vmaj, &vmin);
+    int arch = major * 10 + minor;
+
+    jf_emit_options eo = jf_emit_options_default(JF_EMIT_CUDA);
+    eo.cuda_loss = loss < 0 ? -1 : loss;
+    char *src = jf_emit(m, &eo);
+    if (!src) {
+        snprintf(why, n, "out of memory generating CUDA code");
+        return JF_ERR_NOMEM;
+    }
+    char compiler[64], archs[32];
+    snprintf(compiler, sizeof compiler, "nvrtc %d.%d", vmaj, vmin);
+    snprintf(archs, sizeof archs, "sm_%d", arch);
+    jf_cache_key_parts parts = {"cuda", src, compiler, JF_NVRTC_FLAGS, archs};
+    jf_cache_key key = jf_cache_key_make(&parts);
+    jf_cache_result res = JF_CACHE_MEMORY;
+    const cuda_module *mod = jf_cache_mem_get(&key);
+    char msg[4400];
+    if (!mod) {
+        jf_cache_dir dir;
+        jf_cache_dir_open(o.cache_dir, o.no_cache, 1, &dir);
+        if (dir.state == JF_CACHE_DIR_REFUSED) {
+            snprintf(msg, sizeof msg, "kernel cache not used: %s", dir.reason);
+            append(warn, wn, msg);
+        }
+        unsigned char *image = NULL;
+        size_t size = 0;
+        cuda_module *nm = NULL;
+        if (dir.state == JF_CACHE_DIR_OK &&
+            jf_cache_disk_load(&dir, &key, JF_CACHE_KIND_CUDA_CUBIN, &image, &size, why, n) ==
+                JF_CACHE_ENTRY_HIT) {
+            nm = load_module(image, why, n);
+            res = JF_CACHE_DISK;
+            free(image);
+            image = NULL;
+        }
+        if (!nm) {
+            char *log = NULL;
+            int st = jf_nvrtc_compile(src, arch, 1, &image, &size, &log);
+            if (st != JF_OK) {
+                snprintf(why, n, "NVRTC failed: %.*s", (int)strcspn(log ? log : "", "\n"),
+                         log ? log : "");
+                free(log);
+                free(src);
+                return st;
+            }
+            free(log);
+            if (dir.state == JF_CACHE_DIR_OK &&
+                jf_cache_disk_store(&dir, &key, JF_CACHE_KIND_CUDA_CUBIN, image, size, msg,
+                                    sizeof msg) != JF_OK)
+                append(warn, wn, msg);
+            nm = load_module(image, why, n);
+            free(image);
+            res = JF_CACHE_MISS;
+            if (!nm) {
+                free(src);
+                return JF_ERR_COMPILE;
+            }
+        }
+        mod = jf_cache_mem_put(&key, nm);
+        if (mod != nm) {
+            if (!mod) mod = nm; /* could not remember it: use it anyway (it leaks) */
+            else {
+                jf_cuda_module_unload(nm->module);
+                free(nm);
+            }
+        }
+    }
+    free(src);
+    jf_cuda_kernels *k = calloc(1, sizeof *k);
+    if (!k) {
+        snprintf(why, n, "out of memory");
+        return JF_ERR_NOMEM;
+    }
+    k->m = m;
+    k->mod = mod;
+    k->loss = eo.cuda_loss;
+    if (cache) *cache = res;
+    *out = k;
+    return JF_OK;
+}
+
+void jf_cuda_kernels_free(jf_cuda_kernels *k) { free(k); }
+
+void *jf_cuda_kernels_function(const jf_cuda_kernels *k, jf_cuda_kernel which) {
+    return k->mod->fn[which];
+}
+
+/* Device copies of one call's inputs. */
+typedef struct dev_data {
+    jf_devptr p, x, y, w; /* parameters, variables, response, weights (0 when absent) */
+} dev_data;
+
+static void dev_data_free(dev_data *d) {
+    jf_cuda_free(d->p);
+    jf_cuda_free(d->x);
+    jf_cuda_free(d->y);
+    jf_cuda_free(d->w);
+}
+
+static int dev_data_init(dev_data *d, const struct jf_model *m, const double *p, const double *x,
+                         size_t ldx, const double *y, const double *w, size_t npts, char *why,
+                         size_t n) {
+    memset(d, 0, sizeof *d);
+    size_t nx = m->nv ? ((m->nv - 1) * ldx + npts) : 0;
+    int st = jf_cuda_alloc(&d->p, (m->np ? m->np : 1) * sizeof(double), why, n);
+    if (st == JF_OK) st = jf_cuda_to_device(d->p, p, m->np * sizeof(double), why, n);
+    if (st == JF_OK && nx) st = jf_cuda_alloc(&d->x, nx * sizeof(double), why, n);
+    if (st == JF_OK && nx) st = jf_cuda_to_device(d->x, x, nx * sizeof(double), why, n);
+    if (st == JF_OK && y) st = jf_cuda_alloc(&d->y, npts * sizeof(double), why, n);
+    if (st == JF_OK && y) st = jf_cuda_to_device(d->y, y, npts * sizeof(double), why, n);
+    if (st == JF_OK && w) st = jf_cuda_alloc(&d->w, npts * sizeof(double), why, n);
+    if (st == JF_OK && w) st = jf_cuda_to_device(d->w, w, npts * sizeof(double), why, n);
+    if (st != JF_OK) dev_data_free(d);
+    return st;
+}
+
+static unsigned grid_for(size_t npts) {
+    size_t g = (npts + JF_CUDA_BLOCK - 1) / JF_CUDA_BLOCK;
+    return (unsigned)(g < 1 ? 1 : g > 1024 ? 1024 : g);
+}
+
+int jf_cuda_jacobian_rows(const jf_cuda_kernels *k, const double *p, const double *x, size_t ldx,
+                          const double *y, const double *w, size_t npts, double *r, double *J,
+                          char *why, size_t n) {
+    const struct jf_model *m = k->m;
+    if (jf_cuda_init(why, n) != JF_OK) return JF_ERR_UNAVAILABLE;
+    dev_data d;
+    int st = dev_data_init(&d, m, p, x, ldx, y, w, npts, why, n);
+    if (st != JF_OK) return st;
+    jf_devptr dr = 0, dJ = 0;
+    size_t nJ = npts * m->np;
+    st = jf_cuda_alloc(&dr, npts * sizeof(double), why, n);
+    if (st == JF_OK) st = jf_cuda_alloc(&dJ, (nJ ? nJ : 1) * sizeof(double), why, n);
+    double *Jc = st == JF_OK ? malloc((nJ ? nJ : 1) * sizeof *Jc) : NULL;
+    if (st == JF_OK && !Jc) {
+        snprintf(why, n, "out of memory");
+        st = JF_ERR_NOMEM;
+    }
+    if (st == JF_OK) {
+        unsigned long long ldx_ = ldx, begin = 0, end = npts, ldj = npts;
+        void *args[] = {&d.p, &d.x, &ldx_, &d.y, &d.w, &begin, &end, &dr, &dJ, &ldj};
+        st = jf_cuda_launch(k->mod->fn[JF_CUDA_JACOBIAN_ROW], grid_for(npts), JF_CUDA_BLOCK, 0,
+                            args, why, n);
+    }
+    if (st == JF_OK) st = jf_cuda_to_host(r, dr, npts * sizeof(double), why, n);
+    if (st == JF_OK) st = jf_cuda_to_host(Jc, dJ, nJ * sizeof(double), why, n);
+    if (st == JF_OK) /* the device writes J column-major; callers get rows */
+        for (size_t i = 0; i < npts; i++)
+            for (size_t c = 0; c < m->np; c++) J[i * m->np + c] = Jc[c * npts + i];
+    free(Jc);
+    jf_cuda_free(dr);
+    jf_cuda_free(dJ);
+    dev_data_free(&d);
+    return st;
+}
+
+int jf_cuda_normal_eq(const jf_cuda_kernels *k, const double *p, const double *x, size_t ldx,
+                      const double *y, const double *w, size_t npts, jf_loss loss, double f_scale,
+                      double *acc, char *why, size_t n) {
+    const struct jf_model *m = k->m;
+    if (k->loss >= 0 && (int)loss != k->loss) {
+        snprintf(why, n, "these CUDA kernels were built for loss %d only", k->loss);
+        return JF_ERR_ARG;
+    }
+    if (jf_cuda_init(why, n) != JF_OK) return JF_ERR_UNAVAILABLE;
+    dev_data d;
+    int st = dev_data_init(&d, m, p, x, ldx, y, w, npts, why, n);
+    if (st != JF_OK) return st;
+    size_t nacc = jf_emit_num_acc(m->np);
+    unsigned grid = grid_for(npts);
+    jf_devptr dpart = 0, dacc = 0;
+    st = jf_cuda_alloc(&dpart, (size_t)grid * nacc * sizeof(double), why, n);
+    if (st == JF_OK) st = jf_cuda_alloc(&dacc, nacc * sizeof(double), why, n);
+    if (st == JF_OK) {
+        unsigned long long ldx_ = ldx, begin = 0, end = npts;
+        int loss_ = (int)loss;
+        double fs = f_scale;
+        void *args[] = {&d.p, &d.x, &ldx_, &d.y, &d.w, &begin, &end, &loss_, &fs, &dpart};
+        st = jf_cuda_launch(k->mod->fn[JF_CUDA_NORMAL_EQ], grid, JF_CUDA_BLOCK, 0, args, why, n);
+    }
+    if (st == JF_OK) {
+        unsigned int nb = grid;
+        void *args[] = {&dpart, &nb, &dacc};
+        st = jf_cuda_launch(k->mod->fn[JF_CUDA_REDUCE_BLOCKS], 1, JF_CUDA_BLOCK, 0, args, why, n);
+    }
+    if (st == JF_OK) st = jf_cuda_to_host(acc, dacc, nacc * sizeof(double), why, n);
+    jf_cuda_free(dpart);
+    jf_cuda_free(dacc);
+    dev_data_free(&d);
+    return st;
+}
+
+int jf_cuda_eval_point(const struct jf_model *m, const double *p, const double *x, double *value,
+                       double *grad, char **note) {
+    if (note) *note = NULL;
+    char why[512];
+    jf_cuda_kernels *k = NULL;
+    int st = jf_cuda_kernels_get(m, NULL, JF_LOSS_LINEAR, &k, NULL, why, sizeof why, NULL, 0);
+    double *J = NULL;
+    if (st == JF_OK) {
+        J = malloc((m->np ? m->np : 1) * sizeof *J);
+        st = J ? jf_cuda_jacobian_rows(k, p, x, 1, NULL, NULL, 1, value, J, why, sizeof why)
+               : JF_ERR_NOMEM;
+        if (st == JF_ERR_NOMEM && !J) snprintf(why, sizeof why, "out of memory");
+    }
+    if (st == JF_OK && grad) memcpy(grad, J, m->np * sizeof *J);
+    if (st != JF_OK && note) *note = strdup(why);
+    free(J);
+    jf_cuda_kernels_free(k);
+    return st;
+}

@@ -1,0 +1,81 @@
+/* The CUDA JIT backend: generated CUDA C → NVRTC → CUBIN (or PTX) → driver module.
+ *
+ * Place in the pipeline: codegen/emit_cuda.c writes the source; this module compiles it with
+ * NVRTC (libnvrtc.so* opened with dlopen on first use, never linked), keeps the images in the
+ * kernel cache (memory and disk, like the C backend, keyed additionally by the NVRTC version and
+ * the GPU architecture) and loads them through runtime/cuda_api.c. CUBIN for the present GPU is
+ * preferred over PTX: PTX from a newer NVRTC does not load on an older driver. PTX is available
+ * on request (tests assemble it with ptxas on machines without a GPU).
+ *
+ * Generated code is compiled with --fmad=false so that, like the C kernels (-ffp-contract=off),
+ * it performs the interpreter's separate multiplies and adds; libdevice's math functions still
+ * differ from glibc's by an ulp or so.
+ */
+#ifndef JF_JIT_NVRTC_H
+#define JF_JIT_NVRTC_H
+
+#include <stddef.h>
+
+#include "kernels.h"
+
+/* Options always passed to NVRTC besides the architecture (they enter the cache key). */
+#define JF_NVRTC_FLAGS "--std=c++17 --fmad=false"
+
+/* Loads libnvrtc (once, thread-safe). JF_OK, or JF_ERR_UNAVAILABLE with "unavailable: <reason>"
+ * in why (built without the CUDA headers, or no libnvrtc.so* found). */
+JF_INTERNAL int jf_nvrtc_load(char *why, size_t n);
+/* NVRTC's version (0.0 when not loaded). */
+JF_INTERNAL void jf_nvrtc_version(int *major, int *minor);
+/* The file libnvrtc was loaded from ("" when unknown or not loaded); tools of the same toolkit
+ * (ptxas) are found relative to it. */
+JF_INTERNAL const char *jf_nvrtc_library_path(void);
+
+/* Compiles CUDA source for compute capability `arch` (e.g. 90): a CUBIN for sm_<arch> when
+ * want_cubin, else PTX for compute_<arch> (NUL-terminated; size counts the NUL). *image (caller
+ * frees with free()) and *size receive the result. *log (if not NULL) receives NVRTC's log on
+ * failure, or NULL (caller frees with free()). JF_OK, JF_ERR_UNAVAILABLE, JF_ERR_COMPILE or
+ * JF_ERR_NOMEM. The calling thread's and the process's locale are restored afterwards (some
+ * NVRTC releases change them). */
+JF_INTERNAL int jf_nvrtc_compile(const char *source, int arch, int want_cubin,
+                                 unsigned char **image, size_t *size, char **log);
+
+/* ---- model kernels on the device ------------------------------------------------------------ */
+
+/* The loaded CUDA kernels of one model. */
+typedef struct jf_cuda_kernels jf_cuda_kernels;
+
+/* Kernel entry points, for jf_cuda_kernels_function. */
+typedef enum jf_cuda_kernel {
+    JF_CUDA_RESIDUAL = 0,     /* jf_residual */
+    JF_CUDA_JACOBIAN_ROW = 1, /* jf_jacobian_row */
+    JF_CUDA_NORMAL_EQ = 2,    /* jf_normal_eq */
+    JF_CUDA_REDUCE_BLOCKS = 3 /* jf_reduce_blocks */
+} jf_cuda_kernel;
+
+/* Compiles (or finds in the kernel cache) and loads m's CUDA kernels for the present GPU.
+ * loss is -1 for a normal_eq that takes any loss at run time, or the one jf_loss it will be
+ * used with (smaller, faster to compile; see jf_emit_options.cuda_loss). *cache (if not NULL)
+ * says where they came from. JF_OK, or JF_ERR_UNAVAILABLE /
+ * JF_ERR_COMPILE / JF_ERR_NOMEM with a one-line reason in why; disk-cache problems only add a
+ * warning to warn (if not NULL; wn bytes, appended). m must outlive the result; the caller frees
+ * it with jf_cuda_kernels_free (the module stays loaded in the memory cache). */
+JF_INTERNAL int jf_cuda_kernels_get(const struct jf_model *m, const jf_jit_options *opts,
+                                    int loss, jf_cuda_kernels **out, jf_cache_result *cache, char *why,
+                                    size_t n, char *warn, size_t wn);
+JF_INTERNAL void jf_cuda_kernels_free(jf_cuda_kernels *k);
+/* The driver's CUfunction of a kernel, for launching by a device solver. */
+JF_INTERNAL void *jf_cuda_kernels_function(const jf_cuda_kernels *k, jf_cuda_kernel which);
+
+/* Host convenience for checks: copies p and the data of points [0, npts) to the device, runs
+ * jacobian_row and copies back r[i] and J[i*np + k] (row-major, as the CPU kernels). x has
+ * ldx >= npts; y and w may be NULL. JF_OK or an error with the reason in why. */
+JF_INTERNAL int jf_cuda_jacobian_rows(const jf_cuda_kernels *k, const double *p, const double *x,
+                                      size_t ldx, const double *y, const double *w, size_t npts,
+                                      double *r, double *J, char *why, size_t n);
+/* Host convenience: normal_eq over [0, npts) on the device with the block partials reduced by
+ * jf_reduce_blocks; acc as jf_kernels_normal_eq. JF_ERR_ARG when k was built for another loss. */
+JF_INTERNAL int jf_cuda_normal_eq(const jf_cuda_kernels *k, const double *p, const double *x,
+                                  size_t ldx, const double *y, const double *w, size_t npts,
+                                  jf_loss loss, double f_scale, double *acc, char *why, size_t n);
+
+#endif

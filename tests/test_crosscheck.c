@@ -1,0 +1,434 @@
+/* Cross-checks of the three kernel implementations: the reference interpreter, generated C
+ * compiled by the system compiler, and generated CUDA on a GPU when there is one (skipped with a
+ * message otherwise).
+ *
+ * Models: one per builtin function and operator, the damped sine, NIST StRD formulas (written
+ * out here, so the test needs nothing outside the tree) and 240 random expressions built with
+ * the DAG constructors from a fixed seed (every operation, constant exponents integer and not,
+ * piecewise selects, up to 5 parameters and 3 variables). For each model, at random points:
+ * - value and gradient (jacobian_row) and residual agree between interpreter and C to 1e-12
+ *   relative where finite, and non-finite results agree in kind;
+ * - normal_eq's sums equal the sums built from jacobian_row's r and J (with and without weights,
+ *   for every loss, scaled with loss.h as scipy does), on both backends.
+ */
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "codegen/emit.h"
+#include "codegen/loss.h"
+#include "runtime/cuda_api.h"
+#include "runtime/jit_nvrtc.h"
+#include "runtime/kernels.h"
+#include "tests/testlib.h"
+
+/* ---- random numbers (xorshift64*) ----------------------------------------------------------- */
+
+typedef struct rng {
+    uint64_t s; /* state, never 0 */
+} rng;
+
+static uint64_t next(rng *g) {
+    g->s ^= g->s >> 12;
+    g->s ^= g->s << 25;
+    g->s ^= g->s >> 27;
+    return g->s * 0x2545F4914F6CDD1Du;
+}
+static double uni(rng *g) { return (double)(next(g) >> 11) * 0x1p-53; }
+static double range(rng *g, double lo, double hi) { return lo + (hi - lo) * uni(g); }
+static int pick(rng *g, int n) { return (int)(next(g) % (uint64_t)n); }
+
+/* ---- models ---------------------------------------------------------------------------------- */
+
+static jf_model *from_text(const char *text, const char *vars) {
+    jf_model_options o = jf_model_options_default();
+    const char *names[3];
+    char buf[64];
+    size_t nv = 0;
+    if (vars) {
+        snprintf(buf, sizeof buf, "%s", vars);
+        for (char *s = buf, *t; (t = strsep(&s, ",")) != NULL;) names[nv++] = t;
+        o.vars = names;
+        o.nvars = nv;
+    }
+    jf_model *m = NULL;
+    jf_diagnostics *d = NULL;
+    if (jf_model_compile(text, (size_t)-1, &o, &m, &d) != JF_OK) {
+        fprintf(stderr, "cannot compile %s: %s\n", text, d ? jf_diagnostics_text(d) : "?");
+        CHECK(0);
+    }
+    jf_diagnostics_free(d);
+    return m;
+}
+
+static jf_ref gen(jf_dag *d, rng *g, int depth, int np, int nv) {
+    if (depth == 0 || uni(g) < 0.25) {
+        double u = uni(g);
+        if (u < 0.45) return jf_dag_param(d, (uint32_t)pick(g, np));
+        if (u < 0.8) return jf_dag_var(d, (uint32_t)pick(g, nv));
+        static const double consts[] = {2, 3, 0.5, -1, 1.5, 10, 0.1, -2.5};
+        return jf_dag_const(d, u < 0.9 ? consts[pick(g, 8)] : range(g, -5, 5));
+    }
+    static const jf_op unary[] = {JF_OP_NEG,  JF_OP_EXP,  JF_OP_LOG,  JF_OP_LOG10, JF_OP_SQRT,
+                                  JF_OP_CBRT, JF_OP_ABS,  JF_OP_SIN,  JF_OP_COS,   JF_OP_TAN,
+                                  JF_OP_ASIN, JF_OP_ACOS, JF_OP_ATAN, JF_OP_SINH,  JF_OP_COSH,
+                                  JF_OP_TANH, JF_OP_ERF,  JF_OP_ERFC, JF_OP_SIGN};
+    static const jf_op binary[] = {JF_OP_ADD,   JF_OP_SUB, JF_OP_MUL, JF_OP_DIV, JF_OP_ADD,
+                                   JF_OP_MUL,   JF_OP_POW, JF_OP_ATAN2, JF_OP_MIN, JF_OP_MAX,
+                                   JF_OP_HYPOT, JF_OP_LT, JF_OP_LE, JF_OP_GT, JF_OP_GE,
+                                   JF_OP_EQ,    JF_OP_NE};
+    double u = uni(g);
+    if (u < 0.35) {
+        jf_op op = unary[pick(g, (int)(sizeof unary / sizeof unary[0]))];
+        return jf_dag_unary(d, op, gen(d, g, depth - 1, np, nv));
+    }
+    if (u < 0.92) {
+        jf_op op = binary[pick(g, (int)(sizeof binary / sizeof binary[0]))];
+        jf_ref a = gen(d, g, depth - 1, np, nv);
+        jf_ref b;
+        if (op == JF_OP_POW && uni(g) < 0.7) {
+            /* constant exponents: integers take the jf_powi path, others pow() */
+            static const double ex[] = {2, 3, -1, -2, 4, 0.5, 1.5, -0.5, 0, 1};
+            b = jf_dag_const(d, ex[pick(g, 10)]);
+        } else {
+            b = gen(d, g, depth - 1, np, nv);
+        }
+        return jf_dag_binary(d, op, a, b);
+    }
+    jf_ref c = jf_dag_binary(d, uni(g) < 0.5 ? JF_OP_LT : JF_OP_GE, gen(d, g, depth - 1, np, nv),
+                             gen(d, g, depth - 1, np, nv));
+    return jf_dag_select(d, c, gen(d, g, depth - 1, np, nv), gen(d, g, depth - 1, np, nv));
+}
+
+static jf_model *random_model(rng *g) {
+    struct jf_model *m = jf_model_alloc(0);
+    if (!m) return NULL;
+    m->np = (size_t)(1 + pick(g, 5));
+    m->nv = (size_t)(1 + pick(g, 3));
+    /* a sum of a few terms so that most parameters appear */
+    jf_ref f = gen(m->dag, g, 4, (int)m->np, (int)m->nv);
+    for (int t = pick(g, 3); t > 0; t--)
+        f = jf_dag_binary(m->dag, JF_OP_ADD, f, gen(m->dag, g, 3, (int)m->np, (int)m->nv));
+    m->f = f;
+    m->df = calloc(m->np, sizeof *m->df);
+    for (size_t k = 0; m->df && k < m->np; k++) m->df[k] = jf_dag_diff(m->dag, m->f, (uint32_t)k);
+    if (!m->df || jf_dag_error(m->dag) != JF_OK || m->f == JF_NOREF) {
+        jf_model_free(m);
+        return NULL;
+    }
+    return m;
+}
+
+/* ---- comparisons ------------------------------------------------------------------------------ */
+
+static int nkinds_bad, nvalues_bad;
+
+/* a (compiled) against b (reference): equal kind when not finite, else 1e-12 relative. */
+static int agree(double a, double b, double tol) {
+    if (!isfinite(a) || !isfinite(b)) {
+        if (isnan(a) && isnan(b)) return 1;
+        if (a == b) return 1;
+        nkinds_bad++;
+        return 0;
+    }
+    if (fabs(a - b) <= tol * fmax(fabs(a), fabs(b)) || a == b) return 1;
+    nvalues_bad++;
+    return 0;
+}
+
+enum { NPTS = 64, MAXP = 20, MAXACC = MAXP * (MAXP + 1) / 2 + MAXP + 1 };
+
+/* The data of one check: points, responses, weights. */
+typedef struct dataset {
+    double x[3 * NPTS]; /* variables, column-major with ldx = NPTS */
+    double y[NPTS];     /* responses */
+    double w[NPTS];     /* weights */
+    double p[MAXP];     /* parameters */
+} dataset;
+
+static void make_data(dataset *ds, rng *g, size_t np, size_t nv, double xlo, double xhi) {
+    for (size_t k = 0; k < np; k++) ds->p[k] = range(g, 0.5, 2.0) * (uni(g) < 0.2 ? -1 : 1);
+    for (size_t j = 0; j < nv; j++)
+        for (int i = 0; i < NPTS; i++) ds->x[j * NPTS + i] = range(g, xlo, xhi);
+    for (int i = 0; i < NPTS; i++) {
+        ds->y[i] = range(g, -2, 2);
+        ds->w[i] = range(g, 0.5, 2);
+    }
+}
+
+/* Sums of normal_eq built from rows (r, J) of npts points, as kernels.h defines them, and the
+ * sums of absolute terms (for a tolerance that does not depend on summation order). */
+static void sums_from_rows(size_t np, const double *r, const double *J, size_t npts, int loss,
+                           double f_scale, double *acc, double *mag) {
+    size_t nacc = jf_emit_num_acc(np), tri = np * (np + 1) / 2;
+    memset(acc, 0, nacc * sizeof *acc);
+    memset(mag, 0, nacc * sizeof *mag);
+    double fs2 = f_scale * f_scale, ifs2 = 1.0 / fs2;
+    double Jr[MAXP];
+    for (size_t i = 0; i < npts; i++) {
+        double ri = r[i], cost, js = 1.0;
+        if (loss == 0) cost = ri * ri;
+        else cost = jf_loss_scale(loss, ri, fs2, ifs2, &ri, &js);
+        for (size_t c = 0; c < np; c++) Jr[c] = J[i * np + c] * js;
+        size_t q = 0;
+        for (size_t a = 0; a < np; a++)
+            for (size_t b = a; b < np; b++, q++) {
+                acc[q] += Jr[a] * Jr[b];
+                mag[q] += fabs(Jr[a] * Jr[b]);
+            }
+        for (size_t a = 0; a < np; a++) {
+            acc[tri + a] += Jr[a] * ri;
+            mag[tri + a] += fabs(Jr[a] * ri);
+        }
+        acc[tri + np] += cost;
+        mag[tri + np] += fabs(cost);
+    }
+}
+
+static int nsums_bad;
+
+static void check_sums(const double *got, const double *want, const double *mag, size_t nacc,
+                       const char *what) {
+    for (size_t q = 0; q < nacc; q++) {
+        if (fabs(got[q] - want[q]) <= 1e-12 * mag[q] + 1e-300) continue;
+        if (nsums_bad++ < 5)
+            fprintf(stderr, "%s: sum %zu is %.17g, rows give %.17g\n", what, q, got[q], want[q]);
+    }
+}
+
+typedef struct stats {
+    size_t models;        /* models checked */
+    size_t compiled;      /* models that ran on the C backend */
+    size_t finite_points; /* points with finite value and gradient */
+    size_t sum_checks;    /* normal_eq comparisons made */
+    size_t cuda_models;   /* models checked on the GPU */
+} stats;
+
+static int have_gpu;
+
+static void check_cuda(const jf_model *m, const dataset *ds, const double *r_ref,
+                       const double *J_ref, const double *xs, const double *ys, const double *ws,
+                       size_t nf, double tol, stats *st) {
+    size_t np = m->np;
+    char why[512];
+    jf_jit_options o;
+    memset(&o, 0, sizeof o);
+    o.no_cache = 1;
+    jf_cuda_kernels *ck = NULL;
+    if (!CHECK(jf_cuda_kernels_get(m, &o, -1, &ck, NULL, why, sizeof why, NULL, 0) == JF_OK)) {
+        fprintf(stderr, "CUDA kernels: %s\n", why);
+        return;
+    }
+    double r[NPTS], J[NPTS * MAXP];
+    if (CHECK(jf_cuda_jacobian_rows(ck, ds->p, ds->x, NPTS, ds->y, ds->w, NPTS, r, J, why,
+                                    sizeof why) == JF_OK)) {
+        int bad = 0;
+        for (int i = 0; i < NPTS; i++) {
+            bad += !agree(r[i], r_ref[i], tol);
+            for (size_t c = 0; c < np; c++) bad += !agree(J[i * np + c], J_ref[i * np + c], tol);
+        }
+        CHECK(bad == 0);
+    }
+    if (nf > 0) {
+        double acc[MAXACC], want[MAXACC], mag[MAXACC], rr[NPTS], JJ[NPTS * MAXP];
+        size_t nacc = jf_emit_num_acc(np);
+        for (int loss = 0; loss < 5; loss++) {
+            if (jf_cuda_jacobian_rows(ck, ds->p, xs, NPTS, ys, ws, nf, rr, JJ, why, sizeof why) !=
+                    JF_OK ||
+                !CHECK(jf_cuda_normal_eq(ck, ds->p, xs, NPTS, ys, ws, nf, (jf_loss)loss, 1.3, acc,
+                                         why, sizeof why) == JF_OK))
+                break;
+            sums_from_rows(np, rr, JJ, nf, loss, 1.3, want, mag);
+            check_sums(acc, want, mag, nacc, "CUDA normal_eq");
+        }
+    }
+    st->cuda_models++;
+    jf_cuda_kernels_free(ck);
+}
+
+/* All checks of one model at the data ds. */
+static void check_model(const jf_model *m, dataset *ds, stats *st, double cuda_tol) {
+    size_t np = m->np, nv = m->nv, nacc = jf_emit_num_acc(np);
+    if (np > MAXP || nv > 3) return;
+    jf_jit_options o;
+    memset(&o, 0, sizeof o);
+    o.no_cache = 1;
+    jf_kernels *kc = NULL, *ki = NULL;
+    char *warn = NULL;
+    if (!CHECK(jf_kernels_get(m, JF_BACKEND_C, &o, &kc, &warn) == JF_OK) ||
+        !CHECK(jf_kernels_get(m, JF_BACKEND_INTERP, NULL, &ki, NULL) == JF_OK)) {
+        jf_kernels_free(kc);
+        free(warn);
+        return;
+    }
+    if (warn) fprintf(stderr, "warning: %s\n", warn);
+    free(warn);
+    st->models++;
+    st->compiled += jf_kernels_backend(kc) == JF_BACKEND_C;
+    CHECK(jf_kernels_backend(kc) == JF_BACKEND_C);
+
+    /* value, gradient and residual at all points, weighted, over a range not starting at 0 */
+    jf_data_view dv = {ds->x, NPTS, ds->y, ds->w};
+    double rc[NPTS], ri[NPTS], Jc[NPTS * MAXP], Ji[NPTS * MAXP], res[NPTS];
+    const size_t b0 = 3;
+    jf_kernels_jacobian_row(kc, ds->p, &dv, b0, NPTS, rc, Jc);
+    jf_kernels_jacobian_row(ki, ds->p, &dv, b0, NPTS, ri, Ji);
+    jf_kernels_residual(kc, ds->p, &dv, b0, NPTS, res);
+    int bad = 0;
+    for (size_t i = 0; i < NPTS - b0; i++) {
+        bad += !agree(rc[i], ri[i], 1e-12);
+        bad += !agree(res[i], ri[i], 1e-12);
+        for (size_t c = 0; c < np; c++) bad += !agree(Jc[i * np + c], Ji[i * np + c], 1e-12);
+    }
+    if (!CHECK(bad == 0)) {
+        char *t = jf_dag_to_text(m->dag, m->f, NULL, NULL);
+        fprintf(stderr, "  model: %s\n", t ? t : "?");
+        free(t);
+    }
+
+    /* normal_eq on the points where everything is finite */
+    double xs[3 * NPTS], ys[NPTS], ws[NPTS], r_all[NPTS], J_all[NPTS * MAXP];
+    jf_kernels_jacobian_row(ki, ds->p, &dv, 0, NPTS, r_all, J_all);
+    size_t nf = 0;
+    for (size_t i = 0; i < NPTS; i++) {
+        int fin = isfinite(r_all[i]);
+        for (size_t c = 0; c < np; c++) fin = fin && isfinite(J_all[i * np + c]);
+        /* keep magnitudes sane, so squares cannot overflow */
+        fin = fin && fabs(r_all[i]) < 1e100;
+        for (size_t c = 0; c < np; c++) fin = fin && fabs(J_all[i * np + c]) < 1e100;
+        if (!fin) continue;
+        for (size_t j = 0; j < nv; j++) xs[j * NPTS + nf] = ds->x[j * NPTS + i];
+        ys[nf] = ds->y[i];
+        ws[nf] = ds->w[i];
+        nf++;
+    }
+    st->finite_points += nf;
+    if (nf > 0) {
+        double acc[MAXACC], want[MAXACC], mag[MAXACC], rr[NPTS], JJ[NPTS * MAXP];
+        for (int weighted = 0; weighted < 2; weighted++) {
+            jf_data_view fv = {xs, NPTS, ys, weighted ? ws : NULL};
+            jf_kernels_jacobian_row(ki, ds->p, &fv, 0, nf, rr, JJ);
+            for (int loss = 0; loss < 5; loss++) {
+                double fscale = loss ? 0.8 : 1.0;
+                sums_from_rows(np, rr, JJ, nf, loss, fscale, want, mag);
+                for (int be = 0; be < 2; be++) {
+                    memset(acc, 0xff, sizeof acc); /* poison: every sum must be written */
+                    jf_kernels_normal_eq(be ? kc : ki, ds->p, &fv, 0, nf, (jf_loss)loss, fscale, acc);
+                    check_sums(acc, want, mag, nacc, be ? "C normal_eq" : "interpreter normal_eq");
+                    st->sum_checks++;
+                }
+            }
+        }
+        /* y absent means y = 0 */
+        jf_data_view noy = {xs, NPTS, NULL, NULL};
+        jf_kernels_jacobian_row(ki, ds->p, &noy, 0, nf, rr, JJ);
+        sums_from_rows(np, rr, JJ, nf, 0, 1.0, want, mag);
+        jf_kernels_normal_eq(kc, ds->p, &noy, 0, nf, JF_LOSS_LINEAR, 1.0, acc);
+        check_sums(acc, want, mag, nacc, "C normal_eq without y");
+    }
+    if (have_gpu) check_cuda(m, ds, r_all, J_all, xs, ys, ws, nf, cuda_tol, st);
+    jf_kernels_free(kc);
+    jf_kernels_free(ki);
+}
+
+/* The builtin functions and operators, one model each, then formulas from practice. */
+static const struct {
+    const char *text;
+    const char *vars;
+    double xlo, xhi;
+} fixed[] = {
+    {"a*exp(b*x)", NULL, -2, 2},
+    {"a*log(b*x + 3)", NULL, -1, 4},
+    {"a*log10(b*x + 3)", NULL, -1, 4},
+    {"a*sqrt(b*x + 3)", NULL, -1, 4},
+    {"a*cbrt(b*x - 1)", NULL, -3, 3},
+    {"a*abs(b*x - 1)", NULL, -3, 3},
+    {"a*sin(b*x)", NULL, -3, 3},
+    {"a*cos(b*x)", NULL, -3, 3},
+    {"a*tan(b*x)", NULL, -0.7, 0.7},
+    {"a*asin(b*x/5)", NULL, -2, 2},
+    {"a*acos(b*x/5)", NULL, -2, 2},
+    {"a*atan(b*x)", NULL, -3, 3},
+    {"a*sinh(b*x)", NULL, -3, 3},
+    {"a*cosh(b*x)", NULL, -3, 3},
+    {"a*tanh(b*x)", NULL, -3, 3},
+    {"a*erf(b*x)", NULL, -3, 3},
+    {"a*erfc(b*x)", NULL, -3, 3},
+    {"a*pow(x + 4, b)", NULL, -3, 3},
+    {"a*atan2(x, b)", NULL, -3, 3},
+    {"min(a*x, b)", NULL, -3, 3},
+    {"max(a*x, b)", NULL, -3, 3},
+    {"hypot(a*x, b)", NULL, -3, 3},
+    {"a*x^3 + b*x^-2 + a^0.5", NULL, 0.2, 3},
+    {"a/(b + x) - a*x", NULL, 0.5, 3},
+    {"if(x < a, b*x, a*b)", NULL, -3, 3},
+    {"(x >= a)*b + (x <= a)*b^2 + (x == a) + (x != b)*a + (x > b)*a", NULL, -3, 3},
+    {"pi*a*x + exp(1)*b", NULL, -3, 3},
+    {"a*exp(-b*x)*sin(c*x+d)+e", NULL, 0, 10},
+    /* NIST StRD (../shared/nist/models.tsv) */
+    {"b1*(1-exp(-b2*x))", NULL, 0.5, 5},
+    {"exp(-b1*x)/(b2+b3*x)", NULL, 0.5, 5},
+    {"b1*exp(-b2*x) + b3*exp(-b4*x) + b5*exp(-b6*x)", NULL, 0, 1.2},
+    {"b1*exp(-b2*x) + b3*exp(-(x-b4)^2/b5^2) + b6*exp(-(x-b7)^2/b8^2)", NULL, 0, 5},
+    {"b1*x^b2", NULL, 0.5, 5},
+    {"(b1+b2*x+b3*x^2+b4*x^3)/(1+b5*x+b6*x^2+b7*x^3)", NULL, 0.5, 5},
+    {"b1 - b2*x1*exp(-b3*x2)", "x1,x2", 0.5, 5},
+    {"b1*(1-(1+2*b2*x)^(-0.5))", NULL, 0.5, 5},
+    {"b1 - b2*x - atan(b3/(x-b4))/pi", NULL, 0.5, 5},
+    {"b1*(x^2+x*b2)/(x^2+x*b3+b4)", NULL, 0.5, 5},
+    {"b1/(1+exp(b2-b3*x))", NULL, 0.5, 5},
+    {"(b1/b2)*exp(-0.5*((x-b3)/b2)^2)", NULL, 0.5, 5},
+    /* larger models: the fused C loop and the tiled CUDA normal_eq */
+    {"a1*exp(-((x-m1)/s1)^2) + a2*exp(-((x-m2)/s2)^2) + a3*exp(-((x-m3)/s3)^2) + c0 + c1*x + "
+     "c2*x^2", NULL, -3, 3},
+    {"a1*exp(-((x-m1)/s1)^2) + a2*exp(-((x-m2)/s2)^2) + a3*exp(-((x-m3)/s3)^2) + "
+     "a4*exp(-((x-m4)/s4)^2) + a5*exp(-((x-m5)/s5)^2) + c0 + c1*x + c2*x^2 + c3*x^3 + c4*x^4",
+     NULL, -3, 3},
+};
+
+int main(void) {
+    char cache[] = "/tmp/jf_test_crosscheck_XXXXXX";
+    if (mkdtemp(cache)) setenv("JITFIT_CACHE_DIR", cache, 1);
+    char status[256];
+    have_gpu = jf_cuda_status(status, sizeof status);
+    if (!have_gpu) printf("CUDA part skipped: %s\n", status);
+    else printf("CUDA: %s\n", status);
+
+    rng g = {0x853c49e6748fea9bu};
+    stats st = {0};
+    dataset ds;
+    for (size_t i = 0; i < sizeof fixed / sizeof fixed[0]; i++) {
+        jf_model *m = from_text(fixed[i].text, fixed[i].vars);
+        if (!m) continue;
+        for (int rep = 0; rep < 2; rep++) {
+            make_data(&ds, &g, m->np, m->nv, fixed[i].xlo, fixed[i].xhi);
+            check_model(m, &ds, &st, 1e-12);
+        }
+        jf_model_free(m);
+    }
+    size_t nfixed = st.models, nrandom = 0;
+    for (int i = 0; i < 240; i++) {
+        jf_model *m = random_model(&g);
+        if (!m) continue;
+        make_data(&ds, &g, m->np, m->nv, -3, 3);
+        check_model(m, &ds, &st, 1e-9);
+        nrandom++;
+        jf_model_free(m);
+    }
+    printf("%zu fixed and %zu random model checks (%zu compiled to C), %zu finite points, "
+           "%zu normal_eq comparisons, %zu on the GPU\n",
+           nfixed, nrandom, st.compiled, st.finite_points, st.sum_checks, st.cuda_models);
+    printf("disagreements: %d in kind, %d in value, %d in sums\n", nkinds_bad, nvalues_bad,
+           nsums_bad);
+    CHECK(nrandom >= 200);
+    CHECK(nkinds_bad == 0 && nvalues_bad == 0 && nsums_bad == 0);
+    /* most random models must have had finite points to compare sums on */
+    CHECK(st.sum_checks > 20 * (nfixed + nrandom) / 2);
+    char cmd[128];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", cache);
+    jf_test_run(cmd, NULL, NULL);
+    return jf_test_finish();
+}

@@ -1,0 +1,206 @@
+/* The CUDA backend without a GPU: the generated CUDA source of every test model (one per builtin,
+ * the damped sine, NIST formulas, a 20-parameter model) goes through NVRTC to PTX for
+ * compute_80 and compute_90, and each PTX is assembled with `ptxas -arch=sm_80` / `sm_90`, so a
+ * source that NVRTC accepts but ptxas rejects (or that needs something unresolved) fails here,
+ * on CI, not on a user's GPU. Also: a CUBIN for sm_90 straight from NVRTC, the loss-specialised
+ * normal_eq, NVRTC's error path, that the locale survives NVRTC, and the driver status line.
+ *
+ * SKIPs (exit 77) only when libnvrtc cannot be loaded or ptxas cannot be found ($JITFIT_PTXAS,
+ * else bin/ptxas of the toolkit libnvrtc came from, else PATH).
+ */
+#include <locale.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "codegen/emit.h"
+#include "runtime/cuda_api.h"
+#include "runtime/jit_nvrtc.h"
+#include "tests/testlib.h"
+
+static const char *const models[] = {
+    "a*exp(b*x)", "a*log(b*x + 3)", "a*log10(b*x + 3)", "a*sqrt(b*x + 3)", "a*cbrt(b*x - 1)",
+    "a*abs(b*x - 1)", "a*sin(b*x)", "a*cos(b*x)", "a*tan(b*x)", "a*asin(b*x/5)", "a*acos(b*x/5)",
+    "a*atan(b*x)", "a*sinh(b*x)", "a*cosh(b*x)", "a*tanh(b*x)", "a*erf(b*x)", "a*erfc(b*x)",
+    "a*pow(x + 4, b)", "a*atan2(x, b)", "min(a*x, b)", "max(a*x, b)", "hypot(a*x, b)",
+    "a*x^3 + b*x^-2 + a^0.5", "if(x < a, b*x, a*b)",
+    "(x >= a)*b + (x <= a)*b^2 + (x == a) + (x != b)*a + (x > b)*a", "pi*a*x + exp(1)*b",
+    "a*exp(-b*x)*sin(c*x+d)+e",
+    /* NIST StRD formulas */
+    "b1*(1-exp(-b2*x))", "exp(-b1*x)/(b2+b3*x)", "b1*exp(-b2*x) + b3*exp(-b4*x) + b5*exp(-b6*x)",
+    "b1*exp(-b2*x) + b3*exp(-(x-b4)^2/b5^2) + b6*exp(-(x-b7)^2/b8^2)", "b1*x^b2",
+    "(b1+b2*x+b3*x^2+b4*x^3)/(1+b5*x+b6*x^2+b7*x^3)", "b1*(1-(1+2*b2*x)^(-0.5))",
+    "b1 - b2*x - atan(b3/(x-b4))/pi", "b1*(x^2+x*b2)/(x^2+x*b3+b4)", "b1/(1+exp(b2-b3*x))",
+    "(b1/b2)*exp(-0.5*((x-b3)/b2)^2)",
+    /* 20 parameters: five Gaussian peaks on a cubic baseline */
+    "a1*exp(-((x-m1)/s1)^2) + a2*exp(-((x-m2)/s2)^2) + a3*exp(-((x-m3)/s3)^2) + "
+    "a4*exp(-((x-m4)/s4)^2) + a5*exp(-((x-m5)/s5)^2) + c0 + c1*x + c2*x^2 + c3*x^3 + c4*x^4",
+};
+
+static char ptxas[8192];
+
+static int executable(const char *p) { return access(p, X_OK) == 0; }
+
+static int find_ptxas(void) {
+    const char *env = getenv("JITFIT_PTXAS");
+    if (env && *env) {
+        snprintf(ptxas, sizeof ptxas, "%s", env);
+        return executable(ptxas);
+    }
+    const char *lib = jf_nvrtc_library_path();
+    if (lib && *lib) {
+        /* <toolkit>/lib[64]/libnvrtc.so → <toolkit>/bin/ptxas */
+        char dir[4096];
+        snprintf(dir, sizeof dir, "%s", lib);
+        char *slash = strrchr(dir, '/');
+        if (slash) {
+            *slash = '\0';
+            snprintf(ptxas, sizeof ptxas, "%s/../bin/ptxas", dir);
+            if (executable(ptxas)) return 1;
+        }
+    }
+    const char *path = getenv("PATH");
+    while (path && *path) {
+        const char *e = strchr(path, ':');
+        size_t len = e ? (size_t)(e - path) : strlen(path);
+        snprintf(ptxas, sizeof ptxas, "%.*s/ptxas", (int)len, path);
+        if (len && executable(ptxas)) return 1;
+        path += len + (e ? 1 : 0);
+    }
+    return 0;
+}
+
+static jf_model *compile(const char *text) {
+    jf_model *m = NULL;
+    jf_diagnostics *d = NULL;
+    if (jf_model_compile(text, (size_t)-1, NULL, &m, &d) != JF_OK)
+        fprintf(stderr, "cannot compile %s: %s\n", text, d ? jf_diagnostics_text(d) : "?");
+    jf_diagnostics_free(d);
+    return m;
+}
+
+/* NVRTC to PTX for compute_<arch>, then ptxas for sm_<arch>. */
+static void ptx_and_assemble(const char *src, int arch, const char *what, const char *tmpdir) {
+    unsigned char *img = NULL;
+    size_t size = 0;
+    char *log = NULL;
+    int st = jf_nvrtc_compile(src, arch, 0, &img, &size, &log);
+    if (!CHECK(st == JF_OK && img && size > 1 && img[size - 1] == '\0')) {
+        fprintf(stderr, "NVRTC compute_%d failed for %s:\n%s\n", arch, what, log ? log : "");
+        free(log);
+        free(img);
+        return;
+    }
+    CHECK(strstr((const char *)img, ".entry jf_normal_eq") != NULL);
+    char ptx[4200], cubin[4200], cmd[8192 + 2 * 4200 + 64];
+    snprintf(ptx, sizeof ptx, "%s/k.ptx", tmpdir);
+    snprintf(cubin, sizeof cubin, "%s/k.cubin", tmpdir);
+    FILE *f = fopen(ptx, "wb");
+    if (CHECK(f != NULL)) {
+        fwrite(img, 1, size - 1, f);
+        fclose(f);
+        snprintf(cmd, sizeof cmd, "'%s' -arch=sm_%d '%s' -o '%s'", ptxas, arch, ptx, cubin);
+        char *out = NULL, *err = NULL;
+        int rc = jf_test_run(cmd, &out, &err);
+        if (!CHECK(rc == 0))
+            fprintf(stderr, "ptxas -arch=sm_%d failed for %s:\n%s\n", arch, what, err ? err : "");
+        free(out);
+        free(err);
+    }
+    free(log);
+    free(img);
+}
+
+int main(void) {
+    char why[512];
+    if (jf_nvrtc_load(why, sizeof why) != JF_OK) return jf_test_skip(why);
+    if (!find_ptxas()) return jf_test_skip("ptxas not found (set JITFIT_PTXAS)");
+    int major, minor;
+    jf_nvrtc_version(&major, &minor);
+    printf("NVRTC %d.%d from %s, ptxas %s\n", major, minor, jf_nvrtc_library_path(), ptxas);
+
+    char tmpdir[] = "/tmp/jf_test_ptx_XXXXXX";
+    if (!CHECK(mkdtemp(tmpdir) != NULL)) return jf_test_finish();
+
+    /* The driver part reports itself in one line either way. */
+    char status[256];
+    int have = jf_cuda_status(status, sizeof status);
+    printf("CUDA driver: %s\n", status);
+    CHECK(strncmp(status, have ? "available: " : "unavailable: ", have ? 11 : 13) == 0);
+
+    /* A locale with a decimal comma, if installed: NVRTC must neither see nor change it. */
+    const char *loc = setlocale(LC_NUMERIC, "de_DE.UTF-8");
+    char before[128];
+    snprintf(before, sizeof before, "%s", setlocale(LC_ALL, NULL));
+
+    size_t n = sizeof models / sizeof models[0];
+    for (size_t i = 0; i < n; i++) {
+        jf_model *m = compile(models[i]);
+        if (!CHECK(m != NULL)) continue;
+        jf_emit_options o = jf_emit_options_default(JF_EMIT_CUDA);
+        char *src = jf_emit(m, &o);
+        if (CHECK(src != NULL)) {
+            ptx_and_assemble(src, 80, models[i], tmpdir);
+            ptx_and_assemble(src, 90, models[i], tmpdir);
+        }
+        free(src);
+        jf_model_free(m);
+    }
+    CHECK_STREQ(setlocale(LC_ALL, NULL), before);
+    if (loc) setlocale(LC_NUMERIC, "C");
+
+    /* CUBIN straight from NVRTC, and the normal_eq built for one loss (all of them). */
+    jf_model *m = compile("a*exp(-b*x)*sin(c*x+d)+e");
+    if (CHECK(m != NULL)) {
+        for (int loss = -1; loss < 5; loss++) {
+            jf_emit_options o = jf_emit_options_default(JF_EMIT_CUDA);
+            o.cuda_loss = loss;
+            char *src = jf_emit(m, &o);
+            unsigned char *img = NULL;
+            size_t size = 0;
+            char *log = NULL;
+            int st = src ? jf_nvrtc_compile(src, 90, 1, &img, &size, &log) : JF_ERR_NOMEM;
+            if (!CHECK(st == JF_OK && size > 4 && memcmp(img, "\177ELF", 4) == 0))
+                fprintf(stderr, "CUBIN (loss %d): %s\n", loss, log ? log : "");
+            if (loss == 0) CHECK(src && !strstr(src, "const int L = loss;"));
+            free(img);
+            free(log);
+            free(src);
+        }
+        /* several models in one unit */
+        jf_model *m2 = compile("a*x + b");
+        if (m2) {
+            const struct jf_model *ms[2] = {m, m2};
+            const char *suffixes[2] = {"_0", "_1"};
+            jf_emit_options o = jf_emit_options_default(JF_EMIT_CUDA);
+            char *src = jf_emit_many(ms, suffixes, 2, &o);
+            unsigned char *img = NULL;
+            size_t size = 0;
+            char *log = NULL;
+            CHECK(src && jf_nvrtc_compile(src, 80, 0, &img, &size, &log) == JF_OK);
+            CHECK(img && strstr((const char *)img, ".entry jf_reduce_blocks_1"));
+            free(img);
+            free(log);
+            free(src);
+            jf_model_free(m2);
+        }
+        jf_model_free(m);
+    }
+
+    /* Errors come back as a status and NVRTC's log. */
+    unsigned char *img = NULL;
+    size_t size = 0;
+    char *log = NULL;
+    CHECK(jf_nvrtc_compile("extern \"C\" __global__ void k(double *a) { a[0] = undefined_x; }", 80,
+                           0, &img, &size, &log) == JF_ERR_COMPILE);
+    CHECK(img == NULL && size == 0);
+    CHECK_CONTAINS(log, "undefined_x");
+    free(log);
+
+    char cmd[128];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", tmpdir);
+    jf_test_run(cmd, NULL, NULL);
+    return jf_test_finish();
+}
