@@ -10,5 +10,12 @@ int jf_cmd_diff(int argc, char **argv);    /* jitfit diff MODEL [--param NAME] *
 int jf_cmd_codegen(int argc, char **argv); /* jitfit codegen MODEL --target c|cuda */
 int jf_cmd_cache(int argc, char **argv);   /* jitfit cache dir|info|clear */
 int jf_cmd_fit(int argc, char **argv);     /* jitfit fit MODEL DATA [options] */
+int jf_cmd_run(int argc, char **argv);     /* jitfit run JOB [options] */
+int jf_cmd_help(int argc, char **argv);    /* jitfit help [TOPIC] */
+
+struct jf_spec;
+/* Parses the option at argv[*i] (advancing *i past its value) into s, as `jitfit fit` and
+ * `jitfit run` share them. Returns 0, or the exit status after printing a usage error. */
+int jf_cli_parse_option(int argc, char **argv, int *i, struct jf_spec *s, const char *cmd);
 
 #endif

@@ -10,6 +10,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdint.h>
@@ -19,7 +20,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <zlib.h>
+
 #include "../include/jitfit.h"
+#include "npy.h"
 #include "util.h"
 
 /* Longest cell text quoted in a message; longer cells are cut with "...". */
@@ -91,6 +95,29 @@ static const char *line_end(const char *s, const char *end, const char **next) {
     const char *nl = memchr(s, '\n', (size_t)(end - s));
     const char *e = nl ? nl : end;
     *next = nl ? nl + 1 : end;
+    if (e > s && e[-1] == '\r') e--;
+    return e;
+}
+
+/* The end of the record starting at s for a CSV file with quotes: like line_end, but a line
+ * break inside a quoted field belongs to the record; *extra counts such breaks so line numbers
+ * stay those of an editor. A quote left open runs to the end of the file, where next_field
+ * reports it. */
+static const char *record_end(const jf_datafile *f, const char *s, const char *end,
+                              const char **next, size_t *extra) {
+    *extra = 0;
+    if (!f->quoted) return line_end(s, end, next);
+    int inq = 0;
+    const char *p = s;
+    for (; p < end; p++) {
+        if (*p == '"') inq = !inq;
+        else if (*p == '\n') {
+            if (!inq) break;
+            ++*extra;
+        }
+    }
+    *next = p < end ? p + 1 : end;
+    const char *e = p;
     if (e > s && e[-1] == '\r') e--;
     return e;
 }
@@ -174,10 +201,33 @@ static int parse_cell(const char *s, const char *e, double *out) {
 /* Splits off the next field of a line [*p, e) for separator sep: sets [*fs, *fe) to the field
  * without surrounding blanks and advances *p past it and its separator. Returns 0 when there
  * was no field left (only for JF_SEP_BLANKS; CSV/TSV lines always have one more field after a
- * separator). *last is set when the line ends after this field. */
+ * separator). *last is set when the line ends after this field. A CSV field that starts with a
+ * quote runs to the matching quote ("" inside stands for one quote) and keeps its quotes in
+ * [*fs, *fe); -1 when that quote is not closed or text follows it. */
 static int next_field(jf_datasep sep, const char **p, const char *e, const char **fs,
                       const char **fe, int *last) {
     const char *s = *p;
+    if (sep == JF_SEP_COMMA) {
+        const char *a = s;
+        while (a < e && is_blank(*a)) a++;
+        if (a < e && *a == '"') {
+            const char *t = a + 1;
+            for (; t < e; t++)
+                if (*t == '"') {
+                    if (t + 1 < e && t[1] == '"') t++;
+                    else break;
+                }
+            if (t >= e) return -1;
+            *fs = a;
+            *fe = t + 1;
+            t++;
+            while (t < e && is_blank(*t)) t++;
+            if (t < e && *t != ',') return -1;
+            *p = t < e ? t + 1 : e;
+            *last = t == e;
+            return 1;
+        }
+    }
     if (sep == JF_SEP_BLANKS) {
         while (s < e && is_blank(*s)) s++;
         if (s == e) return 0;
@@ -190,7 +240,7 @@ static int next_field(jf_datasep sep, const char **p, const char *e, const char 
         *last = t == e;
         return 1;
     }
-    const char *t = memchr(s, (int)sep, (size_t)(e - s));
+    const char *t = s < e ? memchr(s, (int)sep, (size_t)(e - s)) : NULL;
     const char *stop = t ? t : e;
     const char *a = s, *b = stop;
     while (a < b && is_blank(*a)) a++;
@@ -202,6 +252,22 @@ static int next_field(jf_datasep sep, const char **p, const char *e, const char 
     return 1;
 }
 
+/* A malloc'd copy of the field [fs, fe) without its surrounding quotes, "" read as one quote. */
+static char *unquote(const char *fs, const char *fe) {
+    if (fe - fs >= 2 && *fs == '"' && fe[-1] == '"') {
+        fs++;
+        fe--;
+    }
+    char *r = malloc((size_t)(fe - fs) + 1), *q = r;
+    if (!r) return NULL;
+    for (const char *p = fs; p < fe; p++) {
+        *q++ = *p;
+        if (*p == '"' && p + 1 < fe && p[1] == '"') p++;
+    }
+    *q = '\0';
+    return r;
+}
+
 void jf_datafile_free(jf_datafile *f) {
     if (!f) return;
     if (f->names)
@@ -209,6 +275,7 @@ void jf_datafile_free(jf_datafile *f) {
     free(f->names);
     free(f->text);
     free(f->path);
+    free(f->numeric);
     free(f);
 }
 
@@ -218,8 +285,10 @@ static int fail(char **err, int st, char *m) {
     return m ? st : JF_ERR_NOMEM;
 }
 
-/* Splits the header line [s, e) into f->names. */
-static int parse_header(jf_datafile *f, const char *s, const char *e, char **err) {
+/* Splits the header line [s, e) into f->names. A line of numbers is an error, unless
+ * allow_no_header: then it is the first data row and the columns are named "1", "2", ... */
+static int parse_header(jf_datafile *f, const char *s, const char *e, int allow_no_header,
+                        char **err) {
     if (memchr(s, ',', (size_t)(e - s))) f->sep = JF_SEP_COMMA;
     else if (memchr(s, '\t', (size_t)(e - s))) f->sep = JF_SEP_TAB;
     else f->sep = JF_SEP_BLANKS;
@@ -227,23 +296,35 @@ static int parse_header(jf_datafile *f, const char *s, const char *e, char **err
     f->names = malloc(cap * sizeof *f->names);
     if (!f->names) return fail(err, JF_ERR_NOMEM, NULL);
     const char *p = s, *fs, *fe;
-    int last = 0;
-    while (!last && next_field(f->sep, &p, e, &fs, &fe, &last)) {
+    int last = 0, r;
+    while (!last && (r = next_field(f->sep, &p, e, &fs, &fe, &last)) != 0) {
         double v;
+        if (r < 0)
+            return fail(err, JF_ERR_DATA,
+                        msg("%s:%zu: column %zu: unterminated quoted field or text after its "
+                            "closing quote",
+                            f->path, f->header_line, f->ncols + 1));
         if (parse_cell(fs, fe, &v) == 0) numeric++;
-        if (fe - fs >= 2 && *fs == '"' && fe[-1] == '"') {
-            fs++;
-            fe--;
-        }
         if (f->ncols == cap) {
             char **nn = realloc(f->names, 2 * cap * sizeof *nn);
             if (!nn) return fail(err, JF_ERR_NOMEM, NULL);
             f->names = nn;
             cap *= 2;
         }
-        f->names[f->ncols] = strndup(fs, (size_t)(fe - fs));
+        f->names[f->ncols] = unquote(fs, fe);
         if (!f->names[f->ncols]) return fail(err, JF_ERR_NOMEM, NULL);
         f->ncols++;
+    }
+    if (numeric == f->ncols && allow_no_header) {
+        for (size_t c = 0; c < f->ncols; c++) {
+            char buf[32];
+            snprintf(buf, sizeof buf, "%zu", c + 1);
+            free(f->names[c]);
+            f->names[c] = strdup(buf);
+            if (!f->names[c]) return fail(err, JF_ERR_NOMEM, NULL);
+        }
+        f->positional = 1;
+        return 0;
     }
     if (numeric == f->ncols)
         return fail(err, JF_ERR_DATA,
@@ -252,13 +333,108 @@ static int parse_header(jf_datafile *f, const char *s, const char *e, char **err
     return 0;
 }
 
+/* Inflates a gzip image (one or more members, as `cat a.gz b.gz` makes) into a new
+ * NUL-terminated buffer. Returns 0, or a jf_status with *why set to zlib's reason. */
+static int gunzip(const char *in, size_t n, char **out, size_t *outlen, const char **why) {
+    z_stream z;
+    memset(&z, 0, sizeof z);
+    *why = NULL;
+    if (inflateInit2(&z, 16 + MAX_WBITS) != Z_OK) return JF_ERR_NOMEM;
+    size_t cap = n * 4 + 1024, used = 0;
+    char *buf = malloc(cap);
+    int rc = 0;
+    if (!buf) rc = JF_ERR_NOMEM;
+    z.next_in = (Bytef *)(uintptr_t)in;
+    size_t in_left = n;
+    while (rc == 0) {
+        if (cap - used < 2) {
+            char *nb = cap < SIZE_MAX / 2 ? realloc(buf, cap * 2) : NULL;
+            if (!nb) {
+                rc = JF_ERR_NOMEM;
+                break;
+            }
+            buf = nb;
+            cap *= 2;
+        }
+        uInt chunk_in = in_left > UINT_MAX ? UINT_MAX : (uInt)in_left;
+        size_t room = cap - used - 1;
+        uInt chunk_out = room > UINT_MAX ? UINT_MAX : (uInt)room;
+        z.next_in = (Bytef *)(uintptr_t)(in + (n - in_left));
+        z.avail_in = chunk_in;
+        z.next_out = (Bytef *)buf + used;
+        z.avail_out = chunk_out;
+        int zr = inflate(&z, Z_NO_FLUSH);
+        in_left -= chunk_in - z.avail_in;
+        used += chunk_out - z.avail_out;
+        if (zr == Z_STREAM_END) {
+            /* Another member may follow (concatenated gzip files); trailing zeros may pad. */
+            while (in_left && in[n - in_left] == 0) in_left--;
+            if (!in_left) break;
+            if (inflateReset(&z) != Z_OK) rc = JF_ERR_DATA;
+        } else if (zr == Z_BUF_ERROR && z.avail_in == 0 && in_left == 0) {
+            *why = "truncated compressed data";
+            rc = JF_ERR_DATA;
+        } else if (zr != Z_OK && zr != Z_BUF_ERROR) {
+            *why = z.msg ? z.msg : "corrupt compressed data";
+            rc = zr == Z_MEM_ERROR ? JF_ERR_NOMEM : JF_ERR_DATA;
+        }
+    }
+    inflateEnd(&z);
+    if (rc != 0) {
+        free(buf);
+        return rc;
+    }
+    buf[used] = '\0';
+    *out = buf;
+    *outlen = used;
+    return 0;
+}
+
+/* Takes over a parsed .npy array as the file's columns. */
+static int open_npy(jf_datafile *f, const jf_dataopts *o, char **err) {
+    jf_npy a;
+    int rc = jf_npy_parse(f->path, (const unsigned char *)f->text, f->len, &a, err);
+    if (rc != 0) return rc;
+    free(f->text);
+    f->text = NULL;
+    f->len = 0;
+    f->numeric = a.values;
+    f->numeric_rows = a.nrows;
+    f->ncols = a.ncols;
+    f->max_rows = a.nrows;
+    f->sep = JF_SEP_COMMA;
+    if (a.names) {
+        f->names = a.names;
+    } else {
+        f->names = calloc(a.ncols, sizeof *f->names);
+        if (!f->names) return JF_ERR_NOMEM;
+        for (size_t c = 0; c < a.ncols; c++) {
+            char buf[32];
+            snprintf(buf, sizeof buf, "%zu", c + 1);
+            if (!(f->names[c] = strdup(buf))) return JF_ERR_NOMEM;
+        }
+        f->positional = 1;
+    }
+    (void)o;
+    if (a.nrows == 0) return fail(err, JF_ERR_DATA, msg("%s: no data rows", f->path));
+    return 0;
+}
+
 int jf_datafile_open(const char *path, jf_datafile **out, char **err) {
+    return jf_datafile_open_ex(path, NULL, out, err);
+}
+
+int jf_datafile_open_ex(const char *path, const jf_dataopts *o, jf_datafile **out, char **err) {
+    jf_dataopts none;
+    memset(&none, 0, sizeof none);
+    if (!o) o = &none;
     *out = NULL;
     *err = NULL;
     jf_datafile *f = calloc(1, sizeof *f);
     if (!f) return JF_ERR_NOMEM;
     int is_stdin = strcmp(path, "-") == 0;
     f->path = strdup(is_stdin ? "<stdin>" : path);
+    f->allow_nan = o->allow_nan;
     if (!f->path) {
         jf_datafile_free(f);
         return JF_ERR_NOMEM;
@@ -275,30 +451,84 @@ int jf_datafile_open(const char *path, jf_datafile **out, char **err) {
         jf_datafile_free(f);
         return *err ? st_code : JF_ERR_NOMEM;
     }
-    const char *s = f->text, *end = f->text + f->len, *next;
-    if (f->len >= 3 && memcmp(s, "\xEF\xBB\xBF", 3) == 0) s += 3;
     int rc = 0;
-    for (size_t line = 1; s < end; s = next, line++) {
-        const char *le = line_end(s, end, &next);
-        const char *q = s;
-        while (q < le && is_blank(*q)) q++;
-        if (q == le || *q == '#') continue;
-        f->header_line = line;
-        f->body = (size_t)(next - f->text);
-        rc = parse_header(f, q, le, err);
-        break;
+    if (f->len >= 2 && (unsigned char)f->text[0] == 0x1f && (unsigned char)f->text[1] == 0x8b) {
+        char *plain = NULL;
+        size_t plen = 0;
+        const char *why = NULL;
+        rc = gunzip(f->text, f->len, &plain, &plen, &why);
+        if (rc != 0) {
+            if (why) *err = msg("%s: gzip: %s", f->path, why);
+            jf_datafile_free(f);
+            return rc == JF_ERR_DATA && !*err ? JF_ERR_NOMEM : rc;
+        }
+        free(f->text);
+        f->text = plain;
+        f->len = plen;
+        f->gzipped = 1;
     }
-    if (rc == 0 && f->header_line == 0)
-        rc = fail(err, JF_ERR_DATA, msg("%s: no data rows", f->path));
+    if (jf_npy_is_npy((const unsigned char *)f->text, f->len)) {
+        rc = open_npy(f, o, err);
+    } else {
+        const char *s = f->text, *end = f->text + f->len, *next;
+        if (f->len >= 3 && memcmp(s, "\xEF\xBB\xBF", 3) == 0) s += 3;
+        f->quoted = memchr(f->text, '"', f->len) != NULL;
+        for (size_t line = 1; s < end; s = next, line++) {
+            size_t extra;
+            const char *le = line_end(s, end, &next);
+            const char *q = s;
+            while (q < le && is_blank(*q)) q++;
+            if (q == le || *q == '#') continue;
+            /* The separator is known only once the header is split; a quoted header is CSV. */
+            le = (f->quoted && memchr(q, ',', (size_t)(le - q))) ? record_end(f, s, end, &next, &extra)
+                                                                  : le;
+            f->header_line = line;
+            f->body = (size_t)(next - f->text);
+            rc = parse_header(f, q, le, o->allow_no_header || o->columns, err);
+            if (f->sep != JF_SEP_COMMA) f->quoted = 0;
+            if (rc == 0 && f->positional) {
+                /* The row of numbers is data: reading starts on it. */
+                f->header_line = line - 1;
+                f->body = (size_t)(s - f->text);
+            }
+            break;
+        }
+        if (rc == 0 && f->header_line == 0 && !f->positional)
+            rc = fail(err, JF_ERR_DATA, msg("%s: no data rows", f->path));
+        if (rc == 0) {
+            size_t lines = 1;
+            for (const char *p = f->text + f->body; (p = memchr(p, '\n', (size_t)(end - p))); p++)
+                lines++;
+            f->max_rows = lines;
+        }
+    }
+    if (rc == 0 && o->columns) rc = jf_datafile_name_columns(f, o->columns, o->ncolumns, err);
     if (rc != 0) {
         jf_datafile_free(f);
-        return rc;
+        return rc == JF_ERR_DATA && !*err ? JF_ERR_NOMEM : rc;
     }
-    size_t lines = 1;
-    for (const char *p = f->text + f->body; (p = memchr(p, '\n', (size_t)(end - p))); p++)
-        lines++;
-    f->max_rows = lines;
     *out = f;
+    return 0;
+}
+
+int jf_datafile_name_columns(jf_datafile *f, const char *const *names, size_t n, char **err) {
+    *err = NULL;
+    if (n != f->ncols)
+        return fail(err, JF_ERR_DATA,
+                    msg("%s: %zu column name%s given, but the file has %zu column%s", f->path, n,
+                        n == 1 ? "" : "s", f->ncols, f->ncols == 1 ? "" : "s"));
+    for (size_t c = 0; c < n; c++)
+        for (size_t d = c + 1; d < n; d++)
+            if (strcmp(names[c], names[d]) == 0)
+                return fail(err, JF_ERR_DATA,
+                            msg("%s: column name '%s' given twice", f->path, names[c]));
+    for (size_t c = 0; c < n; c++) {
+        char *nm = strdup(names[c]);
+        if (!nm) return JF_ERR_NOMEM;
+        free(f->names[c]);
+        f->names[c] = nm;
+    }
+    f->positional = 0;
     return 0;
 }
 
@@ -351,6 +581,25 @@ static int push_run(jf_table *t, size_t *cap, size_t row, size_t line) {
     return 0;
 }
 
+/* The rows of a .npy file into t's columns (slot as in jf_datafile_read). Messages name the
+ * 1-based row, as there are no lines. */
+static int read_numeric(const jf_datafile *f, const long *slot, jf_table *t, char **err) {
+    for (size_t c = 0; c < f->ncols; c++) {
+        if (slot[c] < 0) continue;
+        const double *src = f->numeric + c * f->numeric_rows;
+        double *dst = t->values + (size_t)slot[c] * t->ld;
+        for (size_t i = 0; i < f->numeric_rows; i++) {
+            if (!isfinite(src[i]) && !(isnan(src[i]) && f->allow_nan))
+                return fail(err, JF_ERR_DATA,
+                            msg("%s: row %zu, column %zu ('%s'): value is not finite", f->path,
+                                i + 1, c + 1, f->names[c]));
+            dst[i] = src[i];
+        }
+    }
+    t->nrows = f->numeric_rows;
+    return 0;
+}
+
 int jf_datafile_read(const jf_datafile *f, const char *const *names, size_t nnames,
                      jf_table *out, char **err) {
     memset(out, 0, sizeof *out);
@@ -400,23 +649,39 @@ int jf_datafile_read(const jf_datafile *f, const char *const *names, size_t nnam
     }
 
     size_t runcap = 0, row = 0, line = f->header_line + 1;
-    const char *s = f->text + f->body, *end = f->text + f->len, *next;
-    for (; s < end; s = next, line++) {
-        const char *e = line_end(s, end, &next);
+    if (f->numeric) {
+        rc = read_numeric(f, slot, &t, err);
+        row = t.nrows;
+        if (rc == 0 && push_run(&t, &runcap, 0, 1) != 0) rc = JF_ERR_NOMEM;
+        if (rc != 0) goto done;
+    }
+    const char *s = f->text ? f->text + f->body : NULL, *end = f->text ? f->text + f->len : NULL;
+    const char *next;
+    for (size_t extra = 0; s && s < end; s = next, line += 1 + extra) {
+        const char *e = record_end(f, s, end, &next, &extra);
         const char *q = s;
         while (q < e && is_blank(*q)) q++;
         if (q == e || *q == '#') continue;
         const char *p = f->sep == JF_SEP_BLANKS ? q : s, *fs, *fe;
         size_t col = 0;
-        int last = 0;
-        while (!last && next_field(f->sep, &p, e, &fs, &fe, &last)) {
+        int last = 0, r;
+        while (!last && (r = next_field(f->sep, &p, e, &fs, &fe, &last)) != 0) {
+            if (r < 0) {
+                rc = fail(err, JF_ERR_DATA,
+                          msg("%s:%zu: column %zu: unterminated quoted field or text after its "
+                              "closing quote",
+                              f->path, line, col + 1));
+                goto done;
+            }
             if (col < f->ncols && slot[col] >= 0) {
                 double v;
-                if (parse_cell(fs, fe, &v) != 0) {
+                if (f->allow_nan && fs == fe) {
+                    v = NAN;
+                } else if (parse_cell(fs, fe, &v) != 0) {
                     rc = fail(err, JF_ERR_DATA, cell_message(f, line, col, fs, fe));
                     goto done;
                 }
-                if (!isfinite(v)) {
+                if (!isfinite(v) && !(isnan(v) && f->allow_nan)) {
                     rc = fail(err, JF_ERR_DATA,
                               msg("%s:%zu: column %zu ('%s'): value is not finite", f->path,
                                   line, col + 1, f->names[col]));
@@ -442,7 +707,7 @@ int jf_datafile_read(const jf_datafile *f, const char *const *names, size_t nnam
         row++;
     }
     t.nrows = row;
-    if (row == 0) {
+    if (row == 0 && !f->numeric) {
         rc = fail(err, JF_ERR_DATA, msg("%s: no data rows", f->path));
         goto done;
     }
@@ -479,4 +744,114 @@ void jf_table_free(jf_table *t) {
     free(t->file_col);
     free(t->runs);
     memset(t, 0, sizeof *t);
+}
+
+void jf_strings_free(char **s, size_t n) {
+    if (!s) return;
+    for (size_t i = 0; i < n; i++) free(s[i]);
+    free(s);
+}
+
+int jf_datafile_read_text(const jf_datafile *f, const char *name, char ***out, size_t *nrows,
+                          char **err) {
+    *out = NULL;
+    *nrows = 0;
+    *err = NULL;
+    long c = jf_datafile_column(f, name);
+    if (c < 0) {
+        char *list = column_list(f);
+        int rc = fail(err, JF_ERR_DATA,
+                      list ? msg("%s: no column '%s' (columns: %s)", f->path, name, list) : NULL);
+        free(list);
+        return rc;
+    }
+    size_t cap = f->max_rows ? f->max_rows : 1, row = 0;
+    char **v = calloc(cap, sizeof *v);
+    if (!v) return JF_ERR_NOMEM;
+    if (f->numeric) {
+        for (; row < f->numeric_rows; row++) {
+            char buf[64];
+            jf_cli_format_double(buf, sizeof buf, f->numeric[(size_t)c * f->numeric_rows + row]);
+            if (!(v[row] = strdup(buf))) goto nomem;
+        }
+        *out = v;
+        *nrows = row;
+        return 0;
+    }
+    const char *s = f->text + f->body, *end = f->text + f->len, *next;
+    size_t line = f->header_line + 1;
+    for (size_t extra = 0; s < end; s = next, line += 1 + extra) {
+        const char *e = record_end(f, s, end, &next, &extra);
+        const char *q = s;
+        while (q < e && is_blank(*q)) q++;
+        if (q == e || *q == '#') continue;
+        const char *p = f->sep == JF_SEP_BLANKS ? q : s, *fs = NULL, *fe = NULL;
+        size_t col = 0;
+        int last = 0, r;
+        char *cell = NULL;
+        while (!last && (r = next_field(f->sep, &p, e, &fs, &fe, &last)) != 0) {
+            if (r < 0) {
+                jf_strings_free(v, row);
+                return fail(err, JF_ERR_DATA,
+                            msg("%s:%zu: column %zu: unterminated quoted field or text after "
+                                "its closing quote",
+                                f->path, line, col + 1));
+            }
+            if (col == (size_t)c && !(cell = unquote(fs, fe))) goto nomem;
+            col++;
+        }
+        if (col != f->ncols) {
+            free(cell);
+            jf_strings_free(v, row);
+            return fail(err, JF_ERR_DATA,
+                        msg("%s:%zu: expected %zu field%s, found %zu", f->path, line, f->ncols,
+                            f->ncols == 1 ? "" : "s", col));
+        }
+        if (row == cap) { /* cannot happen: max_rows bounds the rows */
+            free(cell);
+            goto nomem;
+        }
+        v[row++] = cell;
+    }
+    *out = v;
+    *nrows = row;
+    return 0;
+nomem:
+    jf_strings_free(v, cap);
+    return JF_ERR_NOMEM;
+}
+
+size_t jf_table_compact(jf_table *t, const unsigned char *keep) {
+    size_t n = t->nrows, kept = 0;
+    for (size_t i = 0; i < n; i++) kept += keep[i] != 0;
+    if (kept == n) return 0;
+    size_t *lines = malloc((kept ? kept : 1) * sizeof *lines);
+    if (!lines) return 0;
+    for (size_t i = 0, j = 0; i < n; i++)
+        if (keep[i]) lines[j++] = jf_table_line(t, i);
+    for (size_t c = 0; c < t->ncols; c++) {
+        double *col = t->values + c * t->ld;
+        for (size_t i = 0, j = 0; i < n; i++)
+            if (keep[i]) col[j++] = col[i];
+    }
+    /* Rebuild the runs from the kept rows' lines; there are at most as many runs as before plus
+     * one per dropped row, so grow as needed. */
+    size_t cap = t->nruns + (n - kept) + 1, nr = 0;
+    jf_rowrun *runs = malloc(cap * sizeof *runs);
+    if (!runs) {
+        free(lines);
+        return 0;
+    }
+    for (size_t j = 0; j < kept; j++)
+        if (nr == 0 || lines[j] != runs[nr - 1].line + (j - runs[nr - 1].row)) {
+            runs[nr].row = j;
+            runs[nr].line = lines[j];
+            nr++;
+        }
+    free(lines);
+    free(t->runs);
+    t->runs = runs;
+    t->nruns = nr;
+    t->nrows = kept;
+    return n - kept;
 }

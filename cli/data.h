@@ -9,7 +9,11 @@
  * Format: comment lines start with `#` (after optional blanks); blank lines are ignored; CRLF
  * and a UTF-8 byte-order mark are accepted; the separator is taken from the header line: a comma
  * if it has one, else a tab if it has one, else runs of spaces and tabs. Header names may be
- * wrapped in double quotes. Numbers are parsed independently of the locale.
+ * wrapped in double quotes. Numbers are parsed independently of the locale. In CSV, fields may be
+ * quoted as RFC 4180 says (a quoted field may hold commas, doubled quotes and line breaks).
+ * gzip-compressed files and NumPy .npy arrays are recognised by their magic bytes, whatever
+ * their name. With jf_datafile_open_ex a file may lack the header row (its first row is then
+ * numbers): its columns are positional until named.
  */
 #ifndef JF_CLI_DATA_H
 #define JF_CLI_DATA_H
@@ -35,7 +39,24 @@ typedef struct jf_datafile {
     size_t body;        /* offset in text of the line after the header */
     size_t max_rows;    /* lines after the header: an upper bound on the data rows, so the
                            column block can be allocated once instead of grown */
+    int positional;     /* 1: no header row; names are "1", "2", ... until the caller names the
+                           columns with jf_datafile_name_columns */
+    int quoted;         /* 1: CSV text with a '"': records are split quote-aware (slower) */
+    int allow_nan;      /* 1: "nan" and empty cells read as NaN instead of being errors */
+    int gzipped;        /* 1: the file was gzip-compressed (for messages) */
+    double *numeric;    /* a .npy file: ncols columns of numeric_rows doubles, column-major;
+                           NULL for text */
+    size_t numeric_rows; /* rows of numeric */
 } jf_datafile;
+
+/* Options of jf_datafile_open_ex. All zero is jf_datafile_open's behaviour. */
+typedef struct jf_dataopts {
+    int allow_no_header;         /* a first row of numbers is data, not an error */
+    const char *const *columns;  /* names of the columns in file order (replacing a header if
+                                    the file has one), or NULL */
+    size_t ncolumns;             /* entries in columns */
+    int allow_nan;               /* see jf_datafile.allow_nan */
+} jf_dataopts;
 
 /* Where a run of consecutive data rows sits in the file. Rows are usually on consecutive lines,
  * so the table keeps one of these only where comments or blank lines break the run; a row's line
@@ -62,6 +83,13 @@ typedef struct jf_table {
  * no data rows") that the caller frees with free(). */
 int jf_datafile_open(const char *path, jf_datafile **out, char **err);
 
+/* jf_datafile_open with options (NULL: defaults). */
+int jf_datafile_open_ex(const char *path, const jf_dataopts *o, jf_datafile **out, char **err);
+
+/* Names the n columns of f (n must equal f->ncols), e.g. a positional file's columns after the
+ * model is known. Returns 0, or JF_ERR_DATA/JF_ERR_NOMEM with *err set. */
+int jf_datafile_name_columns(jf_datafile *f, const char *const *names, size_t n, char **err);
+
 /* Frees the file; accepts NULL. */
 void jf_datafile_free(jf_datafile *f);
 
@@ -76,7 +104,20 @@ long jf_datafile_column(const jf_datafile *f, const char *name);
 int jf_datafile_read(const jf_datafile *f, const char *const *names, size_t nnames,
                      jf_table *out, char **err);
 
-/* The 1-based line number in the file of data row `row` (0-based). */
+/* The text of column `name` for every data row, in the row order of jf_datafile_read (for a
+ * group column, which may hold labels rather than numbers): quotes are removed, and a .npy
+ * column's numbers are formatted. *out receives *nrows malloc'd strings in a malloc'd array
+ * (free with jf_strings_free). Errors as jf_datafile_read. */
+int jf_datafile_read_text(const jf_datafile *f, const char *name, char ***out, size_t *nrows,
+                          char **err);
+void jf_strings_free(char **s, size_t n);
+
+/* Keeps only the rows i with keep[i] != 0, in order, in every column of t; line numbers stay
+ * right. Returns the number of rows dropped (0 when out of memory: then t is unchanged). */
+size_t jf_table_compact(jf_table *t, const unsigned char *keep);
+
+/* The 1-based line number in the file of data row `row` (0-based); for a .npy file, the 1-based
+ * row number. */
 size_t jf_table_line(const jf_table *t, size_t row);
 
 /* Frees the arrays of t (not t itself) and zeroes it; accepts NULL. */

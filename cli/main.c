@@ -6,12 +6,15 @@
  *   codegen print the generated kernel source     (codegen/emit_*)
  *   cache   inspect or clear the kernel cache     (runtime/cache)
  *   fit     fit a model to a data file            (solver/)
+ *   run     run the fits of a job file            (the fit pipeline, several times)
+ *   help    documentation embedded from docs/
  */
 #include <stdio.h>
 #include <string.h>
 
 #include "../include/jitfit.h"
 #include "commands.h"
+#include "help.h"
 
 typedef struct command {
     const char *name;                /* subcommand name */
@@ -26,6 +29,7 @@ static const command commands[] = {
     {"codegen", jf_cmd_codegen, "codegen MODEL --target c|cuda    print generated kernel code"},
     {"cache", jf_cmd_cache, "cache dir|info|clear             inspect or clear the kernel cache"},
     {"fit", jf_cmd_fit, "fit MODEL DATA [options]         fit a model to data"},
+    {"run", jf_cmd_run, "run JOB [options]                run the fits of a job file (INI)"},
 };
 
 static void usage(FILE *f) {
@@ -34,6 +38,7 @@ static void usage(FILE *f) {
                "commands:\n");
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
         fprintf(f, "  %s\n", commands[i].summary);
+    fprintf(f, "  help [TOPIC]                     documentation (fit, run, dsl, howto, ...)\n");
     fprintf(f, "  version                          print the version\n");
 }
 
@@ -44,7 +49,10 @@ int main(int argc, char **argv) {
     }
     const char *cmd = argv[1];
     if (strcmp(cmd, "help") == 0 || strcmp(cmd, "--help") == 0 || strcmp(cmd, "-h") == 0) {
+        if (argc > 2) return jf_cmd_help(argc - 1, argv + 1);
         usage(stdout);
+        fputc('\n', stdout);
+        jf_help_topics(stdout);
         return 0;
     }
     if (strcmp(cmd, "version") == 0 || strcmp(cmd, "--version") == 0) {

@@ -76,8 +76,11 @@ void jf_report_text(FILE *f, const jf_report *r) {
     int w = (int)name_width(r);
     char a[64], b[64], c[64], line[512];
 
-    fprintf(f, "fit of %s to %s: %zu points, %zu parameter%s", r->model_name, r->data_name,
-            res->n, np, np == 1 ? "" : "s");
+    if (r->name) fprintf(f, "[%s] ", r->name);
+    fprintf(f, "fit of %s to %s", r->model_name, r->data_name);
+    if (r->group) fprintf(f, " (group %s)", r->group);
+    fprintf(f, ": %zu points, %zu parameter%s", res->n, np, np == 1 ? "" : "s");
+    if (r->rows_dropped) fprintf(f, " (%zu rows with NaN dropped)", r->rows_dropped);
     if (r->sigma) fprintf(f, ", sigma from column '%s'%s", r->sigma,
                           r->absolute_sigma ? " (absolute)" : "");
     if (r->loss != JF_LOSS_LINEAR)
@@ -85,7 +88,9 @@ void jf_report_text(FILE *f, const jf_report *r) {
                 num(a, sizeof a, r->f_scale, 6));
     fprintf(f, "\n\n");
 
-    fprintf(f, "  %-*s  %16s  %12s  %10s\n", w, "parameter", "value", "std. error", "rel. error");
+    /* gnuplot's layout: value ± standard error, then the error relative to the value. */
+    fprintf(f, "  %-*s  %16s     %-12s  %10s\n", w, "parameter", "value", "std. error",
+            "rel. error");
     for (size_t k = 0; k < np; k++) {
         double v = res->params[k], se = res->std_errors[k];
         if (v != 0 && isfinite(se)) snprintf(c, sizeof c, "%.3g%%", 100 * se / fabs(v));
@@ -93,7 +98,7 @@ void jf_report_text(FILE *f, const jf_report *r) {
         const char *mark = res->at_bound && res->at_bound[k] < 0   ? "  at lower bound"
                            : res->at_bound && res->at_bound[k] > 0 ? "  at upper bound"
                                                                    : "";
-        fprintf(f, "  %-*s  %16s  %12s  %10s%s\n", w, jf_model_param_name(r->model, k),
+        fprintf(f, "  %-*s  %16s  +/- %-12s  %10s%s\n", w, jf_model_param_name(r->model, k),
                 num(a, sizeof a, v, 10), num(b, sizeof b, se, 4), c, mark);
     }
     fprintf(f, "\n");
@@ -106,6 +111,12 @@ void jf_report_text(FILE *f, const jf_report *r) {
     if (r->sigma) {
         stat_line(f, "chi2", num(a, sizeof a, res->chi2, 10));
         stat_line(f, "reduced chi2", num(a, sizeof a, res->reduced_chi2, 10));
+    }
+    if (res->dof > 0) {
+        /* Without sigma these are gnuplot's "variance of residuals" and "rms of residuals":
+         * the scale of the noise the fit implies. */
+        stat_line(f, "SSR/dof", num(a, sizeof a, res->ssr / (double)res->dof, 10));
+        stat_line(f, "rms residual", num(a, sizeof a, sqrt(res->ssr / (double)res->dof), 6));
     }
     stat_line(f, "R^2", num(a, sizeof a, res->r_squared, 10));
     snprintf(line, sizeof line, "%zu", res->dof);
@@ -129,15 +140,22 @@ void jf_report_text(FILE *f, const jf_report *r) {
         fprintf(f, "\n  correlation\n  %-*s", w, "");
         for (size_t j = 0; j < np; j++) fprintf(f, "  %8.8s", jf_model_param_name(r->model, j));
         fprintf(f, "\n");
+        int high = 0;
         for (size_t i = 0; i < np; i++) {
             fprintf(f, "  %-*s", w, jf_model_param_name(r->model, i));
             for (size_t j = 0; j <= i; j++) {
                 double v = res->correlation[i * np + j];
-                if (isfinite(v)) fprintf(f, "  %8.4f", v);
+                int flag = i != j && fabs(v) > JF_REPORT_HIGH_CORRELATION;
+                high |= flag;
+                if (isfinite(v)) fprintf(f, "  %7.4f%c", v, flag ? '*' : ' ');
                 else fprintf(f, "  %8s", num(a, sizeof a, v, 4));
             }
             fprintf(f, "\n");
         }
+        if (high)
+            fprintf(f, "  * |correlation| > %.2f: these parameters are nearly redundant; the data "
+                       "hardly tell them apart\n",
+                    JF_REPORT_HIGH_CORRELATION);
     }
 }
 
@@ -252,5 +270,13 @@ void jf_report_json(FILE *f, const jf_report *r) {
     json_matrix(f, res->covariance, np);
     key(f, "correlation");
     json_matrix(f, res->correlation, np);
+    key(f, "name");
+    if (r->name) jf_cli_json_string(f, r->name);
+    else fputs("null", f);
+    key(f, "group");
+    if (r->group) jf_cli_json_string(f, r->group);
+    else fputs("null", f);
+    key(f, "rows_dropped");
+    fprintf(f, "%zu", r->rows_dropped);
     fputs("\n}\n", f);
 }

@@ -24,7 +24,13 @@ typedef struct jf_report {
     double f_scale;                /* its scale */
     double time_read_ms;           /* reading and parsing the data file */
     double time_model_ms;          /* compiling the model (parse, resolve, differentiate) */
+    const char *name;              /* the fit's name in a job file, or NULL */
+    const char *group;             /* the group label of a batch fit (--group), or NULL */
+    size_t rows_dropped;           /* rows dropped by --nan-policy omit */
 } jf_report;
+
+/* Correlations beyond this magnitude are flagged: the parameters are nearly redundant. */
+#define JF_REPORT_HIGH_CORRELATION 0.95
 
 /* The short name of a jf_fit_status ("ftol", "max_nfev", ...); "unknown" otherwise. */
 const char *jf_report_status_name(int status);

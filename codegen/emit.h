@@ -57,6 +57,17 @@ typedef enum jf_neq_shape {
                           and 2.5x the compile time, hence not the default */
 } jf_neq_shape;
 
+/* Vector math for the C kernels (opt-in, jf_jit_options.vector_math): the point loops run on
+ * blocks of lanes with GCC vector types and call SLEEF's vectorized transcendentals (≤ 1 ulp,
+ * "u10"; not bit-identical to libm, hence not the default). The ISA fixes the lane count and
+ * the SLEEF entry points, so the source (and the cache key) differs per ISA; the caller checks
+ * that the CPU supports it and passes the matching flags (runtime/kernels.c). */
+typedef enum jf_vec_isa {
+    JF_VEC_NONE = 0,  /* scalar libm: the exact default */
+    JF_VEC_AVX2 = 1,  /* 4 lanes, Sleef_*d4_*avx2, compiled with -mavx2 -mfma */
+    JF_VEC_AVX512 = 2 /* 8 lanes, Sleef_*d8_*avx512f, compiled with -mavx512f */
+} jf_vec_isa;
+
 /* Options of jf_emit. */
 typedef struct jf_emit_options {
     jf_emit_target target;  /* C or CUDA */
@@ -70,6 +81,7 @@ typedef struct jf_emit_options {
                                jf_loss value builds it for that loss alone (its `loss` argument is
                                then ignored): the linear kernel carries no robust-loss code, which
                                cuts NVRTC's compile time by a quarter (docs/PERFORMANCE.md) */
+    jf_vec_isa vec_isa;     /* C: vector math for this ISA (default JF_VEC_NONE: exact) */
 } jf_emit_options;
 
 /* Defaults for a target. */
@@ -129,6 +141,10 @@ JF_INTERNAL void jf_emit_load_vars(jf_buf *b, const jf_schedule *s, const char *
 JF_INTERNAL void jf_emit_statements(jf_buf *b, const jf_schedule *s, const char *indent);
 /* The prelude.h and loss.h texts (or the comment replacing them), then a newline. */
 JF_INTERNAL void jf_emit_prelude(jf_buf *b, const jf_emit_options *o);
+
+/* The vector-math support code of the C kernels for o->vec_isa (nothing for JF_VEC_NONE):
+ * lane type, SLEEF declarations, helpers. Appended by jf_emit_prelude (emit_c.c). */
+JF_INTERNAL void jf_emit_c_vec_prelude(jf_buf *b, const jf_emit_options *o);
 
 /* Per-target model writers (emit_c.c, emit_cuda.c): append em's kernels to b. */
 JF_INTERNAL void jf_emit_c_model(jf_buf *b, const jf_emit_model *em, const jf_emit_options *o);

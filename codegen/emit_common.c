@@ -287,6 +287,7 @@ void jf_emit_prelude(jf_buf *b, const jf_emit_options *o) {
         jf_buf_puts(b, "/* ... text of codegen/prelude.h and codegen/loss.h ... */\n");
     }
     jf_buf_puts(b, "\n");
+    if (o->target == JF_EMIT_C) jf_emit_c_vec_prelude(b, o);
 }
 
 jf_emit_options jf_emit_options_default(jf_emit_target target) {
@@ -298,6 +299,7 @@ jf_emit_options jf_emit_options_default(jf_emit_target target) {
     o.with_prelude = 1;
     o.suffix = NULL;
     o.cuda_loss = -1;
+    o.vec_isa = JF_VEC_NONE;
     return o;
 }
 

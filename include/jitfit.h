@@ -273,6 +273,15 @@ typedef struct jf_fit_options {
     int no_cache;          /* 1: do not use the on-disk kernel cache */
     void (*progress)(void *ctx, const jf_iteration_info *info); /* per-iteration callback */
     void *progress_ctx;    /* passed to progress */
+    void (*batch_progress)(void *ctx, size_t done, size_t total); /* jf_fit_batch only: called
+                              as fits finish, from one thread at a time (not necessarily the
+                              caller's), at most about every 100 ms, and always once at the end
+                              with done == total from the calling thread; NULL: not called */
+    void *batch_progress_ctx; /* passed to batch_progress */
+    int vector_math;       /* 1: let the C backend use SLEEF's vectorized transcendentals (≤ 1
+                              ulp each, not bit-identical to the interpreter; needs AVX2 or
+                              AVX-512 and libsleef, else the exact kernels run and the result's
+                              warning says why); 0 (default): exact */
 } jf_fit_options;
 
 /* The default options. */
@@ -323,7 +332,8 @@ JF_API int jf_fit(const jf_model *m, const jf_data *data, const jf_fit_options *
  * the model's values for all) or nfits × num_params starting values, row by row. results
  * receives nfits pointers (each freed with jf_fit_result_free; a fit that could not run gets
  * NULL and its reason in errmsgs[i] if errmsgs is not NULL). Returns JF_OK when every fit ran,
- * else the first error's status. opts->progress is not called (the fits run concurrently). */
+ * else the first error's status. opts->progress is not called (the fits run concurrently);
+ * opts->batch_progress, if set, reports how many fits have finished. */
 JF_API int jf_fit_batch(const jf_model *m, size_t nfits, const jf_data *data, const double *p0,
                         const jf_fit_options *opts, jf_fit_result **results, char **errmsgs);
 

@@ -389,6 +389,11 @@ int jf_cc_read_file(const char *path, unsigned char **bytes, size_t *size) {
 
 int jf_cc_compile(const char *cc, const char *extra_flags, const char *source, const char *dir,
                   char *so_path, size_t n, char **log) {
+    return jf_cc_compile_libs(cc, extra_flags, NULL, source, dir, so_path, n, log);
+}
+
+int jf_cc_compile_libs(const char *cc, const char *extra_flags, const char *libs,
+                       const char *source, const char *dir, char *so_path, size_t n, char **log) {
     if (log) *log = NULL;
     char src[PATH_MAX];
     snprintf(src, sizeof src, "%s/kernels.c", dir);
@@ -409,6 +414,8 @@ int jf_cc_compile(const char *cc, const char *extra_flags, const char *source, c
     av_push(&a, "-o", 2);
     av_push(&a, so_path, strlen(so_path));
     av_push(&a, src, strlen(src));
+    /* Libraries after the source, so that a linker with --as-needed keeps them. */
+    av_split(&a, libs);
     /* The kernels call libm; saying so keeps the .so loadable into any process. */
     av_push(&a, "-lm", 3);
     if (a.nomem || a.n == 0) {

@@ -49,6 +49,12 @@ JF_INTERNAL void jf_cc_tmpdir_remove(const char *dir);
 JF_INTERNAL int jf_cc_compile(const char *cc, const char *extra_flags, const char *source,
                               const char *dir, char *so_path, size_t n, char **log);
 
+/* jf_cc_compile with libraries to link (e.g. "-l:libsleef.so.3"), placed after the source;
+ * libs may be NULL. */
+JF_INTERNAL int jf_cc_compile_libs(const char *cc, const char *extra_flags, const char *libs,
+                                   const char *source, const char *dir, char *so_path, size_t n,
+                                   char **log);
+
 /* Reads a whole file into memory (caller frees *bytes). JF_OK, JF_ERR_IO or JF_ERR_NOMEM. */
 JF_INTERNAL int jf_cc_read_file(const char *path, unsigned char **bytes, size_t *size);
 

@@ -17,6 +17,7 @@
 
 #include <dlfcn.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -53,6 +54,7 @@ typedef struct c_module {
     residual_fn residual;   /* jf_residual */
     jacobian_fn jacobian;   /* jf_jacobian_row */
     normal_eq_fn normal_eq; /* jf_normal_eq */
+    int vec_isa;            /* jf_vec_isa it was generated for (0: exact) */
 } c_module;
 
 struct jf_kernels {
@@ -90,7 +92,8 @@ static void add_warning(char *w, size_t n, const char *msg) {
 
 static void put64(unsigned char *p, uint64_t v) { memcpy(p, &v, 8); }
 
-static jf_cache_key fast_key(const struct jf_model *m, const char *cc, const char *cflags) {
+static jf_cache_key fast_key(const struct jf_model *m, const char *cc, const char *cflags,
+                             const char *libs) {
     XXH3_state_t st;
     XXH3_INITSTATE(&st);
     XXH3_128bits_reset(&st);
@@ -100,6 +103,7 @@ static jf_cache_key fast_key(const struct jf_model *m, const char *cc, const cha
     XXH3_128bits_update(&st, head, (size_t)hl);
     XXH3_128bits_update(&st, cc, strlen(cc) + 1);
     XXH3_128bits_update(&st, cflags, strlen(cflags) + 1);
+    XXH3_128bits_update(&st, libs, strlen(libs) + 1);
     XXH3_128bits_update(&st, m->df, m->np * sizeof *m->df);
     /* Nodes packed field by field (the struct has padding), in chunks. */
     unsigned char buf[4096];
@@ -125,6 +129,56 @@ static jf_cache_key fast_key(const struct jf_model *m, const char *cc, const cha
     jf_cache_key k;
     memcpy(k.bytes, c.digest, 16);
     return k;
+}
+
+/* ---- vector math ---------------------------------------------------------------------------- */
+
+/* The SLEEF library the vector kernels link (by soname, so only the runtime package is needed). */
+#define SLEEF_SONAME "libsleef.so.3"
+
+/* What the process found of SLEEF: probed once, the handle kept open for the process. */
+static pthread_once_t sleef_once = PTHREAD_ONCE_INIT;
+static int sleef_avx2, sleef_avx512; /* its entry points for these ISAs exist */
+static char sleef_why[256];          /* why it is unusable, when neither exists */
+
+static void sleef_probe(void) {
+    void *h = dlopen(SLEEF_SONAME, RTLD_NOW | RTLD_LOCAL);
+    if (!h) {
+        const char *e = dlerror();
+        snprintf(sleef_why, sizeof sleef_why, "%s", e ? e : SLEEF_SONAME " not found");
+        return;
+    }
+    sleef_avx2 = dlsym(h, "Sleef_expd4_u10avx2") && dlsym(h, "Sleef_sincosd4_u10avx2");
+    sleef_avx512 = dlsym(h, "Sleef_expd8_u10avx512f") && dlsym(h, "Sleef_sincosd8_u10avx512f");
+    if (!sleef_avx2 && !sleef_avx512)
+        snprintf(sleef_why, sizeof sleef_why, SLEEF_SONAME " lacks the AVX2/AVX-512 functions");
+}
+
+/* The widest ISA that the CPU, SLEEF and $JITFIT_VECTOR_ISA allow, or JF_VEC_NONE with the
+ * reason in why. The CPU is asked at run time: the cache key names the ISA, so an object built
+ * for AVX-512 is never taken by a process on a CPU without it (a shared cache directory). */
+static jf_vec_isa vector_isa(char *why, size_t n) {
+    pthread_once(&sleef_once, sleef_probe);
+    if (!sleef_avx2 && !sleef_avx512) {
+        snprintf(why, n, "%s", sleef_why);
+        return JF_VEC_NONE;
+    }
+    const char *cap = getenv("JITFIT_VECTOR_ISA");
+    int allow512 = !cap || !*cap || strcmp(cap, "avx512") == 0;
+    __builtin_cpu_init();
+    if (allow512 && sleef_avx512 && __builtin_cpu_supports("avx512f")) return JF_VEC_AVX512;
+    if (sleef_avx2 && __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
+        return JF_VEC_AVX2;
+    snprintf(why, n, "the CPU has neither AVX2+FMA nor AVX-512F");
+    return JF_VEC_NONE;
+}
+
+/* Compiler flags and libraries for an ISA (they enter both cache keys). */
+static const char *vector_flags(jf_vec_isa isa) {
+    return isa == JF_VEC_AVX512 ? "-mavx512f" : isa == JF_VEC_AVX2 ? "-mavx2 -mfma" : "";
+}
+static const char *vector_libs(jf_vec_isa isa) {
+    return isa == JF_VEC_NONE ? "" : "-l:" SLEEF_SONAME;
 }
 
 /* ---- C modules ------------------------------------------------------------------------------ */
@@ -194,15 +248,28 @@ static void first_error_line(const char *log, char *out, size_t n) {
 static const c_module *get_c(const struct jf_model *m, const jf_jit_options *o,
                              jf_cache_result *cache, char *warn, size_t wn) {
     const char *cc = jf_cc_command(o->cc);
-    const char *cflags = o->cflags ? o->cflags : "";
-    jf_cache_key fk = fast_key(m, cc, cflags);
+    char why[1024], msg[4600];
+    jf_vec_isa isa = JF_VEC_NONE;
+    if (o->vector_math) {
+        isa = vector_isa(why, sizeof why);
+        if (isa == JF_VEC_NONE) {
+            snprintf(msg, sizeof msg, "vector math unavailable (%s); using the exact kernels", why);
+            add_warning(warn, wn, msg);
+        }
+    }
+    /* The ISA's flags and libraries join the caller's flags: both keys then tell the modes and
+     * the ISAs apart (the source differs as well). */
+    char cflags[2048], libs[64];
+    snprintf(cflags, sizeof cflags, "%s%s%s", o->cflags ? o->cflags : "",
+             o->cflags && isa ? " " : "", vector_flags(isa));
+    snprintf(libs, sizeof libs, "%s", vector_libs(isa));
+    jf_cache_key fk = fast_key(m, cc, cflags, libs);
     const c_module *mod = jf_cache_mem_get(&fk);
     if (mod) {
         *cache = JF_CACHE_MEMORY;
         return mod;
     }
 
-    char why[1024], msg[4600];
     jf_cache_dir dir;
     jf_cache_dir_open(o->cache_dir, o->no_cache, 1, &dir);
     const char *identity;
@@ -214,13 +281,15 @@ static const c_module *get_c(const struct jf_model *m, const jf_jit_options *o,
     }
     jf_emit_options eo = jf_emit_options_default(JF_EMIT_C);
     eo.neq_shape = DEFAULT_NEQ_SHAPE;
+    eo.vec_isa = isa;
     char *src = jf_emit(m, &eo);
     if (!src) {
         add_warning(warn, wn, "out of memory generating C code; using the interpreter");
         return NULL;
     }
     char flags[2048];
-    snprintf(flags, sizeof flags, "%s %s", JF_CC_DEFAULT_FLAGS, cflags);
+    snprintf(flags, sizeof flags, "%s %s%s%s", JF_CC_DEFAULT_FLAGS, cflags, libs[0] ? " " : "",
+             libs);
     jf_cache_key_parts parts = {"c", src, identity, flags, ""};
     jf_cache_key key = jf_cache_key_make(&parts);
     if ((mod = jf_cache_mem_get(&key)) != NULL) {
@@ -244,6 +313,7 @@ static const c_module *get_c(const struct jf_model *m, const jf_jit_options *o,
             free(payload);
             c_module *nm = h ? module_from_handle(h, m, why, sizeof why) : NULL;
             if (nm) {
+                nm->vec_isa = (int)isa;
                 free(src);
                 *cache = JF_CACHE_DISK;
                 return remember(&key, &fk, nm);
@@ -262,7 +332,7 @@ static const c_module *get_c(const struct jf_model *m, const jf_jit_options *o,
                               "the interpreter");
         return NULL;
     }
-    st = jf_cc_compile(cc, cflags, src, tmp, so, sizeof so, &log);
+    st = jf_cc_compile_libs(cc, cflags, libs, src, tmp, so, sizeof so, &log);
     free(src);
     if (st != JF_OK) {
         char line[400];
@@ -294,6 +364,7 @@ static const c_module *get_c(const struct jf_model *m, const jf_jit_options *o,
         add_warning(warn, wn, msg);
         return NULL;
     }
+    nm->vec_isa = (int)isa;
     *cache = JF_CACHE_MISS;
     return remember(&key, &fk, nm);
 }
@@ -362,6 +433,7 @@ void jf_kernels_free(jf_kernels *k) {
 jf_backend jf_kernels_backend(const jf_kernels *k) { return k->backend; }
 jf_cache_result jf_kernels_cache_result(const jf_kernels *k) { return k->cache; }
 double jf_kernels_compile_ms(const jf_kernels *k) { return k->compile_ms; }
+int jf_kernels_vector_isa(const jf_kernels *k) { return k->mod ? k->mod->vec_isa : 0; }
 
 /* ---- interpreter flavours ------------------------------------------------------------------- */
 

@@ -39,6 +39,12 @@ typedef struct jf_jit_options {
     const char *cflags;    /* extra flags appended to the defaults; NULL: none */
     int no_cache;          /* 1: do not read or write the disk cache (also JITFIT_NO_CACHE=1) */
     const char *cache_dir; /* NULL: $JITFIT_CACHE_DIR, $XDG_CACHE_HOME/jitfit, ~/.cache/jitfit */
+    int vector_math;       /* 1: let the C backend use SLEEF's vectorized transcendentals (≤ 1 ulp
+                              each, not bit-identical to the interpreter); 0 (default): exact.
+                              Needs AVX2+FMA or AVX-512F (checked at run time; the widest one is
+                              used, at most $JITFIT_VECTOR_ISA = avx2 | avx512 when set) and
+                              libsleef.so.3; without them the exact kernels are used, with a
+                              one-line warning */
 } jf_jit_options;
 
 /* Kernels of model m on backend b (JF_BACKEND_C or JF_BACKEND_INTERP). For JF_BACKEND_C, a
@@ -54,6 +60,8 @@ JF_INTERNAL jf_backend jf_kernels_backend(const jf_kernels *k);
 /* Where the code came from, and milliseconds spent obtaining it (compile or load). */
 JF_INTERNAL jf_cache_result jf_kernels_cache_result(const jf_kernels *k);
 JF_INTERNAL double jf_kernels_compile_ms(const jf_kernels *k);
+/* The vector ISA the kernels use (a jf_vec_isa of codegen/emit.h; 0: exact scalar math). */
+JF_INTERNAL int jf_kernels_vector_isa(const jf_kernels *k);
 
 /* r[i-begin] for i in [begin, end). */
 JF_INTERNAL void jf_kernels_residual(const jf_kernels *k, const double *p, const jf_data_view *d,

@@ -12,6 +12,7 @@
  * carries the status.
  */
 #include <math.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -162,6 +163,7 @@ static int setup_init(fit_setup *s, const jf_model *m, const jf_fit_options *opt
     jf_jit_options jo;
     memset(&jo, 0, sizeof jo);
     jo.no_cache = o->no_cache;
+    jo.vector_math = o->vector_math;
     double t0 = now_ms();
     int st = jf_kernels_get(m, (jf_backend)o->backend, &jo, &s->k, &s->warning);
     s->compile_ms = now_ms() - t0;
@@ -399,7 +401,29 @@ typedef struct batch_ctx {
     char **errmsgs;           /* nfits messages, or NULL */
     int *codes;               /* nfits statuses */
     double t0;                /* start of the call */
+    size_t nfits;             /* number of fits, for the progress callback */
+    size_t done;              /* fits finished; guarded by lock */
+    double last_report;       /* time of the last batch_progress call (ms); guarded by lock */
+    pthread_mutex_t lock;     /* serializes the batch_progress callback */
 } batch_ctx;
+
+/* Interval between batch_progress calls: often enough for a live counter, rarely enough that a
+ * batch of a million tiny fits does not spend its time reporting. */
+#define BATCH_PROGRESS_MS 100.0
+
+/* Counts a finished fit and calls batch_progress when the last call is old enough. The lock is
+ * only tried: a worker never waits for another's report, it just leaves the count for later. */
+static void batch_progress(batch_ctx *c) {
+    const jf_fit_options *o = &c->s->o;
+    if (!o->batch_progress) return;
+    pthread_mutex_lock(&c->lock);
+    size_t done = ++c->done;
+    double t = now_ms();
+    int due = t - c->last_report >= BATCH_PROGRESS_MS && done < c->nfits;
+    if (due) c->last_report = t;
+    if (due) o->batch_progress(o->batch_progress_ctx, done, c->nfits);
+    pthread_mutex_unlock(&c->lock);
+}
 
 static void batch_task(void *vctx, size_t i, int worker) {
     (void)worker;
@@ -424,6 +448,7 @@ static void batch_task(void *vctx, size_t i, int worker) {
     c->codes[i] = st;
     free(w);
     free(x0);
+    batch_progress(c);
 }
 
 int jf_fit_batch(const jf_model *m, size_t nfits, const jf_data *data, const double *p0,
@@ -451,11 +476,13 @@ int jf_fit_batch(const jf_model *m, size_t nfits, const jf_data *data, const dou
         setup_free(&s);
         return JF_ERR_NOMEM;
     }
-    batch_ctx c = {&s, data, p0, results, errmsgs, codes, t0};
+    batch_ctx c = {&s, data, p0, results, errmsgs, codes, t0, nfits, 0, t0, PTHREAD_MUTEX_INITIALIZER};
     int nt = jf_threads_resolve(s.o.nthreads);
     jf_pool *pool = (nt > 1 && nfits > 1) ? jf_pool_create((size_t)nt < nfits ? nt : (int)nfits) : NULL;
     jf_pool_run(pool, nfits, batch_task, &c);
     jf_pool_free(pool);
+    pthread_mutex_destroy(&c.lock);
+    if (s.o.batch_progress) s.o.batch_progress(s.o.batch_progress_ctx, nfits, nfits);
     st = JF_OK;
     for (size_t i = 0; i < nfits && st == JF_OK; i++) st = codes[i];
     free(codes);

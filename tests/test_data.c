@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "cli/data.c"
+#include "cli/npy.c"
 #include "cli/util.c"
 #include "tests/testlib.h"
 

@@ -1,0 +1,326 @@
+/* `jitfit fit MODEL DATA --group COL`: one independent fit per distinct value of COL, all in one
+ * jf_fit_batch call (the library spreads the fits over threads).
+ *
+ * Groups are numbered in order of first appearance, found with a small hash table (labels are
+ * text: "A", "sample 3", "12.5"). Each group's rows are copied into one block of its own in
+ * jf_data's column layout, so groups of any length may be interleaved in the file. Output: one
+ * table row per group (or a JSON array of the usual fit objects with "group" set), and the
+ * progress counter on a terminal only.
+ */
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "fitrun.h"
+#include "output.h"
+#include "report.h"
+#include "util.h"
+
+/* Group labels → ids, in order of first appearance. */
+typedef struct groups {
+    size_t n;          /* number of groups */
+    char **label;      /* n labels (borrowed from the row keys) */
+    size_t *count;     /* n row counts */
+    size_t *id;        /* group id of each row */
+    size_t *slot;      /* hash table of group ids + 1 (0: empty) */
+    size_t nslots;     /* power of two */
+} groups;
+
+static uint64_t hash(const char *s) {
+    uint64_t h = 1469598103934665603ull; /* FNV-1a */
+    for (; *s; s++) h = (h ^ (unsigned char)*s) * 1099511628211ull;
+    return h;
+}
+
+/* The id of label, or (size_t)-1. */
+static size_t group_find(const groups *g, const char *label) {
+    for (size_t h = hash(label) & (g->nslots - 1);; h = (h + 1) & (g->nslots - 1)) {
+        if (!g->slot[h]) return (size_t)-1;
+        if (strcmp(g->label[g->slot[h] - 1], label) == 0) return g->slot[h] - 1;
+    }
+}
+
+static int group_rows(groups *g, char **keys, size_t nrows) {
+    memset(g, 0, sizeof *g);
+    g->nslots = 16;
+    while (g->nslots < 2 * nrows + 2) g->nslots *= 2;
+    g->slot = calloc(g->nslots, sizeof *g->slot);
+    g->label = malloc((nrows + 1) * sizeof *g->label);
+    g->count = calloc(nrows + 1, sizeof *g->count);
+    g->id = malloc((nrows + 1) * sizeof *g->id);
+    if (!g->slot || !g->label || !g->count || !g->id) return -1;
+    for (size_t i = 0; i < nrows; i++) {
+        size_t h = hash(keys[i]) & (g->nslots - 1);
+        while (g->slot[h] && strcmp(g->label[g->slot[h] - 1], keys[i]) != 0)
+            h = (h + 1) & (g->nslots - 1);
+        if (!g->slot[h]) {
+            g->label[g->n] = keys[i];
+            g->slot[h] = ++g->n;
+        }
+        g->id[i] = g->slot[h] - 1;
+        g->count[g->id[i]]++;
+    }
+    return 0;
+}
+
+static void groups_free(groups *g) {
+    free(g->slot);
+    free(g->label);
+    free(g->count);
+    free(g->id);
+}
+
+/* Reads --p0-file into p0 (ngroups × np, already holding the shared starting values). Returns 0
+ * or 1 after printing an error. */
+static int read_p0_file(const jf_fitctx *c, const groups *g, double *p0) {
+    const jf_spec *s = c->spec;
+    const jf_model *m = c->model;
+    size_t np = jf_model_num_params(m);
+    jf_datafile *df = NULL;
+    jf_table t;
+    char *err = NULL, **labels = NULL;
+    size_t nl = 0;
+    int rc = 1;
+    memset(&t, 0, sizeof t);
+    const char **names = NULL;
+    long *param_of = NULL;
+    if (jf_datafile_open(s->p0_file, &df, &err) != 0) goto fail;
+    /* The group column is named like --group's, else it is the first column. */
+    long gcol = jf_datafile_column(df, s->group);
+    if (gcol < 0) gcol = 0;
+    names = malloc((df->ncols + 1) * sizeof *names);
+    param_of = malloc((df->ncols + 1) * sizeof *param_of);
+    if (!names || !param_of) goto nomem;
+    size_t nn = 0;
+    for (size_t col = 0; col < df->ncols; col++) {
+        if ((long)col == gcol) continue;
+        long k = jf_model_param_index(m, df->names[col]);
+        if (k < 0) {
+            jf_cli_error("%s:%zu: column '%s' is not a parameter of the model", df->path,
+                         df->header_line, df->names[col]);
+            goto out;
+        }
+        param_of[nn] = k;
+        names[nn++] = df->names[col];
+    }
+    if (jf_datafile_read(df, names, nn, &t, &err) != 0) goto fail;
+    if (jf_datafile_read_text(df, df->names[gcol], &labels, &nl, &err) != 0) goto fail;
+    for (size_t i = 0; i < nl; i++) {
+        size_t id = group_find(g, labels[i]);
+        if (id == (size_t)-1) {
+            jf_cli_error("%s:%zu: group '%s' is not in the data (column '%s' of %s)", df->path,
+                         jf_table_line(&t, i), labels[i], s->group, s->data);
+            goto out;
+        }
+        for (size_t j = 0; j < nn; j++) p0[id * np + (size_t)param_of[j]] = t.values[j * t.ld + i];
+    }
+    rc = 0;
+    goto out;
+nomem:
+    jf_cli_error("out of memory");
+    goto out;
+fail:
+    jf_cli_error("%s", err ? err : "out of memory");
+out:
+    free(err);
+    free(names);
+    free(param_of);
+    jf_strings_free(labels, nl);
+    jf_table_free(&t);
+    jf_datafile_free(df);
+    return rc;
+}
+
+/* The terminal progress line; batch_progress calls it from one thread at a time. */
+static void show_progress(void *ctx, size_t done, size_t total) {
+    (void)ctx;
+    fprintf(stderr, "\r  fitting groups: %zu/%zu%s", done, total, done == total ? "\n" : "");
+    fflush(stderr);
+}
+
+int jf_batch_run(jf_fitctx *c, FILE *out, jf_run_summary *sum) {
+    const jf_spec *s = c->spec;
+    const jf_model *m = c->model;
+    const jf_table *t = &c->table;
+    size_t np = jf_model_num_params(m), ncols = t->ncols, nv = c->nv;
+    groups g;
+    int rc = 1;
+    double **blocks = NULL, *p0 = NULL, *fit = NULL;
+    jf_data *data = NULL;
+    jf_fit_result **res = NULL;
+    char **errs = NULL;
+    size_t *fill = NULL;
+    if (group_rows(&g, c->keys, t->nrows) != 0) goto nomem;
+    blocks = calloc(g.n + 1, sizeof *blocks);
+    data = calloc(g.n + 1, sizeof *data);
+    p0 = malloc((g.n * np + 1) * sizeof *p0);
+    res = calloc(g.n + 1, sizeof *res);
+    errs = calloc(g.n + 1, sizeof *errs);
+    fill = calloc(g.n + 1, sizeof *fill);
+    if (!blocks || !data || !p0 || !res || !errs || !fill) goto nomem;
+    for (size_t k = 0; k < g.n; k++) {
+        if (!(blocks[k] = malloc(ncols * g.count[k] * sizeof(double)))) goto nomem;
+        memcpy(p0 + k * np, c->p0, np * sizeof *p0);
+    }
+    for (size_t i = 0; i < t->nrows; i++) {
+        size_t k = g.id[i], len = g.count[k], r = fill[k]++;
+        for (size_t col = 0; col < ncols; col++)
+            blocks[k][col * len + r] = t->values[col * t->ld + i];
+    }
+    for (size_t k = 0; k < g.n; k++) {
+        size_t len = g.count[k];
+        data[k].n = len;
+        data[k].x = nv ? blocks[k] : NULL;
+        data[k].ldx = len;
+        data[k].y = blocks[k] + nv * len;
+        data[k].sigma = s->sigma ? blocks[k] + (nv + 1) * len : NULL;
+    }
+    if (s->p0_file && read_p0_file(c, &g, p0) != 0) goto out;
+    for (size_t k = 0; k < g.n; k++)
+        for (size_t j = 0; j < np; j++)
+            if (p0[k * np + j] < c->lo[j] || p0[k * np + j] > c->hi[j] || !isfinite(p0[k * np + j])) {
+                char v[64], l[64], h[64];
+                jf_cli_format_double(v, sizeof v, p0[k * np + j]);
+                jf_cli_format_double(l, sizeof l, c->lo[j]);
+                jf_cli_format_double(h, sizeof h, c->hi[j]);
+                jf_cli_error("group '%s': parameter '%s': the starting value %s is outside its "
+                             "bounds [%s, %s]",
+                             g.label[k], jf_model_param_name(m, j), v, l, h);
+                goto out;
+            }
+
+    jf_fit_options o = s->opts;
+    o.p0 = NULL;
+    o.lower = c->lo;
+    o.upper = c->hi;
+    /* A live counter is for people: only when stderr is a terminal, never into a log file. */
+    if (isatty(STDERR_FILENO) && !s->json) {
+        o.batch_progress = show_progress;
+        o.batch_progress_ctx = NULL;
+    }
+    int st = jf_fit_batch(m, g.n, data, p0, &o, res, errs);
+    (void)st; /* per-group failures are reported per row below */
+
+    size_t nconv = 0, nfev = 0;
+    double cost = 0;
+    for (size_t k = 0; k < g.n; k++)
+        if (res[k]) {
+            nconv += (size_t)res[k]->success;
+            nfev += res[k]->nfev;
+            cost += res[k]->cost;
+        }
+    if (s->json) {
+        fputs("[\n", out);
+        for (size_t k = 0; k < g.n; k++) {
+            if (k) fputs(",\n", out);
+            if (!res[k]) {
+                fputs("{\"group\": ", out);
+                jf_cli_json_string(out, g.label[k]);
+                fputs(", \"success\": false, \"error\": ", out);
+                jf_cli_json_string(out, errs[k] ? errs[k] : "the fit could not run");
+                fputs("}\n", out);
+                continue;
+            }
+            jf_report r;
+            memset(&r, 0, sizeof r);
+            r.model = m;
+            r.result = res[k];
+            r.p0 = p0 + k * np;
+            r.model_name = s->model;
+            r.data_name = s->data;
+            r.response = c->response;
+            r.sigma = s->sigma;
+            r.absolute_sigma = s->opts.absolute_sigma;
+            r.loss = s->opts.loss;
+            r.f_scale = s->opts.f_scale;
+            r.time_read_ms = c->time_read_ms;
+            r.time_model_ms = c->time_model_ms;
+            r.name = s->name;
+            r.group = g.label[k];
+            r.rows_dropped = c->rows_dropped;
+            jf_report_json(out, &r);
+        }
+        fputs("]\n", out);
+    } else {
+        int gw = (int)strlen(s->group);
+        for (size_t k = 0; k < g.n; k++)
+            if ((int)strlen(g.label[k]) > gw) gw = (int)strlen(g.label[k]);
+        if (gw > 24) gw = 24;
+        if (s->name) fprintf(out, "[%s] ", s->name);
+        fprintf(out, "batch fit of %s to %s by column '%s': %zu group%s, %zu converged\n\n",
+                s->model, s->data, s->group, g.n, g.n == 1 ? "" : "s", nconv);
+        fprintf(out, "  %-*s %6s  %-10s", gw, s->group, "n", "status");
+        for (size_t j = 0; j < np; j++)
+            fprintf(out, "  %14s %-11s", jf_model_param_name(m, j), "+/- error");
+        fprintf(out, "  %12s %5s\n", s->sigma ? "chi2/dof" : "SSR", "iter");
+        for (size_t k = 0; k < g.n; k++) {
+            fprintf(out, "  %-*.*s %6zu  ", gw, gw, g.label[k], g.count[k]);
+            if (!res[k]) {
+                fprintf(out, "error: %s\n", errs[k] ? errs[k] : "the fit could not run");
+                continue;
+            }
+            fprintf(out, "%-10s", jf_report_status_name(res[k]->status));
+            for (size_t j = 0; j < np; j++)
+                fprintf(out, "  %14.8g %-11.3g", res[k]->params[j], res[k]->std_errors[j]);
+            fprintf(out, "  %12.6g %5zu%s\n", s->sigma ? res[k]->reduced_chi2 : res[k]->ssr,
+                    res[k]->iterations, res[k]->success ? "" : "  NOT CONVERGED");
+        }
+        if (c->rows_dropped) fprintf(out, "\n  %zu rows with NaN dropped\n", c->rows_dropped);
+    }
+    fflush(out);
+    rc = nconv == g.n ? 0 : 1;
+    if (nconv != g.n)
+        jf_cli_error("%zu of %zu group fits did not converge or could not run", g.n - nconv, g.n);
+    if (sum) {
+        sum->ran = 1;
+        sum->success = nconv == g.n;
+        sum->status = -1;
+        sum->cost = cost;
+        sum->nfev = nfev;
+        sum->cache = g.n && res[0] ? res[0]->cache : JF_CACHE_NONE;
+        sum->nfits = g.n;
+        sum->nconverged = nconv;
+    }
+    if (s->output) {
+        /* Predictions in the file's row order, each with its own group's parameters. */
+        fit = malloc((t->nrows + 1) * sizeof *fit);
+        double *xs = malloc((nv + 1) * sizeof *xs);
+        if (!fit || !xs) {
+            free(xs);
+            goto nomem;
+        }
+        for (size_t i = 0; i < t->nrows; i++) {
+            const jf_fit_result *r = res[g.id[i]];
+            for (size_t j = 0; j < nv; j++) xs[j] = t->values[j * t->ld + i];
+            if (!r || jf_model_eval(m, r->params, xs, &fit[i], NULL) != JF_OK) fit[i] = NAN;
+        }
+        free(xs);
+        char *err = NULL;
+        if (jf_output_csv(s->output, s->group, c->keys, c->names, ncols, t->values, t->ld,
+                          t->nrows, nv, fit, &err) != 0) {
+            jf_cli_error("%s", err ? err : "out of memory");
+            rc = 1;
+        }
+        free(err);
+    }
+    goto out;
+nomem:
+    jf_cli_error("out of memory");
+    rc = 1;
+out:
+    for (size_t k = 0; blocks && k < g.n; k++) free(blocks[k]);
+    for (size_t k = 0; res && k < g.n; k++) jf_fit_result_free(res[k]);
+    for (size_t k = 0; errs && k < g.n; k++) jf_free(errs[k]);
+    free(blocks);
+    free(data);
+    free(p0);
+    free(res);
+    free(errs);
+    free(fill);
+    free(fit);
+    groups_free(&g);
+    return rc;
+}

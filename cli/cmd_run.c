@@ -1,0 +1,167 @@
+/* `jitfit run JOB [options]`: every fit of a job file (job.c), in one process.
+ *
+ * One process matters: the kernels of a model compiled for the first fit sit in the library's
+ * in-memory cache, so a later fit of the same model gets them in microseconds (the summary's
+ * cache column shows "memory"). Command-line options are applied to every fit after the file's
+ * settings, so they override it. The summary table at the end has one row per fit: name,
+ * status, cost, nfev, time and where the kernels came from. Exit status: 0 when every fit
+ * converged, 1 when any failed or did not converge, 2 for usage or job-file errors.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "commands.h"
+#include "fitrun.h"
+#include "help.h"
+#include "job.h"
+#include "report.h"
+#include "spec.h"
+#include "util.h"
+
+/* The summary line of one fit. */
+static void summary_row(FILE *f, const char *name, const jf_run_summary *s, int rc) {
+    char cost[32], status[48], fits[52];
+    if (!s->ran) {
+        fprintf(f, "  %-16s %-14s %14s %7s %10.1f  %s\n", name, rc == 2 ? "setting error" : "error",
+                "-", "-", s->time_ms, "-");
+        return;
+    }
+    snprintf(cost, sizeof cost, "%.6g", s->cost);
+    if (s->status >= 0) snprintf(status, sizeof status, "%s", jf_report_status_name(s->status));
+    else snprintf(status, sizeof status, "%zu/%zu conv.", s->nconverged, s->nfits);
+    snprintf(fits, sizeof fits, "%s%s", status, s->success ? "" : "!");
+    fprintf(f, "  %-16s %-14s %14s %7zu %10.1f  %s\n", name, fits, cost, s->nfev, s->time_ms,
+            jf_report_cache_name(s->cache));
+}
+
+int jf_cmd_run(int argc, char **argv) {
+    const char *path = NULL, *only = NULL;
+    int options = 1, rc = 0;
+    /* Options are validated once here on a scratch spec, then replayed onto every fit. */
+    jf_spec scratch;
+    jf_spec_init(&scratch);
+    int *optidx = calloc((size_t)argc + 1, sizeof *optidx), nopt = 0;
+    if (!optidx) {
+        jf_cli_error("out of memory");
+        return 1;
+    }
+    for (int i = 1; i < argc && rc == 0; i++) {
+        const char *arg = argv[i];
+        if (!options || arg[0] != '-' || arg[1] == '\0') {
+            if (!path) path = arg;
+            else {
+                fprintf(stderr, "jitfit: run: unexpected argument '%s'\n", arg);
+                rc = 2;
+            }
+            continue;
+        }
+        if (strcmp(arg, "--") == 0) {
+            options = 0;
+            continue;
+        }
+        if (strcmp(arg, "-h") == 0 || strcmp(arg, "--help") == 0) {
+            jf_help_print(stdout, "run");
+            jf_spec_free(&scratch);
+            free(optidx);
+            return 0;
+        }
+        if (strcmp(arg, "--only") == 0 || strncmp(arg, "--only=", 7) == 0) {
+            if (arg[6] == '=') only = arg + 7;
+            else if (i + 1 < argc) only = argv[++i];
+            else {
+                fprintf(stderr, "jitfit: run: option --only needs a value\n");
+                rc = 2;
+            }
+            continue;
+        }
+        optidx[nopt++] = i;
+        rc = jf_cli_parse_option(argc, argv, &i, &scratch, "run");
+    }
+    if (rc == 0 && !path) {
+        fprintf(stderr, "jitfit: run: expected a job file\n");
+        rc = 2;
+    }
+    if (rc != 0) {
+        fputs("usage: jitfit run JOB [--only NAME,...] [options of jitfit fit]  (jitfit help run)\n",
+              stderr);
+        jf_spec_free(&scratch);
+        free(optidx);
+        return rc;
+    }
+    int json = scratch.json;
+    jf_spec_free(&scratch);
+
+    jf_job job;
+    if (jf_job_read(path, &job) != 0) {
+        free(optidx);
+        return 2;
+    }
+    /* Replay the command-line options onto each fit: they win over the file. */
+    for (size_t k = 0; k < job.nfits && rc == 0; k++)
+        for (int j = 0; j < nopt && rc == 0; j++) {
+            int i = optidx[j];
+            rc = jf_cli_parse_option(argc, argv, &i, &job.fits[k], "run");
+        }
+    if (rc == 0 && only) {
+        /* Every name in --only must exist: a typo should not silently run nothing. */
+        char *list = strdup(only), *save = NULL;
+        for (char *tok = list ? strtok_r(list, ",", &save) : NULL; tok;
+             tok = strtok_r(NULL, ",", &save)) {
+            int found = 0;
+            for (size_t k = 0; k < job.nfits; k++) found |= strcmp(job.fits[k].name, tok) == 0;
+            if (!found) {
+                fprintf(stderr, "jitfit: run: --only: %s has no [fit %s]\n", path, tok);
+                rc = 2;
+            }
+        }
+        free(list);
+    }
+    jf_run_summary *sums = rc == 0 ? calloc(job.nfits, sizeof *sums) : NULL;
+    int *rcs = rc == 0 ? calloc(job.nfits, sizeof *rcs) : NULL;
+    char **ran = rc == 0 ? calloc(job.nfits, sizeof *ran) : NULL;
+    if (rc == 0 && (!sums || !rcs || !ran)) {
+        jf_cli_error("out of memory");
+        rc = 1;
+    }
+    int any_failed = 0, first = 1;
+    size_t nrun = 0;
+    if (rc == 0 && json) fputs("[\n", stdout);
+    for (size_t k = 0; rc == 0 && k < job.nfits; k++) {
+        jf_spec *s = &job.fits[k];
+        if (only) {
+            int want = 0;
+            const char *p = only;
+            size_t nl = strlen(s->name);
+            while (*p) {
+                size_t l = strcspn(p, ",");
+                want |= l == nl && strncmp(p, s->name, l) == 0;
+                p += l + (p[l] == ',');
+            }
+            if (!want) continue;
+        }
+        if (json && !first) fputs(",\n", stdout);
+        if (!json && !first) fputs("\n", stdout);
+        first = 0;
+        fflush(stdout);
+        rcs[nrun] = jf_run_spec(s, stdout, &sums[nrun]);
+        ran[nrun] = s->name;
+        if (rcs[nrun] > any_failed) any_failed = rcs[nrun];
+        nrun++;
+    }
+    if (rc == 0 && json) fputs("]\n", stdout);
+    if (rc == 0 && !json) {
+        printf("\nsummary of %s: %zu fit%s\n", path, nrun, nrun == 1 ? "" : "s");
+        printf("  %-16s %-14s %14s %7s %10s  %s\n", "name", "status", "cost", "nfev", "time (ms)",
+               "cache");
+        for (size_t k = 0; k < nrun; k++) summary_row(stdout, ran[k], &sums[k], rcs[k]);
+    }
+    fflush(stdout);
+    free(sums);
+    free(rcs);
+    free(ran);
+    free(optidx);
+    jf_job_free(&job);
+    if (rc) return rc;
+    return any_failed; /* 2 when a setting was wrong, else 1 when a fit failed */
+}

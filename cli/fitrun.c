@@ -1,0 +1,611 @@
+/* One fit description run end to end (see fitrun.h). This is the former body of `jitfit fit`,
+ * shared with `jitfit run` so a job file and a command line behave identically. */
+#include "fitrun.h"
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "output.h"
+#include "plot.h"
+#include "report.h"
+#include "util.h"
+
+static double now_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
+}
+
+void jf_run_usage_hint(void) {
+    fputs("usage: jitfit fit MODEL DATA [options]  (jitfit fit --help lists the options)\n",
+          stderr);
+}
+
+int jf_run_setting_error(const char *origin, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    fprintf(stderr, "jitfit: %s: ", origin ? origin : "fit");
+    vfprintf(stderr, fmt, ap);
+    fputs("\n", stderr);
+    va_end(ap);
+    if (!origin) jf_run_usage_hint();
+    return 2;
+}
+
+/* 1 when every variable of m names a column of df. */
+static int vars_in_data(const jf_model *m, const jf_datafile *df) {
+    for (size_t j = 0; j < jf_model_num_vars(m); j++)
+        if (jf_datafile_column(df, jf_model_var_name(m, j)) < 0) return 0;
+    return 1;
+}
+
+/* Compiles MODEL: a path to an existing file is a model file, anything else model text named
+ * `text_name` in diagnostics. Prints the diagnostics unless quiet. */
+static jf_model *compile(const char *arg, const char *text_name, const char *const *vars,
+                         size_t nvars, int quiet) {
+    jf_model_options o = jf_model_options_default();
+    o.vars = vars;
+    o.nvars = nvars;
+    jf_model *m = NULL;
+    jf_diagnostics *d = NULL;
+    struct stat st;
+    int st_code;
+    if (stat(arg, &st) == 0 && S_ISREG(st.st_mode)) {
+        o.source_name = arg;
+        st_code = jf_model_compile_file(arg, &o, &m, quiet ? NULL : &d);
+    } else {
+        o.source_name = text_name;
+        st_code = jf_model_compile(arg, (size_t)-1, &o, &m, quiet ? NULL : &d);
+    }
+    if (d) fputs(jf_diagnostics_text(d), stderr);
+    if (!quiet && st_code != JF_OK && !d) jf_cli_error("%s", jf_status_string(st_code));
+    jf_diagnostics_free(d);
+    return m;
+}
+
+/* Compiles MODEL. A formula without `var` declarations has the variable x; when the data have
+ * no column x but do have columns named like some of the formula's free names (`a*exp(-b*t)`
+ * with columns t,y), those names are the variables instead, as the design prescribes ("the data
+ * columns named"). The second reading is taken only when it matches the data and does not turn
+ * a missing variable into a parameter; otherwise the first stands and the missing column is
+ * reported. Returns NULL after printing the model's errors. */
+static jf_model *load_model(const jf_spec *s, const jf_datafile *df) {
+    char text_name[512];
+    if (s->model_origin) snprintf(text_name, sizeof text_name, "<model at %s>", s->model_origin);
+    else snprintf(text_name, sizeof text_name, "<command line>");
+    jf_model *m = compile(s->model, text_name, NULL, 0, 0);
+    if (!m || vars_in_data(m, df) || df->positional) return m;
+    const char *resp = s->ycol ? s->ycol : jf_model_response_name(m);
+    const char **vars = malloc((df->ncols ? df->ncols : 1) * sizeof *vars);
+    size_t nv = 0;
+    if (!vars) return m;
+    for (size_t c = 0; c < df->ncols; c++) {
+        const char *nm = df->names[c];
+        if (strcmp(nm, resp) == 0 || (s->sigma && strcmp(nm, s->sigma) == 0) ||
+            (s->group && strcmp(nm, s->group) == 0))
+            continue;
+        if (jf_model_param_index(m, nm) >= 0) vars[nv++] = nm;
+    }
+    jf_model *m2 = nv ? compile(s->model, text_name, vars, nv, 1) : NULL;
+    free(vars);
+    if (!m2) return m;
+    int ok = vars_in_data(m2, df);
+    for (size_t j = 0; ok && j < jf_model_num_vars(m); j++) {
+        const char *v = jf_model_var_name(m, j);
+        if (jf_datafile_column(df, v) < 0 && jf_model_param_index(m2, v) >= 0) ok = 0;
+    }
+    if (!ok) {
+        jf_model_free(m2);
+        return m;
+    }
+    jf_model_free(m);
+    return m2;
+}
+
+/* "a, b, c" into buf, for messages about unknown parameter names. */
+static const char *param_list(const jf_model *m, char *buf, size_t n) {
+    size_t used = 0;
+    buf[0] = '\0';
+    for (size_t k = 0; k < jf_model_num_params(m) && used < n; k++) {
+        int w = snprintf(buf + used, n - used, "%s%s", k ? ", " : "", jf_model_param_name(m, k));
+        if (w < 0) break;
+        used += (size_t)w;
+    }
+    return buf;
+}
+
+/* Applies one bounds list "a=0:inf,b=-1:1" to lo/hi. what is "--bounds" or "FILE:LINE: bounds".
+ * Returns 0 or the exit status of the (printed) error. */
+static int apply_bounds(const jf_model *m, const jf_spec_item *it, double *lo, double *hi) {
+    const char *origin = it->origin;
+    const char *what = origin ? "bounds" : "--bounds";
+    jf_cli_assign *items = NULL;
+    char full[600];
+    if (origin) snprintf(full, sizeof full, "%s: bounds", origin);
+    long n = jf_cli_parse_assignments(it->text, origin ? full : what, &items);
+    if (n < 0) {
+        if (!origin) jf_run_usage_hint();
+        return 2;
+    }
+    int rc = 0;
+    char names[512];
+    for (long i = 0; i < n && rc == 0; i++) {
+        long k = jf_model_param_index(m, items[i].name);
+        char *val = items[i].value, *colon = strchr(val, ':');
+        double l = -INFINITY, h = INFINITY;
+        if (k < 0) {
+            rc = jf_run_setting_error(origin, "%s: the model has no parameter '%s' (parameters: %s)",
+                                      what, items[i].name, param_list(m, names, sizeof names));
+        } else if (!colon) {
+            rc = jf_run_setting_error(origin, "%s: expected LOW:HIGH for '%s', got '%s'", what,
+                                      items[i].name, val);
+        } else {
+            *colon = '\0';
+            if ((*val && (jf_cli_parse_double(val, &l) != 0 || isnan(l))) ||
+                (colon[1] && (jf_cli_parse_double(colon + 1, &h) != 0 || isnan(h)))) {
+                *colon = ':';
+                rc = jf_run_setting_error(origin, "%s: '%s' is not LOW:HIGH with numbers (for '%s')",
+                                          what, val, items[i].name);
+            } else if (!(l < h)) {
+                rc = jf_run_setting_error(origin,
+                                          "%s: the lower bound of '%s' is not below its upper bound",
+                                          what, items[i].name);
+            } else {
+                lo[k] = l;
+                hi[k] = h;
+            }
+        }
+    }
+    jf_cli_assign_free(items, n);
+    return rc;
+}
+
+/* The -v callback: one line per iteration on stderr, as scipy's verbose=2 does on stdout (stdout
+ * is kept for the report so that --json -v still prints valid JSON there). The damping column
+ * shows "GN" when the step was the undamped Gauss-Newton step (λ = 0: it fitted inside the
+ * trust region, as MINPACK's lmpar decides), which is most steps near a solution. */
+static void print_progress(void *ctx, const jf_iteration_info *it) {
+    FILE *f = ctx;
+    char step[32], gain[32], damp[32];
+    if (it->iteration == 0)
+        fprintf(f, "%9s %7s %16s %11s %10s %10s %11s\n", "iteration", "nfev", "cost",
+                "step norm", "damping", "gain ratio", "optimality");
+    if (it->iteration == 0) snprintf(step, sizeof step, "-");
+    else snprintf(step, sizeof step, "%.3e", it->step_norm);
+    if (isnan(it->gain_ratio)) snprintf(gain, sizeof gain, "-");
+    else snprintf(gain, sizeof gain, "%.3g", it->gain_ratio);
+    if (it->iteration == 0) snprintf(damp, sizeof damp, "-");
+    else if (it->damping == 0) snprintf(damp, sizeof damp, "GN");
+    else snprintf(damp, sizeof damp, "%.3e", it->damping);
+    fprintf(f, "%9zu %7zu %16.9e %11s %10s %10s %11.3e%s\n", it->iteration, it->nfev, it->cost,
+            step, damp, gain, it->optimality,
+            it->iteration == 0 || it->accepted ? "" : "  rejected");
+    fflush(f);
+}
+
+/* Splits "x, y ,z" into malloc'd names. Returns the count, or -1 when out of memory or a name
+ * is empty. */
+static long split_names(const char *text, char ***out) {
+    long n = 0;
+    char **v = NULL;
+    const char *p = text;
+    for (;;) {
+        const char *c = strchr(p, ',');
+        size_t len = c ? (size_t)(c - p) : strlen(p);
+        while (len && (*p == ' ' || *p == '\t')) p++, len--;
+        while (len && (p[len - 1] == ' ' || p[len - 1] == '\t')) len--;
+        char **nv = realloc(v, (size_t)(n + 1) * sizeof *nv);
+        if (!nv) break;
+        v = nv;
+        if (!len || !(v[n] = strndup(p, len))) break;
+        n++;
+        if (!c) {
+            *out = v;
+            return n;
+        }
+        p = c + 1;
+    }
+    jf_strings_free(v, (size_t)n);
+    *out = NULL;
+    return -1;
+}
+
+int jf_run_predict(const jf_model *m, const double *params, const double *x, size_t ld, size_t n,
+                   double *f) {
+    size_t nv = jf_model_num_vars(m);
+    double xs[64];
+    if (nv > 64) return -1;
+    for (size_t i = 0; i < n; i++) {
+        for (size_t j = 0; j < nv; j++) xs[j] = x[j * ld + i];
+        if (jf_model_eval(m, params, xs, &f[i], NULL) != JF_OK) return -1;
+    }
+    return 0;
+}
+
+/* Names a positional file's columns in the default order: the model's variables, then the
+ * response, then sigma (when asked for). Returns 0 or 1 after printing an error. */
+static int name_positional(jf_datafile *df, const jf_model *m, const jf_spec *s, const char *resp) {
+    size_t nv = jf_model_num_vars(m), want = nv + 1 + (s->sigma != NULL) + (s->group != NULL);
+    char expect[512];
+    size_t used = 0;
+    const char **names = malloc((want + 1) * sizeof *names);
+    if (!names) return 1;
+    size_t k = 0;
+    if (s->group) names[k++] = s->group;
+    for (size_t j = 0; j < nv; j++) names[k++] = jf_model_var_name(m, j);
+    names[k++] = resp;
+    if (s->sigma) names[k++] = s->sigma;
+    for (size_t i = 0; i < k && used < sizeof expect; i++) {
+        int w = snprintf(expect + used, sizeof expect - used, "%s%s", i ? "," : "", names[i]);
+        if (w < 0) break;
+        used += (size_t)w;
+    }
+    if (df->ncols != want) {
+        jf_cli_error("%s: the data have no header row and %zu column%s, but the model needs %zu "
+                     "(%s); name the columns with --columns (e.g. --columns %s)",
+                     df->path, df->ncols, df->ncols == 1 ? "" : "s", want, expect, expect);
+        free(names);
+        return 1;
+    }
+    char *err = NULL;
+    int rc = jf_datafile_name_columns(df, names, k, &err);
+    free(names);
+    if (rc != 0) {
+        jf_cli_error("%s", err ? err : "out of memory");
+        free(err);
+        return 1;
+    }
+    return 0;
+}
+
+/* Drops rows with NaN in the used columns (with their group labels). */
+static void drop_nan_rows(jf_fitctx *c) {
+    jf_table *t = &c->table;
+    unsigned char *keep = malloc(t->nrows ? t->nrows : 1);
+    if (!keep) return;
+    size_t bad = 0;
+    for (size_t i = 0; i < t->nrows; i++) {
+        keep[i] = 1;
+        for (size_t col = 0; col < t->ncols; col++)
+            if (isnan(t->values[col * t->ld + i])) keep[i] = 0;
+        bad += !keep[i];
+    }
+    if (bad) {
+        size_t n0 = t->nrows;
+        if (c->keys) {
+            size_t j = 0;
+            for (size_t i = 0; i < n0; i++) {
+                if (keep[i]) c->keys[j++] = c->keys[i];
+                else free(c->keys[i]);
+            }
+            for (size_t i = j; i < n0; i++) c->keys[i] = NULL;
+        }
+        jf_table_compact(t, keep);
+        c->rows_dropped = bad;
+        fprintf(stderr, "jitfit: note: %s: dropped %zu of %zu rows with NaN in the used columns "
+                        "(--nan-policy omit)\n",
+                c->df->path, bad, n0);
+    }
+    free(keep);
+}
+
+/* Starting values and bounds: the model's, then each p0/bounds list in order. Returns 0 or the
+ * exit status after printing the error. */
+static int start_and_bounds(jf_fitctx *c) {
+    const jf_spec *s = c->spec;
+    jf_model *m = c->model;
+    size_t np = jf_model_num_params(m);
+    c->p0 = malloc((np + 1) * sizeof *c->p0);
+    c->lo = malloc((np + 1) * sizeof *c->lo);
+    c->hi = malloc((np + 1) * sizeof *c->hi);
+    if (!c->p0 || !c->lo || !c->hi) {
+        jf_cli_error("out of memory");
+        return 1;
+    }
+    for (size_t k = 0; k < np; k++) {
+        c->p0[k] = jf_model_param_initial(m, k);
+        jf_model_param_bounds(m, k, &c->lo[k], &c->hi[k]);
+    }
+    for (size_t i = 0; i < s->np0; i++) {
+        char what[600];
+        if (s->p0[i].origin) snprintf(what, sizeof what, "%s: p0", s->p0[i].origin);
+        else snprintf(what, sizeof what, "--p0");
+        if (jf_cli_assign_by_name(m, 0, s->p0[i].text, what, c->p0, NULL) != 0) {
+            if (!s->p0[i].origin) jf_run_usage_hint();
+            return 2;
+        }
+    }
+    for (size_t i = 0; i < s->nbounds; i++) {
+        int rc = apply_bounds(m, &s->bounds[i], c->lo, c->hi);
+        if (rc) return rc;
+    }
+    for (size_t k = 0; k < np; k++) {
+        const char *name = jf_model_param_name(m, k);
+        int declared = !isnan(c->p0[k]);
+        if (!declared) c->p0[k] = 1; /* scipy curve_fit's default start */
+        char sl[64], sh[64], sv[64];
+        jf_cli_format_double(sl, sizeof sl, c->lo[k]);
+        jf_cli_format_double(sh, sizeof sh, c->hi[k]);
+        jf_cli_format_double(sv, sizeof sv, c->p0[k]);
+        if (!isfinite(c->p0[k])) {
+            jf_cli_error("parameter '%s': the starting value %s is not finite", name, sv);
+            return 1;
+        }
+        if (!(c->lo[k] < c->hi[k])) {
+            jf_cli_error("parameter '%s': the lower bound %s is not below the upper bound %s",
+                         name, sl, sh);
+            return 1;
+        }
+        /* In a batch, per-group starting values may still come from --p0-file. */
+        if ((c->p0[k] < c->lo[k] || c->p0[k] > c->hi[k]) && !s->p0_file) {
+            if (declared)
+                jf_cli_error("parameter '%s': the starting value %s is outside its bounds "
+                             "[%s, %s]",
+                             name, sv, sl, sh);
+            else
+                jf_cli_error("parameter '%s' has no starting value and the default 1 is outside "
+                             "its bounds [%s, %s]; give one with --p0 %s=VALUE",
+                             name, sl, sh, name);
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/* The single (non-batch) fit of a prepared context. */
+static int run_single(jf_fitctx *c, FILE *out, jf_run_summary *sum) {
+    const jf_spec *s = c->spec;
+    jf_model *m = c->model;
+    jf_table *t = &c->table;
+    size_t nv = c->nv;
+    jf_fit_options o = s->opts;
+    o.p0 = c->p0;
+    o.lower = c->lo;
+    o.upper = c->hi;
+    if (s->verbose) {
+        o.progress = print_progress;
+        o.progress_ctx = stderr;
+    }
+    jf_data d;
+    d.n = t->nrows;
+    d.x = nv ? t->values : NULL;
+    d.ldx = t->ld;
+    d.y = t->values + nv * t->ld;
+    d.sigma = s->sigma ? t->values + (nv + 1) * t->ld : NULL;
+    jf_fit_result *res = NULL;
+    char *fit_err = NULL;
+    double *fit = NULL;
+    int rc = 1;
+    int st = jf_fit(m, &d, &o, &res, &fit_err);
+    if (st != JF_OK) {
+        jf_cli_error("%s", fit_err ? fit_err : jf_status_string(st));
+        goto done;
+    }
+    jf_report r;
+    memset(&r, 0, sizeof r);
+    r.model = m;
+    r.result = res;
+    r.p0 = c->p0;
+    r.model_name = s->model;
+    r.data_name = s->data;
+    r.response = c->response;
+    r.sigma = s->sigma;
+    r.absolute_sigma = s->opts.absolute_sigma;
+    r.loss = s->opts.loss;
+    r.f_scale = s->opts.f_scale;
+    r.time_read_ms = c->time_read_ms;
+    r.time_model_ms = c->time_model_ms;
+    r.name = s->name;
+    r.rows_dropped = c->rows_dropped;
+    if (s->json) jf_report_json(out, &r);
+    else jf_report_text(out, &r);
+    fflush(out);
+    if (sum) {
+        sum->ran = 1;
+        sum->success = res->success;
+        sum->status = res->status;
+        sum->cost = res->cost;
+        sum->nfev = res->nfev;
+        sum->cache = res->cache;
+        sum->nfits = 1;
+        sum->nconverged = (size_t)res->success;
+    }
+    rc = res->success ? 0 : 1;
+    if (!res->success)
+        jf_cli_error("%sthe fit did not converge: %s", s->name ? s->name : "",
+                     res->message ? res->message : "");
+    if (s->output || s->plot) {
+        fit = malloc((t->nrows ? t->nrows : 1) * sizeof *fit);
+        if (!fit || jf_run_predict(m, res->params, t->values, t->ld, t->nrows, fit) != 0) {
+            jf_cli_error("could not evaluate the model for --output/--plot");
+            rc = 1;
+            goto done;
+        }
+    }
+    if (s->output) {
+        char *err = NULL;
+        if (jf_output_csv(s->output, NULL, NULL, c->names, t->ncols, t->values, t->ld, t->nrows,
+                          nv, fit, &err) != 0) {
+            jf_cli_error("%s", err ? err : "out of memory");
+            rc = 1;
+        }
+        free(err);
+    }
+    if (s->plot) {
+        jf_plot_data p;
+        char title[1024], sub[256];
+        memset(&p, 0, sizeof p);
+        snprintf(title, sizeof title, "fit of %s to %s", s->model, s->data);
+        if (s->sigma && isfinite(res->reduced_chi2))
+            snprintf(sub, sizeof sub, "R^2 = %.6g, chi^2/dof = %.4g, %zu points", res->r_squared,
+                     res->reduced_chi2, res->n);
+        else
+            snprintf(sub, sizeof sub, "R^2 = %.6g, %zu points, %s", res->r_squared, res->n,
+                     res->success ? "converged" : "NOT converged");
+        p.title = title;
+        p.subtitle = sub;
+        p.nv = nv;
+        for (size_t j = 0; j < nv && j < 2; j++) {
+            p.xname[j] = c->names[j];
+            p.x[j] = t->values + j * t->ld;
+        }
+        p.yname = c->response;
+        p.y = d.y;
+        p.fit = fit;
+        p.n = t->nrows;
+        p.model = m;
+        p.params = res->params;
+        char *err = NULL;
+        if (jf_plot_write(s->plot, &p, &err) != 0) {
+            jf_cli_error("%s", err ? err : "out of memory");
+            rc = 1;
+        }
+        free(err);
+    }
+done:
+    free(fit);
+    jf_free(fit_err);
+    jf_fit_result_free(res);
+    return rc;
+}
+
+int jf_run_spec(const jf_spec *s, FILE *out, jf_run_summary *sum) {
+    double t_start = now_ms();
+    jf_fitctx c;
+    memset(&c, 0, sizeof c);
+    c.spec = s;
+    if (sum) memset(sum, 0, sizeof *sum);
+    if (sum) sum->status = -1;
+    char *err = NULL, **colnames = NULL;
+    long ncolnames = 0;
+    int rc = 1;
+    if (!s->model || !s->data) {
+        rc = jf_run_setting_error(s->name ? s->name : NULL, "expected MODEL and DATA");
+        goto done;
+    }
+    if (s->plot && s->group) {
+        rc = jf_run_setting_error(NULL, "--plot draws one fit; it cannot be used with --group");
+        goto done;
+    }
+    if (s->p0_file && !s->group) {
+        rc = jf_run_setting_error(NULL, "--p0-file gives starting values per group; it needs "
+                                        "--group");
+        goto done;
+    }
+    if (s->columns && (ncolnames = split_names(s->columns, &colnames)) < 0) {
+        rc = jf_run_setting_error(NULL, "--columns: '%s' is not a list of names", s->columns);
+        goto done;
+    }
+    jf_dataopts dopts;
+    memset(&dopts, 0, sizeof dopts);
+    dopts.allow_no_header = 1;
+    dopts.columns = (const char *const *)colnames;
+    dopts.ncolumns = (size_t)ncolnames;
+    dopts.allow_nan = s->nan_omit;
+
+    double t0 = now_ms();
+    if (jf_datafile_open_ex(s->data, &dopts, &c.df, &err) != 0) {
+        jf_cli_error("%s", err ? err : "out of memory");
+        goto done;
+    }
+    c.time_read_ms = now_ms() - t0;
+
+    t0 = now_ms();
+    c.model = load_model(s, c.df);
+    c.time_model_ms = now_ms() - t0;
+    if (!c.model) goto done;
+    jf_model *m = c.model;
+    size_t nv = jf_model_num_vars(m);
+    c.nv = nv;
+    const char *resp = s->ycol ? s->ycol : jf_model_response_name(m);
+    c.response = resp;
+    for (size_t j = 0; j < nv; j++)
+        if (strcmp(jf_model_var_name(m, j), resp) == 0 ||
+            (s->sigma && strcmp(jf_model_var_name(m, j), s->sigma) == 0)) {
+            rc = jf_run_setting_error(NULL, "column '%s' is a variable of the model; it cannot be "
+                                            "the %s",
+                                      jf_model_var_name(m, j),
+                                      strcmp(jf_model_var_name(m, j), resp) == 0 ? "response"
+                                                                                 : "sigma");
+            goto done;
+        }
+    if (s->sigma && strcmp(s->sigma, resp) == 0) {
+        rc = jf_run_setting_error(NULL, "--sigma: column '%s' is the response", s->sigma);
+        goto done;
+    }
+    if (c.df->positional && name_positional(c.df, m, s, resp) != 0) goto done;
+
+    /* Variables, response, sigma: adjacent columns of one block, which is exactly jf_data's
+     * layout, so the solver reads the parsed numbers in place. */
+    c.names = malloc((nv + 2) * sizeof *c.names);
+    if (!c.names) {
+        jf_cli_error("out of memory");
+        goto done;
+    }
+    for (size_t j = 0; j < nv; j++) c.names[j] = jf_model_var_name(m, j);
+    c.names[nv] = resp;
+    if (s->sigma) c.names[nv + 1] = s->sigma;
+    t0 = now_ms();
+    int st = jf_datafile_read(c.df, c.names, nv + 1 + (s->sigma != NULL), &c.table, &err);
+    if (st == 0 && s->group) {
+        size_t nk = 0;
+        st = jf_datafile_read_text(c.df, s->group, &c.keys, &nk, &err);
+        if (st == 0 && nk != c.table.nrows) {
+            jf_cli_error("%s: internal error: %zu group labels for %zu rows", c.df->path, nk,
+                         c.table.nrows);
+            jf_strings_free(c.keys, nk);
+            c.keys = NULL;
+            goto done;
+        }
+    }
+    c.time_read_ms += now_ms() - t0;
+    if (st != 0) {
+        jf_cli_error("%s", err ? err : "out of memory");
+        goto done;
+    }
+    /* The text can be as large as the data ten times over; release it before fitting. */
+    free(c.df->text);
+    c.df->text = NULL;
+    c.df->len = 0;
+    if (s->nan_omit) drop_nan_rows(&c);
+
+    jf_table *t = &c.table;
+    size_t np = jf_model_num_params(m);
+    if (!s->group && t->nrows <= np) {
+        jf_cli_error("%s: %zu data row%s for %zu parameter%s: a fit needs more rows than "
+                     "parameters",
+                     c.df->path, t->nrows, t->nrows == 1 ? "" : "s", np, np == 1 ? "" : "s");
+        goto done;
+    }
+    const double *sigma = s->sigma ? t->values + (nv + 1) * t->ld : NULL;
+    for (size_t i = 0; sigma && i < t->nrows; i++)
+        if (!(sigma[i] > 0)) {
+            char v[64];
+            jf_cli_format_double(v, sizeof v, sigma[i]);
+            jf_cli_error("%s:%zu: column %zu ('%s'): sigma must be positive, found %s", c.df->path,
+                         jf_table_line(t, i), t->file_col[nv + 1] + 1, s->sigma, v);
+            goto done;
+        }
+    if ((rc = start_and_bounds(&c)) != 0) goto done;
+    rc = s->group ? jf_batch_run(&c, out, sum) : run_single(&c, out, sum);
+
+done:
+    if (sum) sum->time_ms = now_ms() - t_start;
+    free(err);
+    jf_strings_free(colnames, (size_t)(ncolnames > 0 ? ncolnames : 0));
+    jf_strings_free(c.keys, c.table.nrows);
+    free(c.names);
+    free(c.p0);
+    free(c.lo);
+    free(c.hi);
+    jf_table_free(&c.table);
+    jf_model_free(c.model);
+    jf_datafile_free(c.df);
+    return rc;
+}

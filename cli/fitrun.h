@@ -1,0 +1,72 @@
+/* Running one fit description (spec.h) end to end: the body of `jitfit fit` and of each fit of
+ * `jitfit run`.
+ *
+ * Order of work: open the data file (data.c: text, gzip, .npy; header or positional columns) →
+ * compile the model, taking independent variables from the data's column names when the default
+ * `x` is absent → name positional columns (model variables, then the response, then sigma) →
+ * read the used columns into the column-major block jf_data wants (no copy) → drop rows with NaN
+ * if asked → starting values and bounds (model file, then p0/bounds lists in order) → jf_fit,
+ * or jf_fit_batch per group (batch.c) → report (report.c), --output (output.c), --plot (plot.c).
+ */
+#ifndef JF_CLI_FITRUN_H
+#define JF_CLI_FITRUN_H
+
+#include <stdio.h>
+
+#include "../include/jitfit.h"
+#include "data.h"
+#include "spec.h"
+
+/* What `jitfit run` shows in its summary table about one fit. */
+typedef struct jf_run_summary {
+    int ran;          /* 1 when the solver ran (the other fields are valid) */
+    int success;      /* 1 when it converged (a batch: every group converged) */
+    int status;       /* jf_fit_status of a single fit; -1 for a batch */
+    double cost;      /* final cost (a batch: the sum over groups) */
+    size_t nfev;      /* model evaluations (a batch: the sum) */
+    double time_ms;   /* wall time of the whole fit, reading and reporting included */
+    int cache;        /* jf_cache_result of the kernels (a batch: of its first fit) */
+    size_t nfits;     /* fits run: 1, or the number of groups */
+    size_t nconverged; /* fits that converged */
+} jf_run_summary;
+
+/* The prepared state of a fit: what batch.c, output.c and plot.c work from. */
+typedef struct jf_fitctx {
+    const jf_spec *spec;   /* the description */
+    jf_model *model;       /* the compiled model */
+    jf_datafile *df;       /* the data file (its text is released after reading) */
+    jf_table table;        /* columns: the model's variables, the response, [sigma] */
+    const char **names;    /* table.ncols column names, in table order */
+    char **keys;           /* group label of each row (table.nrows), or NULL without --group */
+    size_t nv;             /* number of model variables */
+    const char *response;  /* response column name */
+    double *p0;            /* num_params starting values (shared by the groups of a batch) */
+    double *lo, *hi;       /* num_params bounds */
+    size_t rows_dropped;   /* rows dropped by --nan-policy omit */
+    double time_read_ms;   /* reading the data */
+    double time_model_ms;  /* compiling the model */
+} jf_fitctx;
+
+/* Runs the fit that s describes and prints its report on out. Setting errors name s's origin
+ * (job file and line) or, from the command line, end with the usage line of `jitfit fit`.
+ * Fills *sum (may be NULL). Returns the exit status: 0 converged, 1 error or not converged,
+ * 2 a usage error. */
+int jf_run_spec(const jf_spec *s, FILE *out, jf_run_summary *sum);
+
+/* Prints a setting error: "jitfit: ORIGIN: message" for a job file, or "jitfit: fit: message"
+ * plus the usage line when origin is NULL. Returns 2. */
+int jf_run_setting_error(const char *origin, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+/* The usage line that ends every usage error of `jitfit fit`. */
+void jf_run_usage_hint(void);
+
+/* f(x_i; params) for the n rows of the table's variable columns (ld = table.ld) into f;
+ * returns 0, or -1 if the evaluator fails. */
+int jf_run_predict(const jf_model *m, const double *params, const double *x, size_t ld, size_t n,
+                   double *f);
+
+/* Runs the batch of a prepared context with --group (batch.c). Same return as jf_run_spec. */
+int jf_batch_run(jf_fitctx *c, FILE *out, jf_run_summary *sum);
+
+#endif

@@ -1,0 +1,21 @@
+/* `--output FILE`: the data that were fitted, next to the model's predictions, as CSV.
+ *
+ * Columns: the group column (with --group), the used data columns (variables, response, sigma)
+ * under their names, then `fit` (the model at the fitted parameters) and `residual` (response −
+ * fit, the data minus the model as plots show it; the solver's internal residual has the other
+ * sign and is divided by sigma). Numbers are written with every digit (shortest round trip),
+ * independently of the locale, so the file reads back exactly.
+ */
+#ifndef JF_CLI_OUTPUT_H
+#define JF_CLI_OUTPUT_H
+
+#include <stddef.h>
+
+/* Writes the CSV to path ("-": standard output). keys/group_name may be NULL. Column c of the
+ * data is cols[c*ld .. c*ld+n); ycol is the response's column. Returns 0, or -1 with *err a
+ * malloc'd message ("out.csv: Permission denied"). */
+int jf_output_csv(const char *path, const char *group_name, char *const *keys,
+                  const char *const *names, size_t ncols, const double *cols, size_t ld,
+                  size_t n, size_t ycol, const double *fit, char **err);
+
+#endif

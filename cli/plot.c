@@ -1,0 +1,383 @@
+/* Plots of a fit with cairo (see plot.h). One drawing routine draws on any cairo surface; the
+ * file's extension picks an image surface written as PNG or an SVG surface. Coordinates are in
+ * pixels of the PNG (points of the SVG); every scale maps data to a panel rectangle. */
+#include "plot.h"
+
+#include <cairo-svg.h>
+#include <cairo.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+/* Points of the fitted curve: smooth at any zoom a page allows. */
+#define CURVE_POINTS 600
+
+/* A panel: a rectangle on the page and the data range it shows. */
+typedef struct panel {
+    double x, y, w, h;       /* rectangle on the page (y grows downwards) */
+    double x0, x1, y0, y1;   /* data range shown */
+} panel;
+
+static double px(const panel *p, double v) { return p->x + (v - p->x0) / (p->x1 - p->x0) * p->w; }
+static double py(const panel *p, double v) {
+    return p->y + p->h - (v - p->y0) / (p->y1 - p->y0) * p->h;
+}
+
+static char *plot_msg(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+static char *plot_msg(const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(NULL, 0, fmt, ap);
+    va_end(ap);
+    char *s = n >= 0 ? malloc((size_t)n + 1) : NULL;
+    if (!s) return NULL;
+    va_start(ap, fmt);
+    vsnprintf(s, (size_t)n + 1, fmt, ap);
+    va_end(ap);
+    return s;
+}
+
+/* A tick step of 1, 2 or 5 × 10^k giving about `target` ticks over span. */
+static double nice_step(double span, int target) {
+    double raw = span / target, mag = pow(10, floor(log10(raw))), f = raw / mag;
+    return (f < 1.5 ? 1 : f < 3.5 ? 2 : f < 7.5 ? 5 : 10) * mag;
+}
+
+/* Widens [*lo, *hi] by a margin and away from zero width. */
+static void pad_range(double *lo, double *hi, double frac) {
+    if (!isfinite(*lo) || !isfinite(*hi)) *lo = 0, *hi = 1;
+    if (*hi <= *lo) {
+        double c = *lo, d = fabs(c) > 0 ? fabs(c) * 0.1 : 1;
+        *lo = c - d;
+        *hi = c + d;
+    }
+    double m = (*hi - *lo) * frac;
+    *lo -= m;
+    *hi += m;
+}
+
+static void range_of(const double *v, size_t n, double *lo, double *hi) {
+    *lo = INFINITY;
+    *hi = -INFINITY;
+    for (size_t i = 0; i < n; i++)
+        if (isfinite(v[i])) {
+            if (v[i] < *lo) *lo = v[i];
+            if (v[i] > *hi) *hi = v[i];
+        }
+}
+
+static void text_at(cairo_t *cr, double x, double y, const char *s, double ax, double ay) {
+    cairo_text_extents_t e;
+    cairo_text_extents(cr, s, &e);
+    cairo_move_to(cr, x - e.width * ax - e.x_bearing, y - e.height * ay - e.y_bearing);
+    cairo_show_text(cr, s);
+}
+
+/* A tick label: %g, with "0" for the rounding noise of a tick at zero. */
+static void tick_label(char *buf, size_t n, double v, double step) {
+    if (fabs(v) < step * 1e-9) v = 0;
+    snprintf(buf, n, "%g", v);
+}
+
+/* Frame, ticks and tick labels of a panel; labels on the x axis only when xlabels. */
+static void axes(cairo_t *cr, const panel *p, int xlabels, const char *xname, const char *yname) {
+    char buf[64];
+    cairo_set_source_rgb(cr, 0, 0, 0);
+    cairo_set_line_width(cr, 1);
+    cairo_rectangle(cr, p->x, p->y, p->w, p->h);
+    cairo_stroke(cr);
+    cairo_set_font_size(cr, 12);
+    double sx = nice_step(p->x1 - p->x0, 6), sy = nice_step(p->y1 - p->y0, 5);
+    for (double v = ceil(p->x0 / sx) * sx; v <= p->x1 + sx * 1e-9; v += sx) {
+        double X = px(p, v);
+        cairo_move_to(cr, X, p->y + p->h);
+        cairo_line_to(cr, X, p->y + p->h - 5);
+        cairo_stroke(cr);
+        if (xlabels) {
+            tick_label(buf, sizeof buf, v, sx);
+            text_at(cr, X, p->y + p->h + 6, buf, 0.5, 0);
+        }
+    }
+    for (double v = ceil(p->y0 / sy) * sy; v <= p->y1 + sy * 1e-9; v += sy) {
+        double Y = py(p, v);
+        cairo_move_to(cr, p->x, Y);
+        cairo_line_to(cr, p->x + 5, Y);
+        cairo_stroke(cr);
+        tick_label(buf, sizeof buf, v, sy);
+        text_at(cr, p->x - 6, Y, buf, 1, 0.5);
+    }
+    cairo_set_font_size(cr, 13);
+    if (xname) text_at(cr, p->x + p->w / 2, p->y + p->h + 26, xname, 0.5, 0);
+    if (yname) {
+        cairo_save(cr);
+        cairo_translate(cr, p->x - 62, p->y + p->h / 2);
+        cairo_rotate(cr, -M_PI / 2);
+        text_at(cr, 0, 0, yname, 0.5, 0.5);
+        cairo_restore(cr);
+    }
+}
+
+static void titles(cairo_t *cr, const jf_plot_data *d, double width) {
+    cairo_set_source_rgb(cr, 0, 0, 0);
+    cairo_set_font_size(cr, 15);
+    text_at(cr, width / 2, 14, d->title ? d->title : "", 0.5, 0);
+    if (d->subtitle) {
+        cairo_set_font_size(cr, 12);
+        text_at(cr, width / 2, 36, d->subtitle, 0.5, 0);
+    }
+}
+
+/* Data points, fitted curve and residuals against one variable. */
+static void draw_1d(cairo_t *cr, const jf_plot_data *d, double W, double H) {
+    const double *x = d->x[0];
+    size_t n = d->n;
+    double xlo, xhi, ylo, yhi, flo, fhi;
+    range_of(x, n, &xlo, &xhi);
+    range_of(d->y, n, &ylo, &yhi);
+    /* The curve on a fine grid: shows the model between the points, not only at them. */
+    double cx[CURVE_POINTS], cy[CURVE_POINTS];
+    for (int i = 0; i < CURVE_POINTS; i++) {
+        cx[i] = xlo + (xhi - xlo) * i / (CURVE_POINTS - 1);
+        if (jf_model_eval(d->model, d->params, &cx[i], &cy[i], NULL) != JF_OK) cy[i] = NAN;
+    }
+    range_of(cy, CURVE_POINTS, &flo, &fhi);
+    if (flo < ylo) ylo = flo;
+    if (fhi > yhi) yhi = fhi;
+    pad_range(&xlo, &xhi, 0.03);
+    pad_range(&ylo, &yhi, 0.06);
+
+    double *res = malloc((n ? n : 1) * sizeof *res);
+    double rlo = 0, rhi = 0;
+    if (res) {
+        for (size_t i = 0; i < n; i++) res[i] = d->y[i] - d->fit[i];
+        range_of(res, n, &rlo, &rhi);
+        double a = fmax(fabs(rlo), fabs(rhi));
+        rlo = -a;
+        rhi = a;
+        pad_range(&rlo, &rhi, 0.1);
+    }
+    double left = 90, right = 30, top = 60, gap = 14, bottom = 55;
+    double avail = H - top - bottom - gap;
+    panel top_p = {left, top, W - left - right, avail * 0.72, xlo, xhi, ylo, yhi};
+    panel res_p = {left, top + avail * 0.72 + gap, W - left - right, avail * 0.28, xlo, xhi, rlo, rhi};
+    double r = n > 2000 ? 1.2 : n > 300 ? 2.0 : 3.0;
+
+    titles(cr, d, W);
+    /* Data. */
+    cairo_save(cr);
+    cairo_rectangle(cr, top_p.x, top_p.y, top_p.w, top_p.h);
+    cairo_clip(cr);
+    cairo_set_source_rgb(cr, JF_PLOT_DATA_RGB);
+    for (size_t i = 0; i < n; i++) {
+        cairo_new_sub_path(cr);
+        cairo_arc(cr, px(&top_p, x[i]), py(&top_p, d->y[i]), r, 0, 2 * M_PI);
+    }
+    cairo_fill(cr);
+    /* Curve, broken where the model is not finite. */
+    cairo_set_source_rgb(cr, JF_PLOT_CURVE_RGB);
+    cairo_set_line_width(cr, 2.2);
+    int pen = 0;
+    for (int i = 0; i < CURVE_POINTS; i++) {
+        if (!isfinite(cy[i])) {
+            pen = 0;
+            continue;
+        }
+        if (pen) cairo_line_to(cr, px(&top_p, cx[i]), py(&top_p, cy[i]));
+        else cairo_move_to(cr, px(&top_p, cx[i]), py(&top_p, cy[i]));
+        pen = 1;
+    }
+    cairo_stroke(cr);
+    cairo_restore(cr);
+    axes(cr, &top_p, 0, NULL, d->yname);
+
+    /* Legend, top right. */
+    double lx = top_p.x + top_p.w - 110, ly = top_p.y + 12;
+    cairo_set_source_rgb(cr, 1, 1, 1);
+    cairo_rectangle(cr, lx - 8, ly - 6, 108, 44);
+    cairo_fill_preserve(cr);
+    cairo_set_source_rgb(cr, 0.6, 0.6, 0.6);
+    cairo_set_line_width(cr, 1);
+    cairo_stroke(cr);
+    cairo_set_source_rgb(cr, JF_PLOT_DATA_RGB);
+    cairo_arc(cr, lx + 10, ly + 6, 3.5, 0, 2 * M_PI);
+    cairo_fill(cr);
+    cairo_set_source_rgb(cr, JF_PLOT_CURVE_RGB);
+    cairo_set_line_width(cr, 2.2);
+    cairo_move_to(cr, lx, ly + 26);
+    cairo_line_to(cr, lx + 20, ly + 26);
+    cairo_stroke(cr);
+    cairo_set_source_rgb(cr, 0, 0, 0);
+    cairo_set_font_size(cr, 12);
+    text_at(cr, lx + 28, ly + 6, "data", 0, 0.5);
+    text_at(cr, lx + 28, ly + 26, "fit", 0, 0.5);
+
+    /* Residual panel: zero line, then the residuals. */
+    if (res) {
+        cairo_save(cr);
+        cairo_rectangle(cr, res_p.x, res_p.y, res_p.w, res_p.h);
+        cairo_clip(cr);
+        cairo_set_source_rgb(cr, 0.5, 0.5, 0.5);
+        cairo_set_line_width(cr, 1);
+        double dash = 4;
+        cairo_set_dash(cr, &dash, 1, 0);
+        cairo_move_to(cr, res_p.x, py(&res_p, 0));
+        cairo_line_to(cr, res_p.x + res_p.w, py(&res_p, 0));
+        cairo_stroke(cr);
+        cairo_set_dash(cr, NULL, 0, 0);
+        cairo_set_source_rgb(cr, JF_PLOT_DATA_RGB);
+        for (size_t i = 0; i < n; i++) {
+            cairo_new_sub_path(cr);
+            cairo_arc(cr, px(&res_p, x[i]), py(&res_p, res[i]), r * 0.8, 0, 2 * M_PI);
+        }
+        cairo_fill(cr);
+        cairo_restore(cr);
+        axes(cr, &res_p, 1, d->xname[0], "residual");
+    }
+    free(res);
+}
+
+/* Viridis-like colour map on [0, 1] (a few anchors, linear between them). */
+static void seq_color(double t, double *r, double *g, double *b) {
+    static const double a[5][3] = {{0.267, 0.005, 0.329}, {0.230, 0.322, 0.546},
+                                   {0.128, 0.567, 0.551}, {0.369, 0.789, 0.383},
+                                   {0.993, 0.906, 0.144}};
+    if (!(t >= 0)) t = 0;
+    if (t > 1) t = 1;
+    double s = t * 4;
+    int i = (int)s;
+    if (i > 3) i = 3;
+    double f = s - i;
+    *r = a[i][0] + f * (a[i + 1][0] - a[i][0]);
+    *g = a[i][1] + f * (a[i + 1][1] - a[i][1]);
+    *b = a[i][2] + f * (a[i + 1][2] - a[i][2]);
+}
+
+/* Blue–white–red on [-1, 1], for residuals. */
+static void div_color(double t, double *r, double *g, double *b) {
+    if (!(t >= -1)) t = -1;
+    if (t > 1) t = 1;
+    if (t < 0) *r = 1 + t * 0.85, *g = 1 + t * 0.6, *b = 1;
+    else *r = 1, *g = 1 - t * 0.75, *b = 1 - t * 0.8;
+}
+
+/* One 2-D panel: each point a cell coloured by its value. */
+static void image_panel(cairo_t *cr, const panel *p, const jf_plot_data *d, const double *v,
+                        double lo, double hi, int diverging, const char *title) {
+    size_t n = d->n;
+    double side = sqrt((double)n);
+    double cw = p->w / (side > 1 ? side : 1) + 1, ch = p->h / (side > 1 ? side : 1) + 1;
+    cairo_save(cr);
+    cairo_rectangle(cr, p->x, p->y, p->w, p->h);
+    cairo_clip(cr);
+    for (size_t i = 0; i < n; i++) {
+        double r, g, b;
+        if (diverging) div_color(hi > 0 ? v[i] / hi : 0, &r, &g, &b);
+        else seq_color(hi > lo ? (v[i] - lo) / (hi - lo) : 0.5, &r, &g, &b);
+        cairo_set_source_rgb(cr, r, g, b);
+        cairo_rectangle(cr, px(p, d->x[0][i]) - cw / 2, py(p, d->x[1][i]) - ch / 2, cw, ch);
+        cairo_fill(cr);
+    }
+    cairo_restore(cr);
+    axes(cr, p, 1, d->xname[0], d->xname[1]);
+    cairo_set_source_rgb(cr, 0, 0, 0);
+    cairo_set_font_size(cr, 14);
+    text_at(cr, p->x + p->w / 2, p->y - 8, title, 0.5, 1);
+    /* Colour bar under the panel with its end values. */
+    double by = p->y + p->h + 48, bh = 12;
+    for (int i = 0; i < 100; i++) {
+        double r, g, b, t = i / 99.0;
+        if (diverging) div_color(2 * t - 1, &r, &g, &b);
+        else seq_color(t, &r, &g, &b);
+        cairo_set_source_rgb(cr, r, g, b);
+        cairo_rectangle(cr, p->x + p->w * i / 100.0, by, p->w / 100.0 + 0.5, bh);
+        cairo_fill(cr);
+    }
+    char buf[64];
+    cairo_set_source_rgb(cr, 0, 0, 0);
+    cairo_set_font_size(cr, 11);
+    snprintf(buf, sizeof buf, "%.4g", diverging ? -hi : lo);
+    text_at(cr, p->x, by + bh + 4, buf, 0, 0);
+    snprintf(buf, sizeof buf, "%.4g", hi);
+    text_at(cr, p->x + p->w, by + bh + 4, buf, 1, 0);
+}
+
+/* Data, model and residual images of a model of two variables. */
+static void draw_2d(cairo_t *cr, const jf_plot_data *d, double W) {
+    size_t n = d->n;
+    double *res = malloc((n ? n : 1) * sizeof *res);
+    if (!res) return;
+    for (size_t i = 0; i < n; i++) res[i] = d->y[i] - d->fit[i];
+    double lo, hi, flo, fhi, rlo, rhi, xlo, xhi, ylo, yhi;
+    range_of(d->y, n, &lo, &hi);
+    range_of(d->fit, n, &flo, &fhi);
+    range_of(res, n, &rlo, &rhi);
+    range_of(d->x[0], n, &xlo, &xhi);
+    range_of(d->x[1], n, &ylo, &yhi);
+    /* Half a cell of margin so edge cells are whole. */
+    double side = sqrt((double)n) > 1 ? sqrt((double)n) - 1 : 1;
+    double mx = (xhi - xlo) / side / 2, my = (yhi - ylo) / side / 2;
+    xlo -= mx, xhi += mx, ylo -= my, yhi += my;
+    pad_range(&xlo, &xhi, 0);
+    pad_range(&ylo, &yhi, 0);
+    if (flo < lo) lo = flo;
+    if (fhi > hi) hi = fhi;
+    double ra = fmax(fabs(rlo), fabs(rhi));
+    titles(cr, d, W);
+    double left = 80, size = (W - left - 3 * 70) / 3;
+    for (int k = 0; k < 3; k++) {
+        panel p = {left + k * (size + 70), 80, size, size, xlo, xhi, ylo, yhi};
+        if (k == 0) image_panel(cr, &p, d, d->y, lo, hi, 0, "data");
+        else if (k == 1) image_panel(cr, &p, d, d->fit, lo, hi, 0, "model");
+        else image_panel(cr, &p, d, res, -ra, ra, 1, "residuals (data - model)");
+    }
+    free(res);
+}
+
+int jf_plot_write(const char *path, const jf_plot_data *d, char **err) {
+    *err = NULL;
+    if (d->nv != 1 && d->nv != 2) {
+        *err = plot_msg("%s: --plot draws models of one or two variables; this model has %zu",
+                        path, d->nv);
+        return -1;
+    }
+    const char *dot = strrchr(path, '.');
+    int svg = dot && strcasecmp(dot, ".svg") == 0;
+    if (!svg && !(dot && strcasecmp(dot, ".png") == 0)) {
+        *err = plot_msg("%s: the plot file must end in .svg or .png", path);
+        return -1;
+    }
+    double W = d->nv == 1 ? 900 : 1260, H = d->nv == 1 ? 680 : 520;
+    cairo_surface_t *sf = svg ? cairo_svg_surface_create(path, W, H)
+                              : cairo_image_surface_create(CAIRO_FORMAT_ARGB32, (int)W, (int)H);
+    if (cairo_surface_status(sf) != CAIRO_STATUS_SUCCESS) {
+        *err = plot_msg("%s: %s", path, cairo_status_to_string(cairo_surface_status(sf)));
+        cairo_surface_destroy(sf);
+        return -1;
+    }
+    cairo_t *cr = cairo_create(sf);
+    cairo_set_source_rgb(cr, 1, 1, 1);
+    cairo_paint(cr);
+    cairo_select_font_face(cr, "sans-serif", CAIRO_FONT_SLANT_NORMAL, CAIRO_FONT_WEIGHT_NORMAL);
+    if (d->nv == 1) draw_1d(cr, d, W, H);
+    else draw_2d(cr, d, W);
+    cairo_status_t st = cairo_status(cr);
+    cairo_destroy(cr);
+    if (st == CAIRO_STATUS_SUCCESS) {
+        if (svg) {
+            cairo_surface_finish(sf);
+            st = cairo_surface_status(sf);
+        } else {
+            st = cairo_surface_write_to_png(sf, path);
+        }
+    }
+    cairo_surface_destroy(sf);
+    if (st != CAIRO_STATUS_SUCCESS) {
+        *err = plot_msg("%s: cannot write the plot: %s", path, cairo_status_to_string(st));
+        return -1;
+    }
+    return 0;
+}

@@ -1,0 +1,337 @@
+/* Settings of a fit (see spec.h): one validator per key, shared by `jitfit fit` options and
+ * job-file keys, so a value means the same and fails with the same words in both places. */
+#include "spec.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/stat.h>
+
+#include "util.h"
+
+const char *const jf_spec_keys[] = {
+    "model", "data", "columns", "y", "sigma", "absolute_sigma", "p0", "bounds", "param NAME",
+    "loss", "f_scale", "ftol", "xtol", "gtol", "max_nfev", "device", "backend", "threads",
+    "no_cache", "nan_policy", "group", "p0_file", "output", "plot", "json", "verbose", NULL};
+
+void jf_spec_init(jf_spec *s) {
+    memset(s, 0, sizeof *s);
+    s->opts = jf_fit_options_default();
+}
+
+static void items_free(jf_spec_item *it, size_t n) {
+    for (size_t i = 0; i < n; i++) {
+        free(it[i].text);
+        free(it[i].origin);
+    }
+    free(it);
+}
+
+void jf_spec_free(jf_spec *s) {
+    char **strs[] = {&s->name, &s->model, &s->model_origin, &s->data, &s->columns, &s->ycol,
+                     &s->sigma, &s->group, &s->p0_file, &s->output, &s->plot};
+    for (size_t i = 0; i < sizeof strs / sizeof strs[0]; i++) free(*strs[i]);
+    items_free(s->p0, s->np0);
+    items_free(s->bounds, s->nbounds);
+    jf_spec_init(s);
+}
+
+static int dup_or_null(char **dst, const char *src) {
+    *dst = src ? strdup(src) : NULL;
+    return src && !*dst ? -1 : 0;
+}
+
+static int items_copy(jf_spec_item **dst, const jf_spec_item *src, size_t n) {
+    *dst = NULL;
+    if (!n) return 0;
+    *dst = calloc(n, sizeof **dst);
+    if (!*dst) return -1;
+    for (size_t i = 0; i < n; i++)
+        if (dup_or_null(&(*dst)[i].text, src[i].text) || dup_or_null(&(*dst)[i].origin, src[i].origin))
+            return -1;
+    return 0;
+}
+
+int jf_spec_copy(jf_spec *dst, const jf_spec *src) {
+    *dst = *src;
+    int bad = 0;
+    bad |= dup_or_null(&dst->name, src->name);
+    bad |= dup_or_null(&dst->model, src->model);
+    bad |= dup_or_null(&dst->model_origin, src->model_origin);
+    bad |= dup_or_null(&dst->data, src->data);
+    bad |= dup_or_null(&dst->columns, src->columns);
+    bad |= dup_or_null(&dst->ycol, src->ycol);
+    bad |= dup_or_null(&dst->sigma, src->sigma);
+    bad |= dup_or_null(&dst->group, src->group);
+    bad |= dup_or_null(&dst->p0_file, src->p0_file);
+    bad |= dup_or_null(&dst->output, src->output);
+    bad |= dup_or_null(&dst->plot, src->plot);
+    bad |= items_copy(&dst->p0, src->p0, src->np0);
+    bad |= items_copy(&dst->bounds, src->bounds, src->nbounds);
+    return bad ? -1 : 0;
+}
+
+static char *fmt(const char *f, ...) __attribute__((format(printf, 1, 2)));
+
+static char *fmt(const char *f, ...) {
+    va_list ap;
+    va_start(ap, f);
+    int n = vsnprintf(NULL, 0, f, ap);
+    va_end(ap);
+    char *s = n >= 0 ? malloc((size_t)n + 1) : NULL;
+    if (!s) return NULL;
+    va_start(ap, f);
+    vsnprintf(s, (size_t)n + 1, f, ap);
+    va_end(ap);
+    return s;
+}
+
+int jf_spec_is_flag(const char *key) {
+    return strcmp(key, "absolute_sigma") == 0 || strcmp(key, "no_cache") == 0 ||
+           strcmp(key, "json") == 0 || strcmp(key, "verbose") == 0;
+}
+
+/* A tolerance or scale: finite, >= 0 (> 0 when positive is set). */
+static int parse_nonneg(const char *s, int positive, double *out) {
+    double v;
+    if (jf_cli_parse_double(s, &v) != 0 || !isfinite(v) || v < 0 || (positive && v == 0))
+        return -1;
+    *out = v;
+    return 0;
+}
+
+/* A non-negative decimal integer that fits in max. */
+static int parse_count(const char *s, unsigned long long max, unsigned long long *out) {
+    if (!*s) return -1;
+    for (const char *p = s; *p; p++)
+        if (*p < '0' || *p > '9') return -1;
+    errno = 0;
+    unsigned long long v = strtoull(s, NULL, 10);
+    if (errno || v > max) return -1;
+    *out = v;
+    return 0;
+}
+
+static int parse_bool(const char *v, int *out) {
+    static const char *const yes[] = {"true", "yes", "on", "1"}, *const no[] = {"false", "no", "off", "0"};
+    for (size_t i = 0; i < 4; i++) {
+        if (strcasecmp(v, yes[i]) == 0) return *out = 1, 0;
+        if (strcasecmp(v, no[i]) == 0) return *out = 0, 0;
+    }
+    return -1;
+}
+
+/* value as a path: relative to base when base is set and the path is relative. */
+static char *resolve(const char *value, const char *base) {
+    if (!base || value[0] == '/' || strcmp(value, "-") == 0) return strdup(value);
+    return fmt("%s/%s", base, value);
+}
+
+static jf_spec_rc set_str(char **dst, const char *v) {
+    char *c = strdup(v);
+    if (!c) return JF_SPEC_NOMEM;
+    free(*dst);
+    *dst = c;
+    return JF_SPEC_OK;
+}
+
+static jf_spec_rc set_path(char **dst, const char *v, const char *base) {
+    char *c = resolve(v, base);
+    if (!c) return JF_SPEC_NOMEM;
+    free(*dst);
+    *dst = c;
+    return JF_SPEC_OK;
+}
+
+static jf_spec_rc push_item(jf_spec_item **items, size_t *n, const char *text, const char *origin) {
+    jf_spec_item *ni = realloc(*items, (*n + 1) * sizeof *ni);
+    if (!ni) return JF_SPEC_NOMEM;
+    *items = ni;
+    ni[*n].text = strdup(text);
+    ni[*n].origin = origin ? strdup(origin) : NULL;
+    if (!ni[*n].text || (origin && !ni[*n].origin)) {
+        free(ni[*n].text);
+        free(ni[*n].origin);
+        return JF_SPEC_NOMEM;
+    }
+    ++*n;
+    return JF_SPEC_OK;
+}
+
+/* `param NAME = START [in [LO, HI]]` or `param NAME = [LO, HI]`, as the DSL declares them. */
+static jf_spec_rc set_param(jf_spec *s, const char *name, const char *v, const char *origin,
+                            char **msg) {
+    while (*name == ' ') name++;
+    if (!*name || strpbrk(name, " ,=:")) {
+        *msg = fmt("'param %s': expected `param NAME = VALUE [in [LOW, HIGH]]`", name);
+        return *msg ? JF_SPEC_BAD : JF_SPEC_NOMEM;
+    }
+    const char *br = strchr(v, '[');
+    char start[128] = "";
+    size_t sl = (size_t)(br ? br - v : (long)strlen(v));
+    if (sl >= sizeof start) sl = sizeof start - 1;
+    memcpy(start, v, sl);
+    start[sl] = '\0';
+    /* Strip blanks and a trailing "in". */
+    char *e = start + strlen(start);
+    while (e > start && e[-1] == ' ') *--e = '\0';
+    if (br && e - start >= 2 && strcmp(e - 2, "in") == 0) {
+        e -= 2;
+        *e = '\0';
+        while (e > start && e[-1] == ' ') *--e = '\0';
+    }
+    char *b = start;
+    while (*b == ' ') b++;
+    double x;
+    if (*b && jf_cli_parse_double(b, &x) != 0) {
+        *msg = fmt("'%s' is not a number (for parameter '%s')", b, name);
+        return *msg ? JF_SPEC_BAD : JF_SPEC_NOMEM;
+    }
+    char item[512];
+    jf_spec_rc rc = JF_SPEC_OK;
+    if (*b) {
+        snprintf(item, sizeof item, "%s=%s", name, b);
+        rc = push_item(&s->p0, &s->np0, item, origin);
+    }
+    if (rc == JF_SPEC_OK && br) {
+        double lo, hi;
+        const char *comma = strchr(br, ','), *close = strchr(br, ']');
+        char l[128], h[128];
+        if (!comma || !close || close < comma || (size_t)(comma - br) >= sizeof l ||
+            (size_t)(close - comma) >= sizeof h) {
+            *msg = fmt("'%s': expected bounds as [LOW, HIGH]", br);
+            return *msg ? JF_SPEC_BAD : JF_SPEC_NOMEM;
+        }
+        snprintf(l, sizeof l, "%.*s", (int)(comma - br - 1), br + 1);
+        snprintf(h, sizeof h, "%.*s", (int)(close - comma - 1), comma + 1);
+        if (jf_cli_parse_double(l, &lo) != 0 || jf_cli_parse_double(h, &hi) != 0 || isnan(lo) ||
+            isnan(hi)) {
+            *msg = fmt("'%s': bounds must be numbers (inf allowed)", br);
+            return *msg ? JF_SPEC_BAD : JF_SPEC_NOMEM;
+        }
+        char ls[64], hs[64];
+        jf_cli_format_double(ls, sizeof ls, lo);
+        jf_cli_format_double(hs, sizeof hs, hi);
+        snprintf(item, sizeof item, "%s=%s:%s", name, ls, hs);
+        rc = push_item(&s->bounds, &s->nbounds, item, origin);
+    }
+    if (rc == JF_SPEC_OK && !*b && !br) {
+        *msg = fmt("parameter '%s': expected a starting value and/or [LOW, HIGH]", name);
+        return *msg ? JF_SPEC_BAD : JF_SPEC_NOMEM;
+    }
+    return rc;
+}
+
+#define BAD(...)                                                                                   \
+    do {                                                                                           \
+        *msg = fmt(__VA_ARGS__);                                                                   \
+        return *msg ? JF_SPEC_BAD : JF_SPEC_NOMEM;                                                 \
+    } while (0)
+
+jf_spec_rc jf_spec_set(jf_spec *s, const char *key, const char *v, const char *origin,
+                       const char *base, char **msg) {
+    *msg = NULL;
+    jf_fit_options *o = &s->opts;
+    if (strncmp(key, "param ", 6) == 0) return set_param(s, key + 6, v, origin, msg);
+    if (jf_spec_is_flag(key)) {
+        int b;
+        if (parse_bool(v, &b) != 0) BAD("'%s' is not true or false", v);
+        if (strcmp(key, "absolute_sigma") == 0) o->absolute_sigma = b;
+        else if (strcmp(key, "no_cache") == 0) o->no_cache = b;
+        else if (strcmp(key, "json") == 0) s->json = b;
+        else s->verbose = b;
+        return JF_SPEC_OK;
+    }
+    int known = 0;
+    for (size_t i = 0; jf_spec_keys[i]; i++) known |= strcmp(key, jf_spec_keys[i]) == 0;
+    if (!known) return JF_SPEC_UNKNOWN;
+    /* Every other setting needs a value. */
+    if (!*v) BAD("needs a value");
+    if (strcmp(key, "model") == 0) {
+        /* A model in a job file is a file relative to the job's directory when one exists
+         * there; otherwise it is model text. */
+        char *path = resolve(v, base);
+        struct stat st;
+        if (!path) return JF_SPEC_NOMEM;
+        int is_file = base && stat(path, &st) == 0 && S_ISREG(st.st_mode);
+        jf_spec_rc rc = set_str(&s->model, is_file ? path : v);
+        free(path);
+        if (rc == JF_SPEC_OK) {
+            free(s->model_origin);
+            s->model_origin = origin ? strdup(origin) : NULL;
+            if (origin && !s->model_origin) rc = JF_SPEC_NOMEM;
+        }
+        return rc;
+    }
+    if (strcmp(key, "data") == 0) return set_path(&s->data, v, base);
+    if (strcmp(key, "p0_file") == 0) return set_path(&s->p0_file, v, base);
+    if (strcmp(key, "output") == 0) return set_path(&s->output, v, base);
+    if (strcmp(key, "plot") == 0) {
+        const char *dot = strrchr(v, '.');
+        if (!dot || (strcasecmp(dot, ".svg") != 0 && strcasecmp(dot, ".png") != 0))
+            BAD("'%s': the plot file must end in .svg or .png", v);
+        return set_path(&s->plot, v, base);
+    }
+    if (strcmp(key, "columns") == 0) return set_str(&s->columns, v);
+    if (strcmp(key, "y") == 0) return set_str(&s->ycol, v);
+    if (strcmp(key, "sigma") == 0) return set_str(&s->sigma, v);
+    if (strcmp(key, "group") == 0) return set_str(&s->group, v);
+    if (strcmp(key, "p0") == 0) return push_item(&s->p0, &s->np0, v, origin);
+    if (strcmp(key, "bounds") == 0) return push_item(&s->bounds, &s->nbounds, v, origin);
+    if (strcmp(key, "loss") == 0) {
+        int l = jf_loss_from_name(v);
+        if (l < 0) BAD("unknown loss '%s' (use linear, soft_l1, huber, cauchy or arctan)", v);
+        o->loss = (jf_loss)l;
+        return JF_SPEC_OK;
+    }
+    if (strcmp(key, "f_scale") == 0) {
+        if (parse_nonneg(v, 1, &o->f_scale) != 0) BAD("'%s' is not a positive number", v);
+        return JF_SPEC_OK;
+    }
+    if (strcmp(key, "ftol") == 0 || strcmp(key, "xtol") == 0 || strcmp(key, "gtol") == 0) {
+        double t;
+        if (parse_nonneg(v, 0, &t) != 0) BAD("'%s' is not a non-negative number", v);
+        if (key[0] == 'f') o->ftol = t;
+        else if (key[0] == 'x') o->xtol = t;
+        else o->gtol = t;
+        return JF_SPEC_OK;
+    }
+    if (strcmp(key, "max_nfev") == 0) {
+        unsigned long long n;
+        if (parse_count(v, (unsigned long long)SIZE_MAX, &n) != 0 || n == 0)
+            BAD("'%s' is not a positive integer", v);
+        o->max_nfev = (size_t)n;
+        return JF_SPEC_OK;
+    }
+    if (strcmp(key, "threads") == 0) {
+        unsigned long long n;
+        if (parse_count(v, 4096, &n) != 0) BAD("'%s' is not a thread count (0 to 4096)", v);
+        o->nthreads = (int)n;
+        return JF_SPEC_OK;
+    }
+    if (strcmp(key, "device") == 0) {
+        if (strcmp(v, "cpu") == 0) o->device = JF_DEVICE_CPU;
+        else if (strcmp(v, "gpu") == 0) o->device = JF_DEVICE_GPU;
+        else if (strcmp(v, "auto") == 0) o->device = JF_DEVICE_AUTO;
+        else BAD("unknown device '%s' (use cpu, auto or gpu)", v);
+        return JF_SPEC_OK;
+    }
+    if (strcmp(key, "backend") == 0) {
+        if (strcmp(v, "c") == 0) o->backend = JF_BACKEND_C;
+        else if (strcmp(v, "interp") == 0) o->backend = JF_BACKEND_INTERP;
+        else BAD("unknown backend '%s' (use c or interp)", v);
+        return JF_SPEC_OK;
+    }
+    if (strcmp(key, "nan_policy") == 0) {
+        if (strcmp(v, "raise") == 0) s->nan_omit = 0;
+        else if (strcmp(v, "omit") == 0) s->nan_omit = 1;
+        else BAD("unknown policy '%s' (use raise or omit)", v);
+        return JF_SPEC_OK;
+    }
+    return JF_SPEC_UNKNOWN;
+}

@@ -1,0 +1,75 @@
+/* The description of one fit, filled from the command line and from job files alike.
+ *
+ * Every setting has one key (as written in a job file: `ftol = 1e-10`) and one option (the key
+ * with '-' for '_': `--ftol 1e-10`), and both go through jf_spec_set, so the two front ends
+ * accept exactly the same values with the same messages. Layers are applied in order — a job's
+ * [defaults], then its [fit NAME] section, then the command line — and a later value replaces an
+ * earlier one, except the parameter lists (p0, bounds, param NAME), which accumulate: each item
+ * changes only the parameters it names.
+ */
+#ifndef JF_CLI_SPEC_H
+#define JF_CLI_SPEC_H
+
+#include <stddef.h>
+
+#include "../include/jitfit.h"
+
+/* One list of name=value items (a p0 or bounds setting) and where it was written. */
+typedef struct jf_spec_item {
+    char *text;   /* "a=1,b=2" (bounds: "a=0:inf") */
+    char *origin; /* "jobs.ini:12" for a job file; NULL for the command line */
+} jf_spec_item;
+
+/* Everything a fit needs to know, before the model and data are read. Strings are malloc'd. */
+typedef struct jf_spec {
+    char *name;             /* the fit's name in a job file ([fit NAME]); NULL otherwise */
+    char *model;            /* MODEL: a formula or a model file path */
+    char *model_origin;     /* where model was set ("jobs.ini:3"), NULL from the command line */
+    char *data;             /* DATA path ("-": standard input) */
+    char *columns;          /* names of the data columns in file order ("x, y"), or NULL */
+    char *ycol;             /* response column, or NULL for the model's response */
+    char *sigma;            /* column of standard deviations, or NULL */
+    char *group;            /* column whose distinct values split the data into a batch */
+    char *p0_file;          /* per-group starting values (CSV: group column + parameters) */
+    char *output;           /* CSV of predictions and residuals to write, or NULL */
+    char *plot;             /* .svg or .png plot to write, or NULL */
+    jf_spec_item *p0;       /* starting-value lists in the order given (later items win) */
+    size_t np0;             /* entries in p0 */
+    jf_spec_item *bounds;   /* bounds lists in the order given */
+    size_t nbounds;         /* entries in bounds */
+    int json;               /* 1: print JSON instead of the human report */
+    int verbose;            /* 1: one line per iteration on stderr */
+    int nan_omit;           /* 1: --nan-policy omit (drop rows with NaN); 0: raise */
+    jf_fit_options opts;    /* solver options (p0/lower/upper are filled later) */
+} jf_spec;
+
+/* An empty spec with the default options. */
+void jf_spec_init(jf_spec *s);
+/* Frees the strings of s (not s) and re-initializes it. */
+void jf_spec_free(jf_spec *s);
+/* Deep copy of src into dst (dst uninitialized). Returns 0 or -1 when out of memory. */
+int jf_spec_copy(jf_spec *dst, const jf_spec *src);
+
+/* Result of jf_spec_set. */
+typedef enum jf_spec_rc {
+    JF_SPEC_OK = 0,      /* applied */
+    JF_SPEC_UNKNOWN = 1, /* no such key */
+    JF_SPEC_BAD = 2,     /* the value is not valid for the key: *msg says why */
+    JF_SPEC_NOMEM = 3    /* out of memory */
+} jf_spec_rc;
+
+/* Applies `key = value` to s. origin is "FILE:LINE" for a job file (kept with parameter lists
+ * for later messages) or NULL for the command line. base is the directory that relative paths
+ * (model file, data, p0_file, output, plot) are relative to, or NULL for the current one.
+ * Boolean keys take true/false/yes/no/on/off/1/0. On JF_SPEC_BAD *msg receives a malloc'd
+ * message without prefix ("'abc' is not a non-negative number"). */
+jf_spec_rc jf_spec_set(jf_spec *s, const char *key, const char *value, const char *origin,
+                       const char *base, char **msg);
+
+/* 1 when key is a boolean setting (a flag without value on the command line). */
+int jf_spec_is_flag(const char *key);
+
+/* The keys, NULL-terminated, for help and for "did you mean" messages. */
+extern const char *const jf_spec_keys[];
+
+#endif

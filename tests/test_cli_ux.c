@@ -1,0 +1,467 @@
+/* The everyday-tool features of the jitfit command, through the built binary: job files
+ * (`jitfit run`: settings, overrides, errors with file:line), data formats (headerless, RFC 4180
+ * quotes, gzip, stdin, .npy, --nan-policy), --output, --plot (the PNG is read back and its
+ * pixels inspected; the SVG checked for well-formedness), -v, --group errors and `jitfit help`.
+ */
+#include <cairo.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <zlib.h>
+
+#include "cli/plot.h"
+#include "tests/testlib.h"
+
+#define EX JF_SOURCE_DIR "/examples/"
+
+/* Temporary files, removed at the end. */
+static char *tmp_paths[64];
+static size_t ntmp;
+
+static const char *keep(char *p) {
+    if (p && ntmp < sizeof tmp_paths / sizeof tmp_paths[0]) tmp_paths[ntmp++] = p;
+    return p;
+}
+
+static const char *tmp(const char *suffix, const char *text) {
+    return keep(jf_test_tmpfile(suffix, text));
+}
+
+/* Runs `jitfit ARGS` (a shell fragment); returns the exit status. */
+static int jf(const char *args, char **out, char **err) {
+    char cmd[4096];
+    snprintf(cmd, sizeof cmd, "'%s' %s", jf_test_cli(), args);
+    return jf_test_run(cmd, out, err);
+}
+
+/* A data set y = 2*x + 1 (exact) as CSV text without header. */
+#define LINE_ROWS "0,1\n1,3\n2,5\n3,7\n4,9\n5,11\n"
+
+/* The value of a parameter in --json output. */
+static double param(const char *out, const char *name) {
+    char key[128];
+    snprintf(key, sizeof key, "{\"name\": \"%s\", \"value\": ", name);
+    const char *p = out ? strstr(out, key) : NULL;
+    return p ? strtod(p + strlen(key), NULL) : NAN;
+}
+
+/* Fits 'a*x+b' to path with extra args; checks a = 2, b = 1. */
+static void fits_line(const char *args, const char *path) {
+    char buf[2048], *out = NULL, *err = NULL;
+    snprintf(buf, sizeof buf, "fit --json %s 'a*x+b' '%s'", args, path);
+    int rc = jf(buf, &out, &err);
+    if (!CHECK(rc == 0)) fprintf(stderr, "  %s\n  %s\n", buf, err ? err : "");
+    CHECK_NEAR(param(out, "a"), 2, 1e-9);
+    CHECK_NEAR(param(out, "b"), 1, 1e-9);
+    free(out);
+    free(err);
+}
+
+static void test_text_formats(void) {
+    /* Without a header: default order (variables, then response), or named by --columns. */
+    fits_line("", tmp(".csv", LINE_ROWS));
+    fits_line("--columns x,y", tmp(".csv", "# no header\n" LINE_ROWS));
+    fits_line("--columns 'x, obs' --y obs", tmp(".csv", LINE_ROWS));
+    fits_line("", tmp(".txt", "0 1\n1 3\n2 5\n3 7\n4 9\n"));
+    /* RFC 4180 quotes: a text column with commas, doubled quotes and a line break. */
+    fits_line("", tmp(".csv", "\"x\",\"note, with comma\",y\n0,\"a \"\"q\"\"\",1\n1,\"two\nlines\",3\n"
+                              "2,plain,5\n3,\"\",7\n"));
+    /* gzip, detected by its magic bytes whatever the name. */
+    const char *gz = tmp(".dat", "");
+    gzFile g = gzopen(gz, "wb");
+    if (CHECK(g != NULL)) {
+        gzputs(g, "x,y\n" LINE_ROWS);
+        gzclose(g);
+    }
+    fits_line("", gz);
+    /* Standard input. */
+    char buf[1024], *out = NULL, *err = NULL;
+    snprintf(buf, sizeof buf, "fit --json 'a*x+b' - < '%s'", tmp(".csv", "x,y\n" LINE_ROWS));
+    CHECK(jf(buf, &out, &err) == 0);
+    CHECK_NEAR(param(out, "a"), 2, 1e-9);
+    free(out);
+    free(err);
+}
+
+/* Writes a .npy file: header dict text, then raw bytes. */
+static const char *npy(const char *dict, const void *data, size_t n) {
+    char *path = jf_test_tmpfile(".npy", "");
+    FILE *f = path ? fopen(path, "wb") : NULL;
+    if (!f) return keep(path);
+    size_t dl = strlen(dict), total = 10 + dl + 1;
+    size_t pad = (64 - total % 64) % 64;
+    unsigned short hl = (unsigned short)(dl + pad + 1);
+    fwrite("\x93NUMPY\x01\x00", 1, 8, f);
+    fputc(hl & 0xff, f);
+    fputc(hl >> 8, f);
+    fputs(dict, f);
+    for (size_t i = 0; i < pad; i++) fputc(' ', f);
+    fputc('\n', f);
+    fwrite(data, 1, n, f);
+    fclose(f);
+    return keep(path);
+}
+
+static void test_npy(void) {
+    double c_order[12] = {0, 1, 1, 3, 2, 5, 3, 7, 4, 9, 5, 11};
+    fits_line("", npy("{'descr': '<f8', 'fortran_order': False, 'shape': (6, 2), }", c_order,
+                      sizeof c_order));
+    float f_order[12] = {0, 1, 2, 3, 4, 5, 1, 3, 5, 7, 9, 11};
+    fits_line("", npy("{'descr': '<f4', 'fortran_order': True, 'shape': (6, 2), }", f_order,
+                      sizeof f_order));
+    int32_t ints[12] = {0, 1, 1, 3, 2, 5, 3, 7, 4, 9, 5, 11};
+    fits_line("", npy("{'descr': '<i4', 'fortran_order': False, 'shape': (6, 2), }", ints,
+                      sizeof ints));
+    /* A structured array: named columns, in any order. */
+    struct {
+        double y;
+        int16_t x;
+    } __attribute__((packed)) rec[6] = {{1, 0}, {3, 1}, {5, 2}, {7, 3}, {9, 4}, {11, 5}};
+    fits_line("", npy("{'descr': [('y', '<f8'), ('x', '<i2')], 'fortran_order': False, "
+                      "'shape': (6,), }",
+                      rec, sizeof rec));
+    /* Errors name the file and the problem. */
+    static const struct {
+        const char *dict; /* header */
+        size_t bytes;     /* data bytes written */
+        const char *msg;  /* expected on stderr */
+    } bad[] = {
+        {"{'descr': '<c16', 'fortran_order': False, 'shape': (6, 2), }", 96, "unsupported dtype '<c16'"},
+        {"{'descr': '<f8', 'fortran_order': False, 'shape': (6, 2), }", 40,
+         "truncated .npy data: expected 96 bytes, found 40"},
+        {"{'descr': '<f8', 'fortran_order': False, 'shape': (2, 3, 2), }", 96,
+         "more than 2 dimensions"},
+        {"{'descr': '|O', 'fortran_order': False, 'shape': (6, 2), }", 96, "unsupported dtype"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        const char *p = npy(bad[i].dict, c_order, bad[i].bytes);
+        char buf[1024], *out = NULL, *err = NULL;
+        snprintf(buf, sizeof buf, "fit 'a*x+b' '%s'", p);
+        CHECK(jf(buf, &out, &err) == 1);
+        if (!CHECK_CONTAINS(err, bad[i].msg)) fprintf(stderr, "  npy case %zu\n", i);
+        CHECK_CONTAINS(err, p);
+        free(out);
+        free(err);
+    }
+    /* A NaN in a .npy column: the row and column are named. */
+    double withnan[12] = {0, 1, 1, 3, 2, NAN, 3, 7, 4, 9, 5, 11};
+    const char *p = npy("{'descr': '<f8', 'fortran_order': False, 'shape': (6, 2), }", withnan,
+                        sizeof withnan);
+    char buf[1024], *out = NULL, *err = NULL;
+    snprintf(buf, sizeof buf, "fit 'a*x+b' '%s'", p);
+    CHECK(jf(buf, &out, &err) == 1);
+    CHECK_CONTAINS(err, "row 3, column 2 ('y'): value is not finite");
+    free(out);
+    free(err);
+    fits_line("--nan-policy omit", p);
+}
+
+static void test_nan_policy(void) {
+    const char *p = tmp(".csv", "x,y,note\n0,1,a\n1,nan,b\n2,5,c\n3,,d\n4,9,e\n5,11,f\nnan,2,g\n");
+    char buf[1024], *out = NULL, *err = NULL;
+    snprintf(buf, sizeof buf, "fit 'a*x+b' '%s'", p);
+    CHECK(jf(buf, &out, &err) == 1);
+    CHECK_CONTAINS(err, ":3: column 2 ('y'): value is not finite");
+    free(out);
+    free(err);
+    snprintf(buf, sizeof buf, "fit --json --nan-policy omit 'a*x+b' '%s'", p);
+    CHECK(jf(buf, &out, &err) == 0);
+    CHECK_CONTAINS(err, "dropped 3 of 7 rows with NaN");
+    CHECK_CONTAINS(out, "\"rows_dropped\": 3");
+    CHECK_NEAR(param(out, "a"), 2, 1e-9);
+    free(out);
+    free(err);
+    snprintf(buf, sizeof buf, "fit --nan-policy never 'a*x+b' '%s'", p);
+    CHECK(jf(buf, &out, &err) == 2);
+    CHECK_CONTAINS(err, "--nan-policy: unknown policy 'never'");
+    free(out);
+    free(err);
+}
+
+static void test_data_errors(void) {
+    static const struct {
+        const char *text, *args, *msg; /* data, options, expected message after the path */
+    } cases[] = {
+        {"0,1,2\n1,3,4\n2,5,6\n", "",
+         ": the data have no header row and 3 columns, but the model needs 2 (x,y)"},
+        {LINE_ROWS, "--columns x,y,z ", ": 3 column names given, but the file has 2 columns"},
+        {"x,y\n0,\"1\n1,3\n", "", ":2: column 2: unterminated quoted field"},
+        {"x,y\n0,\"1\"z\n", "", ":2: column 2: unterminated quoted field or text after"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        const char *p = tmp(".csv", cases[i].text);
+        char buf[1024], want[512], *out = NULL, *err = NULL;
+        snprintf(buf, sizeof buf, "fit %s'a*x+b' '%s'", cases[i].args, p);
+        snprintf(want, sizeof want, "%s%s", p, cases[i].msg);
+        CHECK(jf(buf, &out, &err) == 1);
+        if (!CHECK_CONTAINS(err, want)) fprintf(stderr, "  data case %zu\n", i);
+        free(out);
+        free(err);
+    }
+    const char *gz = tmp(".gz", "\x1f\x8b\x08\x00garbage");
+    char buf[1024], *out = NULL, *err = NULL;
+    snprintf(buf, sizeof buf, "fit 'a*x+b' '%s'", gz);
+    CHECK(jf(buf, &out, &err) == 1);
+    CHECK_CONTAINS(err, "gzip:");
+    free(out);
+    free(err);
+}
+
+static void test_output(void) {
+    const char *o = tmp(".csv", "");
+    char buf[2048], *out = NULL, *err = NULL;
+    snprintf(buf, sizeof buf, "fit --output '%s' '" EX "damped_sine.jf' '" EX "damped_sine.csv'", o);
+    CHECK(jf(buf, &out, &err) == 0);
+    free(out);
+    free(err);
+    char *text = jf_test_read_file(o, NULL);
+    CHECK(text && strncmp(text, "x,y,fit,residual\n", 17) == 0);
+    /* Every row: residual = y - fit. */
+    size_t rows = 0, ok = 0;
+    for (char *p = text ? strchr(text, '\n') : NULL; p && p[1]; p = strchr(p + 1, '\n')) {
+        double x, y, f, r;
+        if (sscanf(p + 1, "%lf,%lf,%lf,%lf", &x, &y, &f, &r) == 4 && fabs(y - f - r) < 1e-12)
+            ok++;
+        rows++;
+    }
+    CHECK(rows == 200 && ok == rows);
+    free(text);
+    /* A batch writes the group column first. */
+    snprintf(buf, sizeof buf, "fit --group sample --p0-file '" EX "spectra_p0.csv' --output '%s' '" EX
+                              "spectra.jf' '" EX "spectra.csv'",
+             o);
+    CHECK(jf(buf, &out, &err) == 0);
+    free(out);
+    free(err);
+    text = jf_test_read_file(o, NULL);
+    CHECK(text && strncmp(text, "sample,x,y,fit,residual\n", 24) == 0);
+    free(text);
+}
+
+/* Pixels of the PNG near colour (r, g, b) (0..255) inside rows [y0, y1). */
+static size_t count_color(cairo_surface_t *s, int r, int g, int b, int y0, int y1) {
+    int w = cairo_image_surface_get_width(s), h = cairo_image_surface_get_height(s);
+    int stride = cairo_image_surface_get_stride(s);
+    const unsigned char *d = cairo_image_surface_get_data(s);
+    size_t n = 0;
+    for (int y = y0 < 0 ? 0 : y0; y < y1 && y < h; y++)
+        for (int x = 0; x < w; x++) {
+            uint32_t px;
+            memcpy(&px, d + (size_t)y * (size_t)stride + (size_t)x * 4, 4);
+            int pr = (int)(px >> 16 & 0xff), pg = (int)(px >> 8 & 0xff), pb = (int)(px & 0xff);
+            if (abs(pr - r) <= 3 && abs(pg - g) <= 3 && abs(pb - b) <= 3) n++;
+        }
+    return n;
+}
+
+static void test_plot(void) {
+    const char *png = tmp(".png", ""), *svg = tmp(".svg", "");
+    char buf[2048], *out = NULL, *err = NULL;
+    snprintf(buf, sizeof buf, "fit --plot '%s' '" EX "damped_sine.jf' '" EX "damped_sine.csv'", png);
+    CHECK(jf(buf, &out, &err) == 0);
+    free(out);
+    free(err);
+    cairo_surface_t *s = cairo_image_surface_create_from_png(png);
+    if (CHECK(cairo_surface_status(s) == CAIRO_STATUS_SUCCESS)) {
+        int h = cairo_image_surface_get_height(s);
+        CHECK(cairo_image_surface_get_width(s) == 900 && h == 680);
+        /* Layout of plot.c: the top panel ends about two thirds down, the residuals below. */
+        int split = (int)(60 + (680 - 60 - 55 - 14) * 0.72 + 7);
+        int dr = (int)(0.12 * 255 + 0.5), dg = (int)(0.47 * 255 + 0.5), db = (int)(0.71 * 255 + 0.5);
+        int cr = (int)(0.84 * 255 + 0.5), cg = (int)(0.15 * 255 + 0.5), cb = (int)(0.16 * 255 + 0.5);
+        CHECK(count_color(s, dr, dg, db, 60, split) > 500);  /* data points */
+        CHECK(count_color(s, cr, cg, cb, 60, split) > 500);  /* the curve */
+        CHECK(count_color(s, dr, dg, db, split, h) > 300);   /* residual panel */
+        CHECK(count_color(s, cr, cg, cb, split, h) == 0);    /* no curve there */
+    }
+    cairo_surface_destroy(s);
+    /* 2-D: three panels side by side, each painted. */
+    snprintf(buf, sizeof buf, "fit --plot '%s' '" EX "gauss2d.jf' '" EX "gauss2d.csv'", png);
+    CHECK(jf(buf, &out, &err) == 0);
+    free(out);
+    free(err);
+    s = cairo_image_surface_create_from_png(png);
+    if (CHECK(cairo_surface_status(s) == CAIRO_STATUS_SUCCESS)) {
+        int w = cairo_image_surface_get_width(s), stride = cairo_image_surface_get_stride(s);
+        const unsigned char *d = cairo_image_surface_get_data(s);
+        int painted[3] = {0, 0, 0};
+        double size = (w - 80 - 3 * 70) / 3.0;
+        for (int k = 0; k < 3; k++) {
+            int cx = (int)(80 + k * (size + 70) + size / 2), cy = (int)(80 + size / 2);
+            uint32_t px;
+            memcpy(&px, d + (size_t)cy * (size_t)stride + (size_t)cx * 4, 4);
+            painted[k] = (px & 0xffffff) != 0xffffff || k == 2; /* residual may be near white */
+        }
+        CHECK(painted[0] && painted[1] && painted[2]);
+    }
+    cairo_surface_destroy(s);
+    /* SVG: well-formed XML with an <svg> root. */
+    snprintf(buf, sizeof buf, "fit --plot '%s' '" EX "damped_sine.jf' '" EX "damped_sine.csv'", svg);
+    CHECK(jf(buf, &out, &err) == 0);
+    free(out);
+    free(err);
+    char *text = jf_test_read_file(svg, NULL);
+    CHECK_CONTAINS(text, "<svg");
+    CHECK_CONTAINS(text, "</svg>");
+    free(text);
+    snprintf(buf, sizeof buf, "command -v xmllint >/dev/null && xmllint --noout '%s'", svg);
+    int x = jf_test_run(buf, NULL, NULL);
+    CHECK(x == 0 || x == 1); /* 1: no xmllint here */
+    if (x != 0) fprintf(stderr, "  note: xmllint not found; SVG checked by tags only\n");
+    /* Bad requests are clear errors. */
+    CHECK(jf("fit --plot out.pdf 'a*x+b' x.csv", &out, &err) == 2);
+    CHECK_CONTAINS(err, "must end in .svg or .png");
+    free(out);
+    free(err);
+}
+
+static void test_job_errors(void) {
+    static const struct {
+        const char *text; /* job file */
+        int rc;           /* exit status */
+        const char *msg;  /* expected after the path */
+    } cases[] = {
+        {"[fit a]\nmodel = a*x+b\ndata = d.csv\nftoll = 1\n", 2, ":4: unknown key 'ftoll' (did you mean 'ftol'?)"},
+        {"[fit a]\nmodel = a*x+b\ndata = d.csv\n\nftol = abc\n", 2, ":5: ftol: 'abc' is not a non-negative number"},
+        {"[fits a]\nmodel = a*x+b\n", 2, ":2: unknown section [fits a]"},
+        {"[fit a]\nmodel = a*x+b\nthis line has no equals sign\n", 2, ":3: syntax error"},
+        {"[fit a]\ndata = d.csv\n", 2, ":2: [fit a] needs a model"},
+        {"[fit a]\nmodel = a*x+b\nmodel = c*x\ndata = d.csv\n", 2, ":3: 'model' is given twice in [fit a] (first on line 2)"},
+        {"[defaults]\nloss = squared\n[fit a]\nmodel = a*x+b\ndata=d.csv\n", 2, ":2: loss: unknown loss 'squared'"},
+        {"# nothing\n", 2, ": no [fit NAME] sections"},
+        {"[fit a]\nmodel = a*x+b\ndata = d.csv\nparam q = 1\n", 2, ":4: p0: the model has no parameter 'q'"},
+        {"[fit a]\nmodel = a*x+b\ndata = d.csv\nbounds = a=3:1\n", 2, ":4: bounds: the lower bound of 'a' is not below"},
+    };
+    const char *data = tmp(".csv", "x,y\n" LINE_ROWS);
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char text[1024];
+        /* d.csv stands for the data file's absolute path. */
+        const char *dp = strstr(cases[i].text, "d.csv");
+        if (dp) snprintf(text, sizeof text, "%.*s%s%s", (int)(dp - cases[i].text), cases[i].text,
+                         data, dp + 5);
+        else snprintf(text, sizeof text, "%s", cases[i].text);
+        const char *p = tmp(".ini", text);
+        char buf[1024], want[512], *out = NULL, *err = NULL;
+        snprintf(buf, sizeof buf, "run '%s'", p);
+        snprintf(want, sizeof want, "%s%s", p, cases[i].msg);
+        int rc = jf(buf, &out, &err);
+        if (!CHECK(rc == cases[i].rc)) fprintf(stderr, "  job case %zu: exit %d\n", i, rc);
+        if (!CHECK_CONTAINS(err, want)) fprintf(stderr, "  job case %zu\n", i);
+        free(out);
+        free(err);
+    }
+}
+
+static void test_job_run(void) {
+    const char *data = tmp(".csv", "x,y\n" LINE_ROWS);
+    char text[2048];
+    snprintf(text, sizeof text,
+             "; a job\n[defaults]\nmax_nfev = 50\n\n[fit one]\nmodel = a*x + b\ndata = %s\n"
+             "param a = 1.5 in [0, 10]\n\n[fit two]\nmodel = let s = a*x\n    y ~ s + b\ndata = %s\n"
+             "p0 = a=3\n",
+             data, data);
+    const char *job = tmp(".ini", text);
+    char buf[1024], *out = NULL, *err = NULL;
+    snprintf(buf, sizeof buf, "run --json '%s'", job);
+    CHECK(jf(buf, &out, &err) == 0);
+    CHECK_CONTAINS(out, "\"name\": \"one\"");
+    CHECK_CONTAINS(out, "\"name\": \"two\"");
+    CHECK_NEAR(param(out, "a"), 2, 1e-9);
+    free(out);
+    free(err);
+    /* Command-line options override the file: one evaluation is not enough to converge. */
+    snprintf(buf, sizeof buf, "run --max-nfev 1 --only two '%s'", job);
+    CHECK(jf(buf, &out, &err) == 1);
+    CHECK_CONTAINS(out, "summary of");
+    CHECK_CONTAINS(out, "max_nfev");
+    CHECK(!strstr(out ? out : "", "\n  one "));
+    free(out);
+    free(err);
+    snprintf(buf, sizeof buf, "run --only three '%s'", job);
+    CHECK(jf(buf, &out, &err) == 2);
+    CHECK_CONTAINS(err, "has no [fit three]");
+    free(out);
+    free(err);
+    CHECK(jf("run /nonexistent/job.ini", &out, &err) == 2);
+    CHECK_CONTAINS(err, "/nonexistent/job.ini: No such file or directory");
+    free(out);
+    free(err);
+}
+
+static void test_verbose_and_batch(void) {
+    char *out = NULL, *err = NULL;
+    CHECK(jf("fit -v '" EX "damped_sine.jf' '" EX "damped_sine.csv'", &out, &err) == 0);
+    CHECK_CONTAINS(err, "damping");
+    CHECK_CONTAINS(err, "GN"); /* Gauss-Newton steps are named, not printed as 0 */
+    free(out);
+    free(err);
+    /* No progress output when stderr is not a terminal. */
+    CHECK(jf("fit --group sample --p0-file '" EX "spectra_p0.csv' '" EX "spectra.jf' '" EX
+             "spectra.csv'",
+             &out, &err) == 0);
+    CHECK(err && !strstr(err, "fitting groups"));
+    free(out);
+    free(err);
+    const char *p0 = tmp(".csv", "sample,amp,zz\nA,1,2\n");
+    char buf[1024];
+    snprintf(buf, sizeof buf, "fit --group sample --p0-file '%s' '" EX "spectra.jf' '" EX "spectra.csv'", p0);
+    CHECK(jf(buf, &out, &err) == 1);
+    CHECK_CONTAINS(err, "column 'zz' is not a parameter of the model");
+    free(out);
+    free(err);
+    p0 = tmp(".csv", "sample,amp\nQ,1\n");
+    snprintf(buf, sizeof buf, "fit --group sample --p0-file '%s' '" EX "spectra.jf' '" EX "spectra.csv'", p0);
+    CHECK(jf(buf, &out, &err) == 1);
+    CHECK_CONTAINS(err, ":2: group 'Q' is not in the data");
+    free(out);
+    free(err);
+    CHECK(jf("fit --p0-file x.csv 'a*x+b' '" EX "damped_sine.csv'", &out, &err) == 2);
+    CHECK_CONTAINS(err, "needs --group");
+    free(out);
+    free(err);
+}
+
+static void test_help(void) {
+    static const struct {
+        const char *topic, *text; /* topic, a string its help must contain */
+    } topics[] = {{"fit", "--group"}, {"fit", "--nan-policy"}, {"run", "[fit NAME]"},
+                  {"dsl", "Grammar"}, {"howto", "job file"}};
+    for (size_t i = 0; i < sizeof topics / sizeof topics[0]; i++) {
+        char buf[256], *out = NULL, *err = NULL;
+        snprintf(buf, sizeof buf, "help %s", topics[i].topic);
+        CHECK(jf(buf, &out, &err) == 0);
+        if (!CHECK_CONTAINS(out, topics[i].text)) fprintf(stderr, "  help %s\n", topics[i].topic);
+        free(out);
+        free(err);
+    }
+    char *out = NULL, *err = NULL;
+    CHECK(jf("help nosuch", &out, &err) == 2);
+    CHECK_CONTAINS(err, "no topic 'nosuch'");
+    free(out);
+    free(err);
+    CHECK(jf("fit --help", &out, &err) == 0);
+    CHECK_CONTAINS(out, "--absolute-sigma");
+    free(out);
+    free(err);
+}
+
+int main(void) {
+    test_text_formats();
+    test_npy();
+    test_nan_policy();
+    test_data_errors();
+    test_output();
+    test_plot();
+    test_job_errors();
+    test_job_run();
+    test_verbose_and_batch();
+    test_help();
+    for (size_t i = 0; i < ntmp; i++) {
+        unlink(tmp_paths[i]);
+        free(tmp_paths[i]);
+    }
+    return jf_test_finish();
+}
