@@ -11,6 +11,9 @@
  *   is decided by measurement (docs/PERFORMANCE.md).
  * residual and jacobian_row are not hot (cost-only trial steps, verification, materialised J)
  * and use one general loop each.
+ * With vector math (jf_emit_options.vec_isa, opt-in) all three kernels are written instead as
+ * a loop over blocks of points in GCC vector types calling SLEEF, plus the exact scalar loop for
+ * the points after the last block; see "vector math" below.
  */
 #include <stdint.h>
 #include <stdio.h>

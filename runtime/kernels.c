@@ -12,6 +12,10 @@
  * source of a large model takes longer than that, while hashing its DAG does not. The DAG and
  * the emitter together determine the source, so within one process (one emitter) the fast key
  * identifies the module as well as the full key does.
+ *
+ * Vector math (jf_jit_options.vector_math) picks an ISA at run time (CPU and libsleef.so.3),
+ * emits the vector kernels for it and adds its flags and library to the compiler command; both
+ * keys see them, so exact and vector modules, and the ISAs, never mix in either cache.
  */
 #include "kernels.h"
 

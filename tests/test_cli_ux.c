@@ -428,7 +428,9 @@ static void test_help(void) {
     static const struct {
         const char *topic, *text; /* topic, a string its help must contain */
     } topics[] = {{"fit", "--group"}, {"fit", "--nan-policy"}, {"run", "[fit NAME]"},
-                  {"dsl", "Grammar"}, {"howto", "job file"}};
+                  {"dsl", "Grammar"}, {"howto", "job file"}, {"check", "caret"},
+                  {"eval", "\"gradient\""}, {"diff", "d/dNAME"}, {"codegen", "hex"},
+                  {"cache", "JITFIT_NO_CACHE"}};
     for (size_t i = 0; i < sizeof topics / sizeof topics[0]; i++) {
         char buf[256], *out = NULL, *err = NULL;
         snprintf(buf, sizeof buf, "help %s", topics[i].topic);
