@@ -17,7 +17,7 @@
 const char *const jf_spec_keys[] = {
     "model", "data", "columns", "y", "sigma", "absolute_sigma", "p0", "bounds", "param NAME",
     "loss", "f_scale", "ftol", "xtol", "gtol", "max_nfev", "device", "backend", "threads",
-    "no_cache", "nan_policy", "group", "p0_file", "output", "plot", "json", "verbose", NULL};
+    "no_cache", "vector_math", "nan_policy", "group", "p0_file", "output", "plot", "json", "verbose", NULL};
 
 void jf_spec_init(jf_spec *s) {
     memset(s, 0, sizeof *s);
@@ -93,6 +93,7 @@ static char *fmt(const char *f, ...) {
 
 int jf_spec_is_flag(const char *key) {
     return strcmp(key, "absolute_sigma") == 0 || strcmp(key, "no_cache") == 0 ||
+           strcmp(key, "vector_math") == 0 ||
            strcmp(key, "json") == 0 || strcmp(key, "verbose") == 0;
 }
 
@@ -243,6 +244,7 @@ jf_spec_rc jf_spec_set(jf_spec *s, const char *key, const char *v, const char *o
         if (parse_bool(v, &b) != 0) BAD("'%s' is not true or false", v);
         if (strcmp(key, "absolute_sigma") == 0) o->absolute_sigma = b;
         else if (strcmp(key, "no_cache") == 0) o->no_cache = b;
+        else if (strcmp(key, "vector_math") == 0) o->vector_math = b;
         else if (strcmp(key, "json") == 0) s->json = b;
         else s->verbose = b;
         return JF_SPEC_OK;

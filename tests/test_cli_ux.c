@@ -450,6 +450,32 @@ static void test_help(void) {
     free(err);
 }
 
+/* --vector-math fits the bundled damped sine to the same parameters as the exact kernels (it
+ * falls back to them with a warning where SLEEF or the CPU features are missing). */
+static void test_vector_math(void) {
+    char *out = NULL, *err = NULL, *vout = NULL, *verr = NULL;
+    const char *base = "fit " JF_SOURCE_DIR "/examples/damped_sine.jf " JF_SOURCE_DIR
+                       "/examples/damped_sine.csv --json";
+    char args[1024];
+    CHECK(jf(base, &out, &err) == 0);
+    snprintf(args, sizeof args, "%s --vector-math", base);
+    CHECK(jf(args, &vout, &verr) == 0);
+    const char *names[] = {"a", "b", "c", "d", "e"};
+    for (size_t k = 0; k < 5; k++) {
+        double exact = param(out, names[k]), vec = param(vout, names[k]);
+        CHECK(isfinite(exact));
+        CHECK_NEAR(vec, exact, 1e-9);
+    }
+    free(out);
+    free(err);
+    free(vout);
+    free(verr);
+    CHECK(jf("fit 'a*x+b' - --vector-math=maybe", &out, &err) == 2);
+    CHECK_CONTAINS(err, "--vector-math");
+    free(out);
+    free(err);
+}
+
 int main(void) {
     test_text_formats();
     test_npy();
@@ -461,6 +487,7 @@ int main(void) {
     test_job_run();
     test_verbose_and_batch();
     test_help();
+    test_vector_math();
     for (size_t i = 0; i < ntmp; i++) {
         unlink(tmp_paths[i]);
         free(tmp_paths[i]);
