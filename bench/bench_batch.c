@@ -6,6 +6,7 @@
  * the kernels (or finds them in the cache) and is reported apart; the timed calls are warm.
  *
  * usage: bench_batch DATA.bin [--repeat R] [--threads N] [--out PARAMS.bin] [--single]
+ *                    [--vector-math]
  *                             [--ftol X] [--xtol X] [--gtol X] [--backend c|interp]
  *   DATA.bin   "JFBATCH1", uint64 nfits, uint64 npts, float64 x[npts], float64 y[nfits][npts]
  *   --out      writes float64 params[nfits][5] then int32 status[nfits] (NaN/-1 for a fit that
@@ -53,6 +54,7 @@ int main(int argc, char **argv) {
         else if (strcmp(a, "--repeat") == 0 && v) repeat = atoi(argv[++i]);
         else if (strcmp(a, "--threads") == 0 && v) o.nthreads = atoi(argv[++i]);
         else if (strcmp(a, "--out") == 0 && v) out = argv[++i];
+        else if (strcmp(a, "--vector-math") == 0) o.vector_math = 1;
         else if (strcmp(a, "--ftol") == 0 && v) o.ftol = strtod(argv[++i], NULL);
         else if (strcmp(a, "--xtol") == 0 && v) o.xtol = strtod(argv[++i], NULL);
         else if (strcmp(a, "--gtol") == 0 && v) o.gtol = strtod(argv[++i], NULL);

@@ -114,12 +114,14 @@ def scipy_fit(x, y, method, use_jac=False):
     return {"params": list(map(float, p)), "nfev": int(info.get("nfev", -1)), "cost": cost}
 
 
-def run_jitfit(jitfit, csv, env, threads):
+def run_jitfit(jitfit, csv, env, threads, vector_math=False):
     cmd = [jitfit, "fit", "--json", FORMULA, csv, "--p0", ",".join(
         "%s=%r" % kv for kv in zip(NAMES, P0)), "--ftol", str(TOL), "--xtol", str(TOL),
         "--gtol", str(TOL)]
     if threads:
         cmd += ["--threads", str(threads)]
+    if vector_math:
+        cmd.append("--vector-math")
     t0 = time.perf_counter()
     proc = subprocess.run(cmd, capture_output=True, text=True, env=env)
     wall = time.perf_counter() - t0
@@ -148,10 +150,10 @@ def bench_single(args, env):
             r["seconds"] = t
             row["scipy_" + label] = r
             print("  scipy %-6s %8.3f s  nfev %d" % (label, t, r["nfev"]), file=sys.stderr)
-        run_jitfit(args.jitfit, csv, env, args.threads)  # warm: kernel cache and page cache
+        run_jitfit(args.jitfit, csv, env, args.threads, args.vector_math)  # warm the caches
         best_wall, best_total, j = float("inf"), float("inf"), None
         for _ in range(reps):
-            wall, j1, cmd = run_jitfit(args.jitfit, csv, env, args.threads)
+            wall, j1, cmd = run_jitfit(args.jitfit, csv, env, args.threads, args.vector_math)
             best_wall = min(best_wall, wall)
             if j1["timing_ms"]["total"] < best_total:
                 best_total, j = j1["timing_ms"]["total"], j1
@@ -192,6 +194,8 @@ def bench_batch(args, env):
         cmd += ["--threads", str(args.threads)]
     if args.single_loop:
         cmd.append("--single")
+    if args.vector_math:
+        cmd.append("--vector-math")
     proc = subprocess.run(cmd, capture_output=True, text=True, env=env)
     if proc.returncode != 0:
         raise RuntimeError("bench_batch failed: " + proc.stderr)
@@ -300,6 +304,8 @@ def main():
     ap.add_argument("--batch-subset", type=int, default=1000)
     ap.add_argument("--single-loop", action="store_true", help="also time a loop of jf_fit")
     ap.add_argument("--data-dir", default="/tmp/jitfit-bench")
+    ap.add_argument("--vector-math", action="store_true",
+                    help="run jitfit with SLEEF vector math (jitfit fit --vector-math)")
     ap.add_argument("--json-out", help="write all results as JSON here")
     args = ap.parse_args()
     args.skip = set(filter(None, args.skip.split(",")))

@@ -11,6 +11,7 @@ int jf_cmd_codegen(int argc, char **argv); /* jitfit codegen MODEL --target c|cu
 int jf_cmd_cache(int argc, char **argv);   /* jitfit cache dir|info|clear */
 int jf_cmd_fit(int argc, char **argv);     /* jitfit fit MODEL DATA [options] */
 int jf_cmd_run(int argc, char **argv);     /* jitfit run JOB [options] */
+int jf_cmd_doctor(int argc, char **argv);  /* jitfit doctor */
 int jf_cmd_help(int argc, char **argv);    /* jitfit help [TOPIC] */
 
 struct jf_spec;

@@ -7,6 +7,7 @@
  *   cache   inspect or clear the kernel cache     (runtime/cache)
  *   fit     fit a model to a data file            (solver/)
  *   run     run the fits of a job file            (the fit pipeline, several times)
+ *   doctor  machine facts and self-test fits      (runtime/device, every backend)
  *   help    documentation embedded from docs/
  */
 #include <stdio.h>
@@ -30,6 +31,7 @@ static const command commands[] = {
     {"cache", jf_cmd_cache, "cache dir|info|clear             inspect or clear the kernel cache"},
     {"fit", jf_cmd_fit, "fit MODEL DATA [options]         fit a model to data"},
     {"run", jf_cmd_run, "run JOB [options]                run the fits of a job file (INI)"},
+    {"doctor", jf_cmd_doctor, "doctor                           what this machine offers; self-test fits"},
 };
 
 static void usage(FILE *f) {

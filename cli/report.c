@@ -134,6 +134,7 @@ void jf_report_text(FILE *f, const jf_report *r) {
              res->time_compile_ms, res->time_solve_ms, res->time_total_ms, r->time_read_ms,
              r->time_model_ms);
     stat_line(f, "time", line);
+    if (r->show_device && res->device_note) stat_line(f, "device", res->device_note);
     if (res->warning) stat_line(f, "warning", res->warning);
 
     if (np > 1 && res->correlation) {
@@ -278,5 +279,8 @@ void jf_report_json(FILE *f, const jf_report *r) {
     else fputs("null", f);
     key(f, "rows_dropped");
     fprintf(f, "%zu", r->rows_dropped);
+    key(f, "device_note");
+    if (res->device_note) jf_cli_json_string(f, res->device_note);
+    else fputs("null", f);
     fputs("\n}\n", f);
 }

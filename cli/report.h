@@ -27,6 +27,7 @@ typedef struct jf_report {
     const char *name;              /* the fit's name in a job file, or NULL */
     const char *group;             /* the group label of a batch fit (--group), or NULL */
     size_t rows_dropped;           /* rows dropped by --nan-policy omit */
+    int show_device;               /* 1: the human report shows the result's device_note */
 } jf_report;
 
 /* Correlations beyond this magnitude are flagged: the parameters are nearly redundant. */

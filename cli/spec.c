@@ -321,6 +321,7 @@ jf_spec_rc jf_spec_set(jf_spec *s, const char *key, const char *v, const char *o
         else if (strcmp(v, "gpu") == 0) o->device = JF_DEVICE_GPU;
         else if (strcmp(v, "auto") == 0) o->device = JF_DEVICE_AUTO;
         else BAD("unknown device '%s' (use cpu, auto or gpu)", v);
+        s->device_given = 1;
         return JF_SPEC_OK;
     }
     if (strcmp(key, "backend") == 0) {

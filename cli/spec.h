@@ -41,6 +41,7 @@ typedef struct jf_spec {
     int verbose;            /* 1: one line per iteration on stderr */
     int nan_omit;           /* 1: --nan-policy omit (drop rows with NaN); 0: raise */
     jf_fit_options opts;    /* solver options (p0/lower/upper are filled later) */
+    int device_given;       /* 1: a device was set explicitly (the report then says which ran) */
 } jf_spec;
 
 /* An empty spec with the default options. */

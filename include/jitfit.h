@@ -202,9 +202,11 @@ JF_API int jf_loss_from_name(const char *name);
 
 /* Where to run a fit. */
 typedef enum jf_device {
-    JF_DEVICE_AUTO = 0, /* choose (the CPU while no GPU solver exists) */
+    JF_DEVICE_AUTO = 0, /* choose (the CPU while no GPU solver exists); the result's
+                           device_note says what was chosen and why */
     JF_DEVICE_CPU = 1,  /* the CPU solver */
-    JF_DEVICE_GPU = 2   /* the GPU solver; JF_ERR_UNAVAILABLE when there is none */
+    JF_DEVICE_GPU = 2   /* the GPU solver; JF_ERR_UNAVAILABLE when there is none (errmsg
+                           "GPU requested but unavailable: <reason>") */
 } jf_device;
 
 /* The data of one fit. x holds the independent variables column by column in the model's
@@ -317,6 +319,9 @@ typedef struct jf_fit_result {
     double time_solve_ms;  /* the iterations and the covariance */
     double time_total_ms;  /* everything inside jf_fit */
     const char *warning;   /* a one-line warning (e.g. compiler fallback), or NULL */
+    const char *device_note; /* where the fit ran and why, one line: "cpu: requested",
+                              "cpu: no usable GPU (unavailable: <reason>)", "cpu: the GPU
+                              solver is not implemented in this build"; owned by the result */
 } jf_fit_result;
 
 /* Fits model m to data. On JF_OK *out receives a result (even when the solver did not

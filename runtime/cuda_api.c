@@ -26,6 +26,16 @@ void jf_cuda_arch(int *major, int *minor) {
     *major = 0;
     *minor = 0;
 }
+void jf_cuda_driver_facts_get(jf_cuda_driver_facts *out) {
+    memset(out, 0, sizeof *out);
+    snprintf(out->why, sizeof out->why, "%s", no_headers);
+}
+int jf_cuda_gpu_facts_get(int ordinal, jf_cuda_gpu_facts *out, char *why, size_t n) {
+    (void)ordinal;
+    memset(out, 0, sizeof *out);
+    snprintf(why, n, "%s", no_headers);
+    return JF_ERR_UNAVAILABLE;
+}
 int jf_cuda_module_load(const void *image, void **module, char *why, size_t n) {
     (void)image;
     *module = NULL;
@@ -95,7 +105,12 @@ int jf_cuda_launch(void *fn, unsigned grid, unsigned block, unsigned shmem, void
     X(cuMemcpyHtoD)                                                                                \
     X(cuMemcpyDtoH)                                                                                \
     X(cuLaunchKernel)                                                                              \
-    X(cuGetErrorString)
+    X(cuGetErrorString)                                                                            \
+    X(cuDriverGetVersion)                                                                          \
+    X(cuDeviceTotalMem)                                                                            \
+    X(cuMemGetInfo)                                                                                \
+    X(cuDevicePrimaryCtxRelease)                                                                   \
+    X(cuCtxGetCurrent)
 
 /* The resolved driver, filled once by load_driver. */
 static struct {
@@ -107,6 +122,10 @@ static struct {
     char gpu_name[256]; /* the GPU's name */
     int major, minor; /* its compute capability */
     CUcontext ctx;    /* the primary context of device 0 */
+    int loaded;       /* 1 when every entry point above resolved */
+    int version;      /* cuDriverGetVersion */
+    int count;        /* number of devices (0 when cuInit failed) */
+    int cond_create;  /* 1 when cuGraphConditionalHandleCreate resolves (optional) */
 } cu;
 
 static pthread_once_t cu_once = PTHREAD_ONCE_INIT;
@@ -154,10 +173,23 @@ static void load_driver(void) {
     }
     JF_CU_FUNCS(JF_CU_RESOLVE)
 #undef JF_CU_RESOLVE
+    cu.loaded = 1;
+    if (cu.cuDriverGetVersion(&cu.version) != CUDA_SUCCESS) cu.version = 0;
+    {
+        /* Optional: conditional graph nodes (CUDA 12.3); its absence only disables them. */
+        void *fn = NULL;
+        CUdriverProcAddressQueryResult qr = CU_GET_PROC_ADDRESS_SUCCESS;
+        CUresult rc = gpa2 ? gpa2("cuGraphConditionalHandleCreate", &fn, CUDA_VERSION,
+                                  CU_GET_PROC_ADDRESS_DEFAULT, &qr)
+                           : gpa1("cuGraphConditionalHandleCreate", &fn, CUDA_VERSION,
+                                  CU_GET_PROC_ADDRESS_DEFAULT);
+        cu.cond_create = rc == CUDA_SUCCESS && fn != NULL;
+    }
 
     CUresult r = cu.cuInit(0);
     int count = 0;
     if (r == CUDA_SUCCESS) r = cu.cuDeviceGetCount(&count);
+    if (r == CUDA_SUCCESS) cu.count = count;
     if (r != CUDA_SUCCESS || count == 0) {
         snprintf(cu.why, sizeof cu.why, "unavailable: %s",
                  r == CUDA_SUCCESS || r == CUDA_ERROR_NO_DEVICE ? "no CUDA device" : cu_err(r));
@@ -211,6 +243,47 @@ void jf_cuda_arch(int *major, int *minor) {
 static int fail(CUresult r, const char *what, char *why, size_t n, int status) {
     snprintf(why, n, "%s: %s", what, cu_err(r));
     return status;
+}
+
+void jf_cuda_driver_facts_get(jf_cuda_driver_facts *out) {
+    pthread_once(&cu_once, load_driver);
+    memset(out, 0, sizeof *out);
+    out->loaded = cu.loaded;
+    out->version = cu.version;
+    out->device_count = cu.count;
+    out->cond_create = cu.cond_create;
+    if (!cu.ok) snprintf(out->why, sizeof out->why, "%s", cu.why);
+}
+
+int jf_cuda_gpu_facts_get(int ordinal, jf_cuda_gpu_facts *out, char *why, size_t n) {
+    memset(out, 0, sizeof *out);
+    pthread_once(&cu_once, load_driver);
+    if (!cu.loaded || ordinal < 0 || ordinal >= cu.count) {
+        snprintf(why, n, "%s", cu.why[0] ? cu.why : "unavailable: no such CUDA device");
+        return JF_ERR_UNAVAILABLE;
+    }
+    CUdevice dev;
+    CUresult r = cu.cuDeviceGet(&dev, ordinal);
+    if (r == CUDA_SUCCESS) r = cu.cuDeviceGetName(out->name, (int)sizeof out->name, dev);
+    if (r == CUDA_SUCCESS)
+        r = cu.cuDeviceGetAttribute(&out->major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, dev);
+    if (r == CUDA_SUCCESS)
+        r = cu.cuDeviceGetAttribute(&out->minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, dev);
+    if (r == CUDA_SUCCESS)
+        r = cu.cuDeviceGetAttribute(&out->sm_count, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, dev);
+    if (r == CUDA_SUCCESS) r = cu.cuDeviceTotalMem(&out->mem_total, dev);
+    if (r != CUDA_SUCCESS) return fail(r, "cannot query the CUDA device", why, n, JF_ERR_UNAVAILABLE);
+    /* Free memory is a property of a context: ask in the device's primary context. */
+    CUcontext prev = NULL, ctx = NULL;
+    cu.cuCtxGetCurrent(&prev);
+    if (cu.cuDevicePrimaryCtxRetain(&ctx, dev) == CUDA_SUCCESS) {
+        size_t fr = 0, tot = 0;
+        if (cu.cuCtxSetCurrent(ctx) == CUDA_SUCCESS && cu.cuMemGetInfo(&fr, &tot) == CUDA_SUCCESS)
+            out->mem_free = fr;
+        cu.cuCtxSetCurrent(prev);
+        cu.cuDevicePrimaryCtxRelease(dev);
+    }
+    return JF_OK;
 }
 
 int jf_cuda_module_load(const void *image, void **module, char *why, size_t n) {

@@ -27,6 +27,31 @@ JF_INTERNAL int jf_cuda_status(char *buf, size_t n);
  * calling thread. JF_OK, or JF_ERR_UNAVAILABLE with "unavailable: <reason>" in why. */
 JF_INTERNAL int jf_cuda_init(char *why, size_t n);
 
+/* What the driver says about itself and one GPU, for diagnostics (runtime/device.c). */
+typedef struct jf_cuda_driver_facts {
+    int loaded;         /* 1 when libcuda was opened and every entry point we use resolved */
+    int version;        /* cuDriverGetVersion (e.g. 13000 for CUDA 13.0); 0 when not loaded */
+    int device_count;   /* CUDA devices seen (0 when cuInit failed) */
+    int cond_create;    /* 1 when cuGraphConditionalHandleCreate resolves (WHILE nodes) */
+    char why[256];      /* "unavailable: <reason>" when no GPU can be used; "" otherwise */
+} jf_cuda_driver_facts;
+
+/* One GPU as the driver describes it. */
+typedef struct jf_cuda_gpu_facts {
+    char name[256];     /* cuDeviceGetName */
+    int major, minor;   /* compute capability */
+    int sm_count;       /* multiprocessors */
+    size_t mem_total;   /* bytes of device memory */
+    size_t mem_free;    /* bytes free (cuMemGetInfo in the device's primary context) */
+} jf_cuda_gpu_facts;
+
+/* Loads the driver (once) and fills *out; never fails (what is missing is in out->why). */
+JF_INTERNAL void jf_cuda_driver_facts_get(jf_cuda_driver_facts *out);
+/* Facts of GPU `ordinal` (< device_count). Retains the device's primary context for the free
+ * memory (released again, except device 0's, which jf_cuda_init keeps); the calling thread's
+ * current context is restored. JF_OK, or JF_ERR_UNAVAILABLE with the reason in why. */
+JF_INTERNAL int jf_cuda_gpu_facts_get(int ordinal, jf_cuda_gpu_facts *out, char *why, size_t n);
+
 /* Compute capability of the device (after jf_cuda_init succeeded). */
 JF_INTERNAL void jf_cuda_arch(int *major, int *minor);
 

@@ -287,6 +287,7 @@ static void compute_identity(ident *id, const char *cache_dir) {
 int jf_cc_identity(const char *cc, const char *cache_dir, const char **identity, char *why,
                    size_t n) {
     *identity = NULL;
+    cc = jf_cc_command(cc); /* NULL or "" means the default compiler, as for compiling */
     pthread_mutex_lock(&ident_lock);
     ident *id = idents;
     while (id && strcmp(id->command, cc) != 0) id = id->next;

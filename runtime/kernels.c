@@ -291,9 +291,15 @@ static const c_module *get_c(const struct jf_model *m, const jf_jit_options *o,
         add_warning(warn, wn, "out of memory generating C code; using the interpreter");
         return NULL;
     }
-    char flags[2048];
-    snprintf(flags, sizeof flags, "%s %s%s%s", JF_CC_DEFAULT_FLAGS, cflags, libs[0] ? " " : "",
-             libs);
+    char flags[4096];
+    int fl = snprintf(flags, sizeof flags, "%s %s%s%s", JF_CC_DEFAULT_FLAGS, cflags,
+                      libs[0] ? " " : "", libs);
+    if (fl < 0 || (size_t)fl >= sizeof flags) {
+        /* A truncated flag string would make a wrong cache key: refuse instead. */
+        free(src);
+        add_warning(warn, wn, "compiler flags too long; using the interpreter");
+        return NULL;
+    }
     jf_cache_key_parts parts = {"c", src, identity, flags, ""};
     jf_cache_key key = jf_cache_key_make(&parts);
     if ((mod = jf_cache_mem_get(&key)) != NULL) {

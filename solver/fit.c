@@ -20,6 +20,7 @@
 #include <time.h>
 
 #include "../codegen/model.h"
+#include "../runtime/device.h"
 #include "solver.h"
 
 /* Length of the message buffers inside a result. */
@@ -31,6 +32,7 @@ typedef struct result_block {
     jf_fit_result pub;     /* what the caller sees */
     char message[MSG_LEN]; /* pub.message */
     char *warning;         /* pub.warning (malloc'd by the kernel layer), or NULL */
+    char device_note[MSG_LEN]; /* pub.device_note: where the fit ran and why */
 } result_block;
 
 /* Options checked once for all fits of a call. */
@@ -42,6 +44,7 @@ typedef struct fit_setup {
     jf_kernels *k;            /* kernels, shared by all fits */
     double compile_ms;        /* time to obtain them */
     char *warning;            /* kernel-layer warning (fallback to the interpreter), or NULL */
+    char device_note[MSG_LEN]; /* jf_device_choose's reason, copied into every result */
 } fit_setup;
 
 static double now_ms(void) {
@@ -129,12 +132,17 @@ static int setup_init(fit_setup *s, const jf_model *m, const jf_fit_options *opt
     s->o = opts ? *opts : jf_fit_options_default();
     const jf_fit_options *o = &s->o;
     size_t np = m->np;
-    if (o->device == JF_DEVICE_GPU || o->backend == JF_BACKEND_CUDA)
+    if (o->backend == JF_BACKEND_CUDA && o->device != JF_DEVICE_GPU)
         return fail(errmsg, JF_ERR_UNAVAILABLE,
                     "GPU solver not available: this build fits on the CPU only (use device "
                     "auto or cpu)");
-    if (o->device != JF_DEVICE_AUTO && o->device != JF_DEVICE_CPU)
-        return fail(errmsg, JF_ERR_ARG, "unknown device %d", (int)o->device);
+    /* Where to run: the sizes are for the cost model to come (docs/SOLVER.md, "Device
+     * choice"); data sizes are not known here yet, which the choice accepts (0: unknown). */
+    jf_device_request req = {o->device, 0, np, 0, o->backend};
+    int dev = jf_device_choose(&req, s->device_note, sizeof s->device_note);
+    if (dev < 0) return fail(errmsg, -dev, "%s", s->device_note);
+    if (dev != JF_DEVICE_CPU)
+        return fail(errmsg, JF_ERR_INTERNAL, "device %d chosen, but only the CPU solver exists", dev);
     if (o->backend != JF_BACKEND_C && o->backend != JF_BACKEND_INTERP)
         return fail(errmsg, JF_ERR_ARG, "unknown backend %d", o->backend);
     if (np == 0) return fail(errmsg, JF_ERR_ARG, "the model has no parameters to fit");
@@ -341,6 +349,10 @@ static int run_fit(const fit_setup *s, const jf_data *d, const double *w, const 
     if (s->warning) {
         b->warning = strdup(s->warning);
         r->warning = b->warning;
+    }
+    if (s->device_note[0]) {
+        memcpy(b->device_note, s->device_note, sizeof b->device_note);
+        r->device_note = b->device_note;
     }
     *out = r;
     return JF_OK;

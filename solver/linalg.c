@@ -18,6 +18,7 @@
  */
 #include <lapacke.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -25,7 +26,20 @@
 
 #define EPS 2.220446049250313e-16
 
+/* OpenBLAS's own threads are turned off: the solver's matrices are p×p or N×p with p small,
+ * where OpenBLAS's worker threads only spin (sched_yield) against the solver's threads over
+ * the data — at 1e4 points they took most of the fit's time. The entry point is declared weak
+ * so any other BLAS (without it) links too. This is process-wide; docs/SOLVER.md says so. */
+extern void openblas_set_num_threads(int n) __attribute__((weak));
+
+static void single_threaded_blas(void) {
+    if (openblas_set_num_threads) openblas_set_num_threads(1);
+}
+
+static pthread_once_t blas_once = PTHREAD_ONCE_INIT;
+
 int jf_linalg_init(jf_linalg *la, size_t cap) {
+    pthread_once(&blas_once, single_threaded_blas);
     memset(la, 0, sizeof *la);
     if (cap == 0) cap = 1;
     la->cap = cap;
@@ -135,6 +149,7 @@ double jf_linalg_quad(jf_linalg *la, const double *w) {
 }
 
 int jf_linalg_lstsq(double *A, size_t n, size_t m, double *b, double *x) {
+    pthread_once(&blas_once, single_threaded_blas);
     double *c = malloc(m * sizeof *c);
     double *sv = malloc(m * sizeof *sv);
     if (!c || !sv) {

@@ -1,0 +1,201 @@
+/* `jitfit doctor` and the device choice, through the built binary and the internal API.
+ *
+ * What doctor must print depends on the machine (a GPU or not, NVRTC or not), so the
+ * expectations come from the library's own probe (jf_device_probe): the test checks that the
+ * command reports what the library knows, in its documented one-fact-per-line form, that it
+ * writes nothing into the kernel cache, and that the CPU self-tests converge. The device choice
+ * is checked both as a function (jf_device_choose, jf_device_fp64_ratio) and through
+ * `jitfit fit --device gpu|auto`.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "runtime/device.h"
+#include "tests/testlib.h"
+
+#define EXAMPLE_JF "'" JF_SOURCE_DIR "/examples/damped_sine.jf'"
+#define EXAMPLE_CSV "'" JF_SOURCE_DIR "/examples/damped_sine.csv'"
+
+/* Runs `ENV jitfit ARGS`; returns the exit status. */
+static int jf(const char *env, const char *args, char **out, char **err) {
+    char cmd[8192];
+    snprintf(cmd, sizeof cmd, "%s '%s' %s", env, jf_test_cli(), args);
+    return jf_test_run(cmd, out, err);
+}
+
+/* The line of text starting with prefix (a static copy, "" when absent). */
+static const char *line_of(const char *text, const char *prefix) {
+    static char buf[1024];
+    buf[0] = '\0';
+    size_t pl = strlen(prefix);
+    for (const char *p = text; p && *p;) {
+        const char *e = strchr(p, '\n');
+        size_t len = e ? (size_t)(e - p) : strlen(p);
+        if (len >= pl && strncmp(p, prefix, pl) == 0) {
+            snprintf(buf, sizeof buf, "%.*s", (int)len, p);
+            return buf;
+        }
+        p = e ? e + 1 : NULL;
+    }
+    return buf;
+}
+
+static void test_doctor(const jf_device_info *di) {
+    char dir[] = "/tmp/jf-doctor-XXXXXX";
+    if (!CHECK(mkdtemp(dir) != NULL)) return;
+    char env[256], want[512], *out = NULL, *err = NULL;
+    snprintf(env, sizeof env, "JITFIT_CACHE_DIR='%s'", dir);
+    int rc = jf(env, "doctor", &out, &err);
+    if (!CHECK(rc == 0)) fprintf(stderr, "  stdout:\n%s\n  stderr:\n%s\n", out, err);
+    if (!out) out = strdup("");
+
+    CHECK_CONTAINS(line_of(out, "jitfit: "), JITFIT_VERSION);
+    CHECK_CONTAINS(line_of(out, "cpu: "), "core");
+    CHECK(strlen(line_of(out, "c compiler: ")) > strlen("c compiler: "));
+    CHECK_CONTAINS(line_of(out, "c compiler check: "), "ok");
+    /* doctor looks at the cache and writes nothing into it */
+    snprintf(want, sizeof want, "kernel cache: %s (ok, 0 entries, 0 bytes)", dir);
+    CHECK_STREQ(line_of(out, "kernel cache: "), want);
+
+    if (di->nvrtc_ok) {
+        snprintf(want, sizeof want, "(version %d.%d)", di->nvrtc_major, di->nvrtc_minor);
+        CHECK_CONTAINS(line_of(out, "nvrtc: "), want);
+    } else {
+        printf("note: libnvrtc is unavailable here (%s): the NVRTC version is not checked\n",
+               di->nvrtc_why);
+        CHECK_CONTAINS(line_of(out, "nvrtc: "), "unavailable: ");
+    }
+    if (!di->driver_loaded) {
+        CHECK_CONTAINS(line_of(out, "cuda driver: "), "cuda driver: unavailable: ");
+        CHECK_CONTAINS(line_of(out, "self-test cuda: "), "unavailable: ");
+    } else {
+        CHECK_CONTAINS(line_of(out, "cuda driver: "), "cuda driver: loaded, version ");
+        for (int i = 0; i < di->ndescribed; i++) {
+            char p[64];
+            snprintf(p, sizeof p, "gpu %d: ", i);
+            CHECK_CONTAINS(line_of(out, p), di->gpu[i].name);
+            snprintf(p, sizeof p, "gpu %d memory: ", i);
+            CHECK_CONTAINS(line_of(out, p), "GiB total");
+            snprintf(p, sizeof p, "gpu %d fp64: ", i);
+            CHECK(line_of(out, p)[0] != '\0');
+            snprintf(p, sizeof p, "gpu %d conditional graph nodes (WHILE): ", i);
+            CHECK(line_of(out, p)[0] != '\0');
+        }
+        CHECK_CONTAINS(line_of(out, "self-test cuda: "),
+                       di->gpu_ok ? "skipped: GPU solver not implemented yet" : "unavailable: ");
+    }
+    CHECK_CONTAINS(line_of(out, "self-test interp: "), "converged");
+    CHECK_CONTAINS(line_of(out, "self-test c: "), "converged");
+    CHECK(strstr(out, "FAILED") == NULL);
+    free(out);
+    free(err);
+    out = err = NULL;
+
+    /* a cache directory others can write is reported as refused; JITFIT_NO_CACHE disables */
+    CHECK(chmod(dir, 0777) == 0);
+    rc = jf(env, "doctor", &out, &err);
+    CHECK(rc == 0);
+    CHECK_CONTAINS(line_of(out, "kernel cache: "), "(refused: ");
+    free(out);
+    free(err);
+    out = err = NULL;
+    CHECK(chmod(dir, 0700) == 0);
+    snprintf(env, sizeof env, "JITFIT_CACHE_DIR='%s' JITFIT_NO_CACHE=1", dir);
+    rc = jf(env, "doctor", &out, &err);
+    CHECK(rc == 0);
+    CHECK_CONTAINS(line_of(out, "kernel cache: "), "(disabled: ");
+    free(out);
+    free(err);
+    out = err = NULL;
+
+    rc = jf("", "doctor extra", &out, &err);
+    CHECK(rc == 2);
+    CHECK_CONTAINS(err, "usage: jitfit doctor");
+    free(out);
+    free(err);
+    rmdir(dir);
+}
+
+static void test_choose(const jf_device_info *di) {
+    char why[512];
+    jf_device_request req = {JF_DEVICE_CPU, 100, 3, 1, JF_BACKEND_C};
+    CHECK(jf_device_choose(&req, why, sizeof why) == JF_DEVICE_CPU);
+    CHECK_STREQ(why, "cpu: requested");
+
+    /* Without a GPU solver, auto picks the CPU without probing the GPU (the probe costs a
+     * cuInit on GPU machines), whatever the machine has. */
+    req.device = JF_DEVICE_AUTO;
+    CHECK(jf_device_choose(&req, why, sizeof why) == JF_DEVICE_CPU);
+    CHECK_STREQ(why, "cpu: the GPU solver is not implemented in this build");
+
+    req.device = JF_DEVICE_GPU;
+    CHECK(jf_device_choose(&req, why, sizeof why) == -JF_ERR_UNAVAILABLE);
+    CHECK(strncmp(why, "GPU requested but unavailable: ", 31) == 0);
+    CHECK_CONTAINS(why, di->gpu_ok ? "GPU solver is not implemented" : di->gpu_why + 13);
+
+    req.device = (jf_device)7;
+    CHECK(jf_device_choose(&req, why, sizeof why) == -JF_ERR_ARG);
+
+    /* the fp64 rule (device.h): datacenter SM versions are full rate */
+    CHECK(jf_device_fp64_ratio(6, 0) == 2);
+    CHECK(jf_device_fp64_ratio(7, 0) == 2);
+    CHECK(jf_device_fp64_ratio(8, 0) == 2);
+    CHECK(jf_device_fp64_ratio(9, 0) == 2);
+    CHECK(jf_device_fp64_ratio(7, 5) == 32);
+    CHECK(jf_device_fp64_ratio(8, 6) == 64);
+    CHECK(jf_device_fp64_ratio(8, 9) == 64);
+    CHECK(jf_device_fp64_ratio(12, 0) == 64);
+    CHECK(jf_device_fp64_ratio(10, 3) == 0);
+}
+
+static void test_fit_device(const jf_device_info *di) {
+    char *out = NULL, *err = NULL;
+    int rc = jf("", "fit --device gpu " EXAMPLE_JF " " EXAMPLE_CSV, &out, &err);
+    CHECK(rc == 1);
+    CHECK_CONTAINS(err, "GPU requested but unavailable: ");
+    CHECK_CONTAINS(err, di->gpu_ok ? "GPU solver is not implemented" : di->gpu_why + 13);
+    free(out);
+    free(err);
+    out = err = NULL;
+
+    rc = jf("", "fit --json --device auto " EXAMPLE_JF " " EXAMPLE_CSV, &out, &err);
+    CHECK(rc == 0);
+    CHECK_CONTAINS(out, "\"device_note\": \"cpu: ");
+    CHECK_CONTAINS(out, "\"device_note\": \"cpu: the GPU solver is not implemented in this build\"");
+    free(out);
+    free(err);
+    out = err = NULL;
+
+    /* the human report names the device when --device auto is explicit or with -v only */
+    rc = jf("", "fit --device auto " EXAMPLE_JF " " EXAMPLE_CSV, &out, &err);
+    CHECK(rc == 0);
+    CHECK_CONTAINS(out, "  device         cpu: ");
+    free(out);
+    free(err);
+    out = err = NULL;
+    rc = jf("", "fit " EXAMPLE_JF " " EXAMPLE_CSV, &out, &err);
+    CHECK(rc == 0);
+    CHECK(out && !strstr(out, "  device  "));
+    free(out);
+    free(err);
+    out = err = NULL;
+    rc = jf("", "fit --device cpu --json " EXAMPLE_JF " " EXAMPLE_CSV, &out, &err);
+    CHECK(rc == 0);
+    CHECK_CONTAINS(out, "\"device_note\": \"cpu: requested\"");
+    free(out);
+    free(err);
+}
+
+int main(void) {
+    jf_device_info *di = malloc(sizeof *di);
+    if (!di) return 1;
+    jf_device_probe(di);
+    test_doctor(di);
+    test_choose(di);
+    test_fit_device(di);
+    free(di);
+    return jf_test_finish();
+}
