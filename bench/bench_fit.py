@@ -150,17 +150,22 @@ def bench_single(args, env):
             r["seconds"] = t
             row["scipy_" + label] = r
             print("  scipy %-6s %8.3f s  nfev %d" % (label, t, r["nfev"]), file=sys.stderr)
-        run_jitfit(args.jitfit, csv, env, args.threads, args.vector_math)  # warm the caches
-        best_wall, best_total, j = float("inf"), float("inf"), None
-        for _ in range(reps):
-            wall, j1, cmd = run_jitfit(args.jitfit, csv, env, args.threads, args.vector_math)
-            best_wall = min(best_wall, wall)
-            if j1["timing_ms"]["total"] < best_total:
-                best_total, j = j1["timing_ms"]["total"], j1
-        row["jitfit"] = {"wall_s": best_wall, "total_ms": best_total, "json": j, "command": cmd}
-        pj = [p["value"] for p in j["params"]]
-        print("  jitfit total %.3f ms, wall %.3f s, nfev %d, %s" % (
-            best_total, best_wall, j["nfev"], j["status_name"]), file=sys.stderr)
+        modes = [("jitfit", False)] + ([("jitfit_vec", True)] if args.vector_math else [])
+        for key, vec in modes:
+            run_jitfit(args.jitfit, csv, env, args.threads, vec)  # warm the caches
+            best_wall, best_total, j = float("inf"), float("inf"), None
+            for _ in range(reps):
+                wall, j1, cmd = run_jitfit(args.jitfit, csv, env, args.threads, vec)
+                best_wall = min(best_wall, wall)
+                if j1["timing_ms"]["total"] < best_total:
+                    best_total, j = j1["timing_ms"]["total"], j1
+            row[key] = {"wall_s": best_wall, "total_ms": best_total, "json": j, "command": cmd}
+            print("  %s total %.3f ms, wall %.3f s, nfev %d, %s" % (
+                key, best_total, best_wall, j["nfev"], j["status_name"]), file=sys.stderr)
+        pj = [p["value"] for p in row["jitfit"]["json"]["params"]]
+        if "jitfit_vec" in row:
+            row["vec_rel_diff_vs_exact"] = rel_diff(
+                [p["value"] for p in row["jitfit_vec"]["json"]["params"]], pj)
         if "scipy_lm" in row:
             row["max_rel_diff_vs_lm"] = rel_diff(pj, row["scipy_lm"]["params"])
         rows.append(row)
@@ -194,8 +199,15 @@ def bench_batch(args, env):
         cmd += ["--threads", str(args.threads)]
     if args.single_loop:
         cmd.append("--single")
+    jb_vec = None
     if args.vector_math:
-        cmd.append("--vector-math")
+        proc = subprocess.run(cmd + ["--vector-math"], capture_output=True, text=True, env=env)
+        if proc.returncode != 0:
+            raise RuntimeError("bench_batch --vector-math failed: " + proc.stderr)
+        jb_vec = json.loads(proc.stdout)
+        print("  jf_fit_batch (vector math) best %.1f ms, %d/%d converged" % (
+            jb_vec["best_ms"], jb_vec["converged"], nfits), file=sys.stderr)
+    # The exact run goes last: its parameters (in `out`) are the ones compared with scipy.
     proc = subprocess.run(cmd, capture_output=True, text=True, env=env)
     if proc.returncode != 0:
         raise RuntimeError("bench_batch failed: " + proc.stderr)
@@ -219,7 +231,8 @@ def bench_batch(args, env):
     per_fit = t_subset / subset
     ok = np.isfinite(sp).all(axis=1) & np.isin(status[:subset], [1, 2, 3, 4])
     diffs = np.abs(raw[:subset][ok] - sp[ok]) / np.abs(sp[ok])
-    return {"nfits": nfits, "npts": npts, "jitfit": jb, "command": " ".join(cmd),
+    return {"nfits": nfits, "npts": npts, "jitfit": jb, "jitfit_vec": jb_vec,
+            "command": " ".join(cmd),
             "scipy_subset": subset, "scipy_subset_s": t_subset,
             "scipy_extrapolated_s": per_fit * nfits, "scipy_failures": failures,
             "compared": int(ok.sum()),
@@ -261,6 +274,25 @@ def report(args, mach, rows, batch):
                 r.get("max_rel_diff_vs_lm", float("nan")), nfev("scipy_lm"), nfev("scipy_trf"),
                 j["json"]["nfev"]))
         print()
+        if any("jitfit_vec" in r for r in rows):
+            print("With `--vector-math` (SLEEF vectorized transcendentals):")
+            print()
+            print("| N | jitfit total (vector math) | jitfit wall (vector math) | lm / total "
+                  "| lm / wall | trf / total | max rel. param diff vs exact jitfit |")
+            print("|---|---|---|---|---|---|---|")
+            for r in rows:
+                if "jitfit_vec" not in r:
+                    continue
+                v = r["jitfit_vec"]
+                tot, wall = v["total_ms"] / 1e3, v["wall_s"]
+
+                def ratio2(key, t):
+                    return fmt_ratio(r[key]["seconds"] / t) if key in r else "-"
+
+                print("| %.0e | %.2f ms | %.3f s | %s | %s | %s | %.1e |" % (
+                    r["n"], v["total_ms"], wall, ratio2("scipy_lm", tot), ratio2("scipy_lm", wall),
+                    ratio2("scipy_trf", tot), r["vec_rel_diff_vs_exact"]))
+            print()
         for r in rows:
             j = r["jitfit"]["json"]
             print("N=%.0e jitfit: backend %s, cache %s, status %s, iterations %d, timing_ms %s" % (
@@ -279,6 +311,11 @@ def report(args, mach, rows, batch):
                   batch["nfits"], jb["mean_nfev"]))
         if jb.get("single_loop_ms", -1) >= 0:
             print("- loop of jf_fit: %.1f ms" % jb["single_loop_ms"])
+        if batch.get("jitfit_vec"):
+            jv = batch["jitfit_vec"]
+            print("- jf_fit_batch with vector math: best %.1f ms, %d/%d converged, ratio scipy / "
+                  "it: %s" % (jv["best_ms"], jv["converged"], batch["nfits"], fmt_ratio(
+                      batch["scipy_extrapolated_s"] * 1e3 / jv["best_ms"])))
         print("- scipy curve_fit lm loop: %.1f s%s" % (batch["scipy_extrapolated_s"], extrap))
         print("- ratio scipy / jf_fit_batch: %s" % fmt_ratio(
             batch["scipy_extrapolated_s"] * 1e3 / jb["best_ms"]))

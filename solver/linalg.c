@@ -16,6 +16,7 @@
  * protects the iteration, and the final Gauss-Newton polish (lm.c) works on the materialized J
  * with jf_linalg_lstsq, which does not square the condition number.
  */
+#include <dlfcn.h>
 #include <lapacke.h>
 #include <math.h>
 #include <pthread.h>
@@ -28,12 +29,22 @@
 
 /* OpenBLAS's own threads are turned off: the solver's matrices are p×p or N×p with p small,
  * where OpenBLAS's worker threads only spin (sched_yield) against the solver's threads over
- * the data — at 1e4 points they took most of the fit's time. The entry point is declared weak
- * so any other BLAS (without it) links too. This is process-wide; docs/SOLVER.md says so. */
-extern void openblas_set_num_threads(int n) __attribute__((weak));
-
+ * the data — at 1e4 points they took most of the fit's time. Debian installs OpenBLAS as
+ * several shared objects, each a full copy with its own thread pool (libopenblas.so.0, and
+ * liblapack.so.3 / libblas.so.3 through the alternatives), and LAPACKE calls the liblapack.so.3
+ * copy: so the setter is looked up in every copy that is loaded. With another BLAS none has
+ * it and nothing happens. This is process-wide; docs/SOLVER.md says so. */
 static void single_threaded_blas(void) {
-    if (openblas_set_num_threads) openblas_set_num_threads(1);
+    static const char *const libs[] = {"libopenblas.so.0", "liblapack.so.3", "libblas.so.3",
+                                       "libopenblas.so"};
+    for (size_t i = 0; i < sizeof libs / sizeof libs[0]; i++) {
+        void *h = dlopen(libs[i], RTLD_LAZY | RTLD_NOLOAD);
+        if (!h) continue;
+        void (*set)(int);
+        *(void **)&set = dlsym(h, "openblas_set_num_threads");
+        if (set) set(1);
+        dlclose(h);
+    }
 }
 
 static pthread_once_t blas_once = PTHREAD_ONCE_INIT;
