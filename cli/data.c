@@ -791,6 +791,7 @@ int jf_datafile_read_text(const jf_datafile *f, const char *name, char ***out, s
         char *cell = NULL;
         while (!last && (r = next_field(f->sep, &p, e, &fs, &fe, &last)) != 0) {
             if (r < 0) {
+                free(cell); /* the wanted column may come before the broken field */
                 jf_strings_free(v, row);
                 return fail(err, JF_ERR_DATA,
                             msg("%s:%zu: column %zu: unterminated quoted field or text after "

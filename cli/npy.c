@@ -181,6 +181,14 @@ int jf_npy_parse(const char *path, const unsigned char *buf, size_t len, jf_npy 
             FAIL("%s: malformed .npy header", path);
         }
         skip_ws(&c);
+        /* A key given twice would overwrite (and leak) what the first one parsed. */
+        if ((strcmp(key, "descr") == 0 && have_descr) ||
+            (strcmp(key, "fortran_order") == 0 && have_order) ||
+            (strcmp(key, "shape") == 0 && have_shape)) {
+            *err = npy_msg("%s: key '%s' appears twice in the .npy header", path, key);
+            free(key);
+            goto done;
+        }
         if (strcmp(key, "descr") == 0) {
             have_descr = 1;
             if (c.p < c.e && *c.p == '[') {
@@ -297,6 +305,7 @@ int jf_npy_parse(const char *path, const unsigned char *buf, size_t len, jf_npy 
     if (ndim == 0) FAIL("%s: the array is a scalar, not a table", path);
     if (names && ndim != 1) FAIL("%s: a structured array must be 1-D", path);
 
+    if (!fields || (names && nfields == 0)) FAIL("%s: the .npy descr has no fields", path);
     size_t nrows = shape[0], ncols = names ? nfields : shape[1], rec = 0;
     if (names)
         for (size_t k = 0; k < nfields; k++) {
@@ -305,6 +314,9 @@ int jf_npy_parse(const char *path, const unsigned char *buf, size_t len, jf_npy 
         }
     else rec = fields[0].size * ncols;
     if (ncols == 0) FAIL("%s: the array has no columns", path);
+    /* Every element takes at least one byte, so nrows*ncols <= need <= the file size below:
+     * that bounds the allocation and the copy loops by the input's length. */
+    if (rec < ncols) FAIL("%s: the array has zero-sized elements", path);
     if (nrows && rec > SIZE_MAX / nrows / 2) FAIL("%s: the array is too large", path);
     size_t need = rec * nrows, have = len - hstart - hlen;
     if (have < need)
