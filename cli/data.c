@@ -29,23 +29,6 @@
 /* Longest cell text quoted in a message; longer cells are cut with "...". */
 #define CELL_QUOTE_MAX 40
 
-static char *msg(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-
-/* A malloc'd message; NULL only when out of memory (callers then report JF_ERR_NOMEM). */
-static char *msg(const char *fmt, ...) {
-    va_list ap;
-    va_start(ap, fmt);
-    int n = vsnprintf(NULL, 0, fmt, ap);
-    va_end(ap);
-    if (n < 0) return NULL;
-    char *s = malloc((size_t)n + 1);
-    if (!s) return NULL;
-    va_start(ap, fmt);
-    vsnprintf(s, (size_t)n + 1, fmt, ap);
-    va_end(ap);
-    return s;
-}
-
 static int is_blank(char c) { return c == ' ' || c == '\t'; }
 static int is_digit(char c) { return c >= '0' && c <= '9'; }
 
@@ -301,7 +284,7 @@ static int parse_header(jf_datafile *f, const char *s, const char *e, int allow_
         double v;
         if (r < 0)
             return fail(err, JF_ERR_DATA,
-                        msg("%s:%zu: column %zu: unterminated quoted field or text after its "
+                        jf_cli_strf("%s:%zu: column %zu: unterminated quoted field or text after its "
                             "closing quote",
                             f->path, f->header_line, f->ncols + 1));
         if (parse_cell(fs, fe, &v) == 0) numeric++;
@@ -328,7 +311,7 @@ static int parse_header(jf_datafile *f, const char *s, const char *e, int allow_
     }
     if (numeric == f->ncols)
         return fail(err, JF_ERR_DATA,
-                    msg("%s:%zu: expected a header row of column names, found numbers", f->path,
+                    jf_cli_strf("%s:%zu: expected a header row of column names, found numbers", f->path,
                         f->header_line));
     return 0;
 }
@@ -416,7 +399,7 @@ static int open_npy(jf_datafile *f, const jf_dataopts *o, char **err) {
         f->positional = 1;
     }
     (void)o;
-    if (a.nrows == 0) return fail(err, JF_ERR_DATA, msg("%s: no data rows", f->path));
+    if (a.nrows == 0) return fail(err, JF_ERR_DATA, jf_cli_strf("%s: no data rows", f->path));
     return 0;
 }
 
@@ -447,7 +430,7 @@ int jf_datafile_open_ex(const char *path, const jf_dataopts *o, jf_datafile **ou
     if (fd >= 0 && !is_stdin) close(fd);
     if (e) {
         int st_code = e == ENOMEM ? JF_ERR_NOMEM : JF_ERR_IO;
-        *err = msg("%s: %s", f->path, strerror(e));
+        *err = jf_cli_strf("%s: %s", f->path, strerror(e));
         jf_datafile_free(f);
         return *err ? st_code : JF_ERR_NOMEM;
     }
@@ -458,7 +441,7 @@ int jf_datafile_open_ex(const char *path, const jf_dataopts *o, jf_datafile **ou
         const char *why = NULL;
         rc = gunzip(f->text, f->len, &plain, &plen, &why);
         if (rc != 0) {
-            if (why) *err = msg("%s: gzip: %s", f->path, why);
+            if (why) *err = jf_cli_strf("%s: gzip: %s", f->path, why);
             jf_datafile_free(f);
             return rc == JF_ERR_DATA && !*err ? JF_ERR_NOMEM : rc;
         }
@@ -494,7 +477,7 @@ int jf_datafile_open_ex(const char *path, const jf_dataopts *o, jf_datafile **ou
             break;
         }
         if (rc == 0 && f->header_line == 0 && !f->positional)
-            rc = fail(err, JF_ERR_DATA, msg("%s: no data rows", f->path));
+            rc = fail(err, JF_ERR_DATA, jf_cli_strf("%s: no data rows", f->path));
         if (rc == 0) {
             size_t lines = 1;
             for (const char *p = f->text + f->body; (p = memchr(p, '\n', (size_t)(end - p))); p++)
@@ -515,13 +498,13 @@ int jf_datafile_name_columns(jf_datafile *f, const char *const *names, size_t n,
     *err = NULL;
     if (n != f->ncols)
         return fail(err, JF_ERR_DATA,
-                    msg("%s: %zu column name%s given, but the file has %zu column%s", f->path, n,
+                    jf_cli_strf("%s: %zu column name%s given, but the file has %zu column%s", f->path, n,
                         n == 1 ? "" : "s", f->ncols, f->ncols == 1 ? "" : "s"));
     for (size_t c = 0; c < n; c++)
         for (size_t d = c + 1; d < n; d++)
             if (strcmp(names[c], names[d]) == 0)
                 return fail(err, JF_ERR_DATA,
-                            msg("%s: column name '%s' given twice", f->path, names[c]));
+                            jf_cli_strf("%s: column name '%s' given twice", f->path, names[c]));
     for (size_t c = 0; c < n; c++) {
         char *nm = strdup(names[c]);
         if (!nm) return JF_ERR_NOMEM;
@@ -559,10 +542,10 @@ static char *cell_message(const jf_datafile *f, size_t line, size_t col, const c
                           const char *fe) {
     size_t n = (size_t)(fe - fs);
     if (n == 0)
-        return msg("%s:%zu: column %zu ('%s'): missing value", f->path, line, col + 1,
+        return jf_cli_strf("%s:%zu: column %zu ('%s'): missing value", f->path, line, col + 1,
                    f->names[col]);
     int cut = n > CELL_QUOTE_MAX;
-    return msg("%s:%zu: column %zu ('%s'): '%.*s%s' is not a number", f->path, line, col + 1,
+    return jf_cli_strf("%s:%zu: column %zu ('%s'): '%.*s%s' is not a number", f->path, line, col + 1,
                f->names[col], (int)(cut ? CELL_QUOTE_MAX : n), fs, cut ? "..." : "");
 }
 
@@ -591,7 +574,7 @@ static int read_numeric(const jf_datafile *f, const long *slot, jf_table *t, cha
         for (size_t i = 0; i < f->numeric_rows; i++) {
             if (!isfinite(src[i]) && !(isnan(src[i]) && f->allow_nan))
                 return fail(err, JF_ERR_DATA,
-                            msg("%s: row %zu, column %zu ('%s'): value is not finite", f->path,
+                            jf_cli_strf("%s: row %zu, column %zu ('%s'): value is not finite", f->path,
                                 i + 1, c + 1, f->names[c]));
             dst[i] = src[i];
         }
@@ -620,7 +603,7 @@ int jf_datafile_read(const jf_datafile *f, const char *const *names, size_t nnam
         if (c < 0) {
             char *list = column_list(f);
             rc = fail(err, JF_ERR_DATA,
-                      list ? msg("%s: no column '%s' (columns: %s)", f->path, names[k], list)
+                      list ? jf_cli_strf("%s: no column '%s' (columns: %s)", f->path, names[k], list)
                            : NULL);
             free(list);
             goto done;
@@ -628,7 +611,7 @@ int jf_datafile_read(const jf_datafile *f, const char *const *names, size_t nnam
         for (size_t c2 = (size_t)c + 1; c2 < f->ncols; c2++)
             if (strcmp(f->names[c2], names[k]) == 0) {
                 rc = fail(err, JF_ERR_DATA,
-                          msg("%s:%zu: column '%s' appears twice in the header (columns %ld and "
+                          jf_cli_strf("%s:%zu: column '%s' appears twice in the header (columns %ld and "
                               "%zu)",
                               f->path, f->header_line, names[k], c + 1, c2 + 1));
                 goto done;
@@ -668,7 +651,7 @@ int jf_datafile_read(const jf_datafile *f, const char *const *names, size_t nnam
         while (!last && (r = next_field(f->sep, &p, e, &fs, &fe, &last)) != 0) {
             if (r < 0) {
                 rc = fail(err, JF_ERR_DATA,
-                          msg("%s:%zu: column %zu: unterminated quoted field or text after its "
+                          jf_cli_strf("%s:%zu: column %zu: unterminated quoted field or text after its "
                               "closing quote",
                               f->path, line, col + 1));
                 goto done;
@@ -683,7 +666,7 @@ int jf_datafile_read(const jf_datafile *f, const char *const *names, size_t nnam
                 }
                 if (!isfinite(v) && !(isnan(v) && f->allow_nan)) {
                     rc = fail(err, JF_ERR_DATA,
-                              msg("%s:%zu: column %zu ('%s'): value is not finite", f->path,
+                              jf_cli_strf("%s:%zu: column %zu ('%s'): value is not finite", f->path,
                                   line, col + 1, f->names[col]));
                     goto done;
                 }
@@ -693,7 +676,7 @@ int jf_datafile_read(const jf_datafile *f, const char *const *names, size_t nnam
         }
         if (col != f->ncols) {
             rc = fail(err, JF_ERR_DATA,
-                      msg("%s:%zu: expected %zu field%s, found %zu", f->path, line, f->ncols,
+                      jf_cli_strf("%s:%zu: expected %zu field%s, found %zu", f->path, line, f->ncols,
                           f->ncols == 1 ? "" : "s", col));
             goto done;
         }
@@ -708,7 +691,7 @@ int jf_datafile_read(const jf_datafile *f, const char *const *names, size_t nnam
     }
     t.nrows = row;
     if (row == 0 && !f->numeric) {
-        rc = fail(err, JF_ERR_DATA, msg("%s: no data rows", f->path));
+        rc = fail(err, JF_ERR_DATA, jf_cli_strf("%s: no data rows", f->path));
         goto done;
     }
     /* A column asked for twice was parsed once; copy it to its other slots. */
@@ -720,7 +703,7 @@ done:
     free(slot);
     if (rc != 0) {
         jf_table_free(&t);
-        if (rc == JF_ERR_NOMEM && !*err) *err = msg("%s: out of memory", f->path);
+        if (rc == JF_ERR_NOMEM && !*err) *err = jf_cli_strf("%s: out of memory", f->path);
         return rc;
     }
     *out = t;
@@ -761,7 +744,7 @@ int jf_datafile_read_text(const jf_datafile *f, const char *name, char ***out, s
     if (c < 0) {
         char *list = column_list(f);
         int rc = fail(err, JF_ERR_DATA,
-                      list ? msg("%s: no column '%s' (columns: %s)", f->path, name, list) : NULL);
+                      list ? jf_cli_strf("%s: no column '%s' (columns: %s)", f->path, name, list) : NULL);
         free(list);
         return rc;
     }
@@ -794,7 +777,7 @@ int jf_datafile_read_text(const jf_datafile *f, const char *name, char ***out, s
                 free(cell); /* the wanted column may come before the broken field */
                 jf_strings_free(v, row);
                 return fail(err, JF_ERR_DATA,
-                            msg("%s:%zu: column %zu: unterminated quoted field or text after "
+                            jf_cli_strf("%s:%zu: column %zu: unterminated quoted field or text after "
                                 "its closing quote",
                                 f->path, line, col + 1));
             }
@@ -805,7 +788,7 @@ int jf_datafile_read_text(const jf_datafile *f, const char *name, char ***out, s
             free(cell);
             jf_strings_free(v, row);
             return fail(err, JF_ERR_DATA,
-                        msg("%s:%zu: expected %zu field%s, found %zu", f->path, line, f->ncols,
+                        jf_cli_strf("%s:%zu: expected %zu field%s, found %zu", f->path, line, f->ncols,
                             f->ncols == 1 ? "" : "s", col));
         }
         if (row == cap) { /* cannot happen: max_rows bounds the rows */

@@ -5,6 +5,7 @@
  * the same.
  */
 #include "npy.h"
+#include "util.h"
 
 #include <ctype.h>
 #include <stdarg.h>
@@ -25,22 +26,6 @@ typedef struct dtype {
     int swap;     /* 1 when stored big-endian (this reader runs on little-endian hosts) */
     size_t off;   /* byte offset in a record (structured arrays) */
 } dtype;
-
-static char *npy_msg(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-
-static char *npy_msg(const char *fmt, ...) {
-    va_list ap;
-    va_start(ap, fmt);
-    int n = vsnprintf(NULL, 0, fmt, ap);
-    va_end(ap);
-    if (n < 0) return NULL;
-    char *s = malloc((size_t)n + 1);
-    if (!s) return NULL;
-    va_start(ap, fmt);
-    vsnprintf(s, (size_t)n + 1, fmt, ap);
-    va_end(ap);
-    return s;
-}
 
 int jf_npy_is_npy(const unsigned char *buf, size_t len) {
     return len >= 6 && memcmp(buf, "\x93NUMPY", 6) == 0;
@@ -151,7 +136,7 @@ int jf_npy_parse(const char *path, const unsigned char *buf, size_t len, jf_npy 
     int rc = JF_ERR_DATA;
 #define FAIL(...)                                                                                  \
     do {                                                                                           \
-        *err = npy_msg(__VA_ARGS__);                                                               \
+        *err = jf_cli_strf(__VA_ARGS__);                                                               \
         goto done;                                                                                 \
     } while (0)
 
@@ -185,7 +170,7 @@ int jf_npy_parse(const char *path, const unsigned char *buf, size_t len, jf_npy 
         if ((strcmp(key, "descr") == 0 && have_descr) ||
             (strcmp(key, "fortran_order") == 0 && have_order) ||
             (strcmp(key, "shape") == 0 && have_shape)) {
-            *err = npy_msg("%s: key '%s' appears twice in the .npy header", path, key);
+            *err = jf_cli_strf("%s: key '%s' appears twice in the .npy header", path, key);
             free(key);
             goto done;
         }
@@ -227,7 +212,7 @@ int jf_npy_parse(const char *path, const unsigned char *buf, size_t len, jf_npy 
                     char *t = parse_str(&c);
                     skip_ws(&c);
                     if (!t || parse_dtype(t, &fields[nfields - 1]) != 0 || expect(&c, ')') != 0) {
-                        *err = npy_msg("%s: field '%s' has type '%s': only scalar float, "
+                        *err = jf_cli_strf("%s: field '%s' has type '%s': only scalar float, "
                                        "integer and bool fields are supported",
                                        path, names[nfields - 1], t ? t : "?");
                         free(t);
@@ -249,7 +234,7 @@ int jf_npy_parse(const char *path, const unsigned char *buf, size_t len, jf_npy 
                 }
                 if (!t || parse_dtype(t, &fields[0]) != 0) {
                     free(key);
-                    *err = npy_msg("%s: unsupported dtype '%s' (use float64, float32, integer "
+                    *err = jf_cli_strf("%s: unsupported dtype '%s' (use float64, float32, integer "
                                    "or bool)",
                                    path, t ? t : "?");
                     free(t);

@@ -2,6 +2,7 @@
  * file's extension picks an image surface written as PNG or an SVG surface. Coordinates are in
  * pixels of the PNG (points of the SVG); every scale maps data to a panel rectangle. */
 #include "plot.h"
+#include "util.h"
 
 #include <cairo-svg.h>
 #include <cairo.h>
@@ -24,21 +25,6 @@ typedef struct panel {
 static double px(const panel *p, double v) { return p->x + (v - p->x0) / (p->x1 - p->x0) * p->w; }
 static double py(const panel *p, double v) {
     return p->y + p->h - (v - p->y0) / (p->y1 - p->y0) * p->h;
-}
-
-static char *plot_msg(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-
-static char *plot_msg(const char *fmt, ...) {
-    va_list ap;
-    va_start(ap, fmt);
-    int n = vsnprintf(NULL, 0, fmt, ap);
-    va_end(ap);
-    char *s = n >= 0 ? malloc((size_t)n + 1) : NULL;
-    if (!s) return NULL;
-    va_start(ap, fmt);
-    vsnprintf(s, (size_t)n + 1, fmt, ap);
-    va_end(ap);
-    return s;
 }
 
 /* A tick step of 1, 2 or 5 × 10^k giving about `target` ticks over span. */
@@ -340,21 +326,21 @@ static void draw_2d(cairo_t *cr, const jf_plot_data *d, double W) {
 int jf_plot_write(const char *path, const jf_plot_data *d, char **err) {
     *err = NULL;
     if (d->nv != 1 && d->nv != 2) {
-        *err = plot_msg("%s: --plot draws models of one or two variables; this model has %zu",
+        *err = jf_cli_strf("%s: --plot draws models of one or two variables; this model has %zu",
                         path, d->nv);
         return -1;
     }
     const char *dot = strrchr(path, '.');
     int svg = dot && strcasecmp(dot, ".svg") == 0;
     if (!svg && !(dot && strcasecmp(dot, ".png") == 0)) {
-        *err = plot_msg("%s: the plot file must end in .svg or .png", path);
+        *err = jf_cli_strf("%s: the plot file must end in .svg or .png", path);
         return -1;
     }
     double W = d->nv == 1 ? 900 : 1260, H = d->nv == 1 ? 680 : 520;
     cairo_surface_t *sf = svg ? cairo_svg_surface_create(path, W, H)
                               : cairo_image_surface_create(CAIRO_FORMAT_ARGB32, (int)W, (int)H);
     if (cairo_surface_status(sf) != CAIRO_STATUS_SUCCESS) {
-        *err = plot_msg("%s: %s", path, cairo_status_to_string(cairo_surface_status(sf)));
+        *err = jf_cli_strf("%s: %s", path, cairo_status_to_string(cairo_surface_status(sf)));
         cairo_surface_destroy(sf);
         return -1;
     }
@@ -376,7 +362,7 @@ int jf_plot_write(const char *path, const jf_plot_data *d, char **err) {
     }
     cairo_surface_destroy(sf);
     if (st != CAIRO_STATUS_SUCCESS) {
-        *err = plot_msg("%s: cannot write the plot: %s", path, cairo_status_to_string(st));
+        *err = jf_cli_strf("%s: cannot write the plot: %s", path, cairo_status_to_string(st));
         return -1;
     }
     return 0;

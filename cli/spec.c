@@ -76,21 +76,6 @@ int jf_spec_copy(jf_spec *dst, const jf_spec *src) {
     return bad ? -1 : 0;
 }
 
-static char *fmt(const char *f, ...) __attribute__((format(printf, 1, 2)));
-
-static char *fmt(const char *f, ...) {
-    va_list ap;
-    va_start(ap, f);
-    int n = vsnprintf(NULL, 0, f, ap);
-    va_end(ap);
-    char *s = n >= 0 ? malloc((size_t)n + 1) : NULL;
-    if (!s) return NULL;
-    va_start(ap, f);
-    vsnprintf(s, (size_t)n + 1, f, ap);
-    va_end(ap);
-    return s;
-}
-
 int jf_spec_is_flag(const char *key) {
     return strcmp(key, "absolute_sigma") == 0 || strcmp(key, "no_cache") == 0 ||
            strcmp(key, "vector_math") == 0 ||
@@ -130,7 +115,7 @@ static int parse_bool(const char *v, int *out) {
 /* value as a path: relative to base when base is set and the path is relative. */
 static char *resolve(const char *value, const char *base) {
     if (!base || value[0] == '/' || strcmp(value, "-") == 0) return strdup(value);
-    return fmt("%s/%s", base, value);
+    return jf_cli_strf("%s/%s", base, value);
 }
 
 static jf_spec_rc set_str(char **dst, const char *v) {
@@ -169,7 +154,7 @@ static jf_spec_rc set_param(jf_spec *s, const char *name, const char *v, const c
                             char **msg) {
     while (*name == ' ') name++;
     if (!*name || strpbrk(name, " ,=:")) {
-        *msg = fmt("'param %s': expected `param NAME = VALUE [in [LOW, HIGH]]`", name);
+        *msg = jf_cli_strf("'param %s': expected `param NAME = VALUE [in [LOW, HIGH]]`", name);
         return *msg ? JF_SPEC_BAD : JF_SPEC_NOMEM;
     }
     const char *br = strchr(v, '[');
@@ -190,7 +175,7 @@ static jf_spec_rc set_param(jf_spec *s, const char *name, const char *v, const c
     while (*b == ' ') b++;
     double x;
     if (*b && jf_cli_parse_double(b, &x) != 0) {
-        *msg = fmt("'%s' is not a number (for parameter '%s')", b, name);
+        *msg = jf_cli_strf("'%s' is not a number (for parameter '%s')", b, name);
         return *msg ? JF_SPEC_BAD : JF_SPEC_NOMEM;
     }
     char item[512];
@@ -205,14 +190,14 @@ static jf_spec_rc set_param(jf_spec *s, const char *name, const char *v, const c
         char l[128], h[128];
         if (!comma || !close || close < comma || (size_t)(comma - br) >= sizeof l ||
             (size_t)(close - comma) >= sizeof h) {
-            *msg = fmt("'%s': expected bounds as [LOW, HIGH]", br);
+            *msg = jf_cli_strf("'%s': expected bounds as [LOW, HIGH]", br);
             return *msg ? JF_SPEC_BAD : JF_SPEC_NOMEM;
         }
         snprintf(l, sizeof l, "%.*s", (int)(comma - br - 1), br + 1);
         snprintf(h, sizeof h, "%.*s", (int)(close - comma - 1), comma + 1);
         if (jf_cli_parse_double(l, &lo) != 0 || jf_cli_parse_double(h, &hi) != 0 || isnan(lo) ||
             isnan(hi)) {
-            *msg = fmt("'%s': bounds must be numbers (inf allowed)", br);
+            *msg = jf_cli_strf("'%s': bounds must be numbers (inf allowed)", br);
             return *msg ? JF_SPEC_BAD : JF_SPEC_NOMEM;
         }
         char ls[64], hs[64];
@@ -222,7 +207,7 @@ static jf_spec_rc set_param(jf_spec *s, const char *name, const char *v, const c
         rc = push_item(&s->bounds, &s->nbounds, item, origin);
     }
     if (rc == JF_SPEC_OK && !*b && !br) {
-        *msg = fmt("parameter '%s': expected a starting value and/or [LOW, HIGH]", name);
+        *msg = jf_cli_strf("parameter '%s': expected a starting value and/or [LOW, HIGH]", name);
         return *msg ? JF_SPEC_BAD : JF_SPEC_NOMEM;
     }
     return rc;
@@ -230,7 +215,7 @@ static jf_spec_rc set_param(jf_spec *s, const char *name, const char *v, const c
 
 #define BAD(...)                                                                                   \
     do {                                                                                           \
-        *msg = fmt(__VA_ARGS__);                                                                   \
+        *msg = jf_cli_strf(__VA_ARGS__);                                                                   \
         return *msg ? JF_SPEC_BAD : JF_SPEC_NOMEM;                                                 \
     } while (0)
 

@@ -10,6 +10,19 @@
 #include <string.h>
 #include <sys/stat.h>
 
+char *jf_cli_strf(const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(NULL, 0, fmt, ap);
+    va_end(ap);
+    char *s = n >= 0 ? malloc((size_t)n + 1) : NULL;
+    if (!s) return NULL;
+    va_start(ap, fmt);
+    vsnprintf(s, (size_t)n + 1, fmt, ap);
+    va_end(ap);
+    return s;
+}
+
 void jf_cli_error(const char *fmt, ...) {
     va_list ap;
     va_start(ap, fmt);

@@ -8,6 +8,9 @@
 
 #include "../include/jitfit.h"
 
+/* A malloc'd formatted string; NULL only when out of memory. The caller frees it. */
+char *jf_cli_strf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
 /* Prints "jitfit: " + message + newline on stderr. */
 void jf_cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
