@@ -45,30 +45,6 @@ static int vars_in_data(const jf_model *m, const jf_datafile *df) {
     return 1;
 }
 
-/* Compiles MODEL: a path to an existing file is a model file, anything else model text named
- * `text_name` in diagnostics. Prints the diagnostics unless quiet. */
-static jf_model *compile(const char *arg, const char *text_name, const char *const *vars,
-                         size_t nvars, int quiet) {
-    jf_model_options o = jf_model_options_default();
-    o.vars = vars;
-    o.nvars = nvars;
-    jf_model *m = NULL;
-    jf_diagnostics *d = NULL;
-    struct stat st;
-    int st_code;
-    if (stat(arg, &st) == 0 && S_ISREG(st.st_mode)) {
-        o.source_name = arg;
-        st_code = jf_model_compile_file(arg, &o, &m, quiet ? NULL : &d);
-    } else {
-        o.source_name = text_name;
-        st_code = jf_model_compile(arg, (size_t)-1, &o, &m, quiet ? NULL : &d);
-    }
-    if (d) fputs(jf_diagnostics_text(d), stderr);
-    if (!quiet && st_code != JF_OK && !d) jf_cli_error("%s", jf_status_string(st_code));
-    jf_diagnostics_free(d);
-    return m;
-}
-
 /* Compiles MODEL. A formula without `var` declarations has the variable x; when the data have
  * no column x but do have columns named like some of the formula's free names (`a*exp(-b*t)`
  * with columns t,y), those names are the variables instead, as the design prescribes ("the data
@@ -79,7 +55,7 @@ static jf_model *load_model(const jf_spec *s, const jf_datafile *df) {
     char text_name[512];
     if (s->model_origin) snprintf(text_name, sizeof text_name, "<model at %s>", s->model_origin);
     else snprintf(text_name, sizeof text_name, "<command line>");
-    jf_model *m = compile(s->model, text_name, NULL, 0, 0);
+    jf_model *m = jf_cli_load_model_ex(s->model, text_name, NULL, 0, 0);
     if (!m || vars_in_data(m, df) || df->positional) return m;
     const char *resp = s->ycol ? s->ycol : jf_model_response_name(m);
     const char **vars = malloc((df->ncols ? df->ncols : 1) * sizeof *vars);
@@ -92,7 +68,7 @@ static jf_model *load_model(const jf_spec *s, const jf_datafile *df) {
             continue;
         if (jf_model_param_index(m, nm) >= 0) vars[nv++] = nm;
     }
-    jf_model *m2 = nv ? compile(s->model, text_name, vars, nv, 1) : NULL;
+    jf_model *m2 = nv ? jf_cli_load_model_ex(s->model, text_name, vars, nv, 1) : NULL;
     free(vars);
     if (!m2) return m;
     int ok = vars_in_data(m2, df);

@@ -38,7 +38,8 @@ static locale_t c_locale(void) {
     return loc;
 }
 
-jf_model *jf_cli_load_model(const char *arg, const char *const *vars, size_t nvars) {
+jf_model *jf_cli_load_model_ex(const char *arg, const char *text_name, const char *const *vars,
+                               size_t nvars, int quiet) {
     jf_model_options o = jf_model_options_default();
     o.vars = vars;
     o.nvars = nvars;
@@ -48,15 +49,19 @@ jf_model *jf_cli_load_model(const char *arg, const char *const *vars, size_t nva
     int st_code;
     if (stat(arg, &st) == 0 && S_ISREG(st.st_mode)) {
         o.source_name = arg;
-        st_code = jf_model_compile_file(arg, &o, &m, &d);
+        st_code = jf_model_compile_file(arg, &o, &m, quiet ? NULL : &d);
     } else {
-        o.source_name = "<command line>";
-        st_code = jf_model_compile(arg, (size_t)-1, &o, &m, &d);
+        o.source_name = text_name;
+        st_code = jf_model_compile(arg, (size_t)-1, &o, &m, quiet ? NULL : &d);
     }
     if (d) fputs(jf_diagnostics_text(d), stderr);
-    if (st_code != JF_OK && !d) jf_cli_error("%s", jf_status_string(st_code));
+    if (!quiet && st_code != JF_OK && !d) jf_cli_error("%s", jf_status_string(st_code));
     jf_diagnostics_free(d);
     return m;
+}
+
+jf_model *jf_cli_load_model(const char *arg, const char *const *vars, size_t nvars) {
+    return jf_cli_load_model_ex(arg, "<command line>", vars, nvars, 0);
 }
 
 int jf_cli_parse_double(const char *s, double *out) {

@@ -19,6 +19,10 @@ void jf_cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
  * Diagnostics (warnings too) are printed on stderr. Returns the model or NULL after printing
  * the errors. */
 jf_model *jf_cli_load_model(const char *arg, const char *const *vars, size_t nvars);
+/* As jf_cli_load_model, with the name model text gets in diagnostics, and quiet = 1 to print
+ * nothing (for a trial compile whose failure the caller handles). */
+jf_model *jf_cli_load_model_ex(const char *arg, const char *text_name, const char *const *vars,
+                               size_t nvars, int quiet);
 
 /* Parses a number the way the DSL does (locale-independent, whole string, "inf"/"-inf"/"nan"
  * accepted). Returns 0 on success. */
