@@ -14,6 +14,7 @@
  *                    const double *w, size_t begin, size_t end, double *r);
  *   void jf_jacobian_row(same, double *r, double *J);           J[(i-begin)*np + k]
  *   void jf_normal_eq(same up to end, int loss, double f_scale, double *acc);
+ *                                 (absent with jf_emit_options.no_normal_eq)
  *   const int jf_abi_version, jf_num_params, jf_num_vars;       checked after dlopen
  * with the meaning documented in runtime/kernels.h (r = w·(f - y), y/w may be NULL, acc layout).
  * The generated CUDA ABI (extern "C" __global__, grid-stride loops, indices as unsigned long
@@ -82,6 +83,9 @@ typedef struct jf_emit_options {
                                then ignored): the linear kernel carries no robust-loss code, which
                                cuts NVRTC's compile time by a quarter (docs/PERFORMANCE.md) */
     jf_vec_isa vec_isa;     /* C: vector math for this ISA (default JF_VEC_NONE: exact) */
+    int no_normal_eq;       /* C: 1 leaves jf_normal_eq out (default 0). Its unrolled sums are
+                               O(np²) code; above JF_LARGE_P runtime/kernels.c forms them from
+                               jacobian_row blocks with BLAS instead, so the source stays O(np) */
 } jf_emit_options;
 
 /* Defaults for a target. */

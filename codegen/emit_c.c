@@ -600,10 +600,10 @@ void jf_emit_c_model(jf_buf *b, const jf_emit_model *em, const jf_emit_options *
     if (o->vec_isa != JF_VEC_NONE) {
         emit_residual_vec(b, em);
         emit_jacobian_row_vec(b, em);
-        emit_normal_eq_vec(b, em);
+        if (!o->no_normal_eq) emit_normal_eq_vec(b, em);
         return;
     }
     emit_residual(b, em);
     emit_jacobian_row(b, em);
-    emit_normal_eq(b, em, o);
+    if (!o->no_normal_eq) emit_normal_eq(b, em, o);
 }

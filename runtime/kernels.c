@@ -16,10 +16,18 @@
  * Vector math (jf_jit_options.vector_math) picks an ISA at run time (CPU and libsleef.so.3),
  * emits the vector kernels for it and adds its flags and library to the compiler command; both
  * keys see them, so exact and vector modules, and the ISAs, never mix in either cache.
+ *
+ * Models with many parameters (more than jf_jit_options.large_p, default JF_LARGE_P) get no
+ * generated normal_eq: its p(p+1)/2 unrolled sums make the source, and the compile, O(p²).
+ * jf_kernels_normal_eq then forms the same sums from blocks of jacobian_row rows with
+ * cblas_dsyrk/cblas_dgemv, for every backend, so its callers never know. The choice enters the
+ * fast key and changes the source (so the full key).
  */
 #include "kernels.h"
 
+#include <cblas.h>
 #include <dlfcn.h>
+#include <limits.h>
 #include <math.h>
 #include <pthread.h>
 #include <stdint.h>
@@ -67,6 +75,7 @@ struct jf_kernels {
     jf_cache_result cache;    /* where the code came from */
     double compile_ms;        /* time spent in jf_kernels_get */
     const c_module *mod;      /* C: the module (owned by the memory cache) */
+    int chunked;              /* 1: normal_eq from jacobian_row blocks and BLAS (no generated one) */
     jf_schedule *sf;          /* INTERP: schedule of {f} */
     jf_schedule *sall;        /* INTERP: schedule of {f, df...} */
 };
@@ -97,13 +106,14 @@ static void add_warning(char *w, size_t n, const char *msg) {
 static void put64(unsigned char *p, uint64_t v) { memcpy(p, &v, 8); }
 
 static jf_cache_key fast_key(const struct jf_model *m, const char *cc, const char *cflags,
-                             const char *libs) {
+                             const char *libs, int chunked) {
     XXH3_state_t st;
     XXH3_INITSTATE(&st);
     XXH3_128bits_reset(&st);
     char head[512];
-    int hl = snprintf(head, sizeof head, "jitfit-fast-key|%d|%d|%s|%zu|%zu|%u|", JF_EMIT_ABI_VERSION,
-                      (int)DEFAULT_NEQ_SHAPE, JF_CC_DEFAULT_FLAGS, m->np, m->nv, (unsigned)m->f);
+    int hl = snprintf(head, sizeof head, "jitfit-fast-key|%d|%d|%d|%s|%zu|%zu|%u|",
+                      JF_EMIT_ABI_VERSION, (int)DEFAULT_NEQ_SHAPE, chunked, JF_CC_DEFAULT_FLAGS,
+                      m->np, m->nv, (unsigned)m->f);
     XXH3_128bits_update(&st, head, (size_t)hl);
     XXH3_128bits_update(&st, cc, strlen(cc) + 1);
     XXH3_128bits_update(&st, cflags, strlen(cflags) + 1);
@@ -190,12 +200,13 @@ static const char *vector_libs(jf_vec_isa isa) {
 static void *sym(void *h, const char *name) { return dlsym(h, name); }
 
 /* Wraps a freshly dlopen'ed object after checking that it is what we generated for m. */
-static c_module *module_from_handle(void *h, const struct jf_model *m, char *why, size_t n) {
+static c_module *module_from_handle(void *h, const struct jf_model *m, int chunked, char *why,
+                                    size_t n) {
     const int *abi = sym(h, "jf_abi_version");
     const int *np = sym(h, "jf_num_params");
     const int *nv = sym(h, "jf_num_vars");
     void *f1 = sym(h, "jf_residual"), *f2 = sym(h, "jf_jacobian_row"), *f3 = sym(h, "jf_normal_eq");
-    if (!abi || !np || !nv || !f1 || !f2 || !f3 || *abi != JF_EMIT_ABI_VERSION ||
+    if (!abi || !np || !nv || !f1 || !f2 || (!f3 && !chunked) || *abi != JF_EMIT_ABI_VERSION ||
         (size_t)*np != m->np || (size_t)*nv != m->nv) {
         snprintf(why, n, "the compiled kernels do not match the model");
         dlclose(h);
@@ -249,7 +260,7 @@ static void first_error_line(const char *log, char *out, size_t n) {
 }
 
 /* The C backend's path through the caches; NULL with a warning when it cannot produce code. */
-static const c_module *get_c(const struct jf_model *m, const jf_jit_options *o,
+static const c_module *get_c(const struct jf_model *m, const jf_jit_options *o, int chunked,
                              jf_cache_result *cache, char *warn, size_t wn) {
     const char *cc = jf_cc_command(o->cc);
     char why[1024], msg[4600];
@@ -267,7 +278,7 @@ static const c_module *get_c(const struct jf_model *m, const jf_jit_options *o,
     snprintf(cflags, sizeof cflags, "%s%s%s", o->cflags ? o->cflags : "",
              o->cflags && isa ? " " : "", vector_flags(isa));
     snprintf(libs, sizeof libs, "%s", vector_libs(isa));
-    jf_cache_key fk = fast_key(m, cc, cflags, libs);
+    jf_cache_key fk = fast_key(m, cc, cflags, libs, chunked);
     const c_module *mod = jf_cache_mem_get(&fk);
     if (mod) {
         *cache = JF_CACHE_MEMORY;
@@ -286,6 +297,7 @@ static const c_module *get_c(const struct jf_model *m, const jf_jit_options *o,
     jf_emit_options eo = jf_emit_options_default(JF_EMIT_C);
     eo.neq_shape = DEFAULT_NEQ_SHAPE;
     eo.vec_isa = isa;
+    eo.no_normal_eq = chunked;
     char *src = jf_emit(m, &eo);
     if (!src) {
         add_warning(warn, wn, "out of memory generating C code; using the interpreter");
@@ -321,7 +333,7 @@ static const c_module *get_c(const struct jf_model *m, const jf_jit_options *o,
         if (lr == JF_CACHE_ENTRY_HIT) {
             void *h = jf_cc_load_bytes(payload, size, why, sizeof why);
             free(payload);
-            c_module *nm = h ? module_from_handle(h, m, why, sizeof why) : NULL;
+            c_module *nm = h ? module_from_handle(h, m, chunked, why, sizeof why) : NULL;
             if (nm) {
                 nm->vec_isa = (int)isa;
                 free(src);
@@ -368,7 +380,7 @@ static const c_module *get_c(const struct jf_model *m, const jf_jit_options *o,
     }
     void *h = jf_cc_load_file(so, why, sizeof why);
     jf_cc_tmpdir_remove(tmp);
-    c_module *nm = h ? module_from_handle(h, m, why, sizeof why) : NULL;
+    c_module *nm = h ? module_from_handle(h, m, chunked, why, sizeof why) : NULL;
     if (!nm) {
         snprintf(msg, sizeof msg, "%s; using the interpreter", why);
         add_warning(warn, wn, msg);
@@ -380,6 +392,17 @@ static const c_module *get_c(const struct jf_model *m, const jf_jit_options *o,
 }
 
 /* ---- the interface ---------------------------------------------------------------------------- */
+
+/* Whether a model of np parameters gets the chunked normal_eq (jf_jit_options.large_p). */
+static int large_p_chunked(size_t np, int large_p) {
+    if (large_p == 0) {
+        const char *e = getenv("JITFIT_LARGE_P");
+        long v = e && *e ? strtol(e, NULL, 10) : JF_LARGE_P;
+        large_p = v > INT_MAX ? INT_MAX : v < INT_MIN ? INT_MIN : (int)v;
+        if (large_p == 0) large_p = JF_LARGE_P;
+    }
+    return large_p < 0 || np > (size_t)large_p;
+}
 
 const char *jf_backend_name(int backend) {
     switch (backend) {
@@ -414,12 +437,16 @@ int jf_kernels_get(const struct jf_model *m, jf_backend b, const jf_jit_options 
     k->m = m;
     k->backend = JF_BACKEND_INTERP;
     k->cache = JF_CACHE_NONE;
+    /* The interpreter follows the same rule: its per-point O(np²) loop loses to BLAS there too,
+     * and a fallback then computes what the compiled kernels would have. */
+    int chunked = large_p_chunked(m->np, opts ? opts->large_p : 0);
+    k->chunked = chunked;
     char warn[2048] = "";
     if (b == JF_BACKEND_C) {
         jf_jit_options o;
         memset(&o, 0, sizeof o);
         if (opts) o = *opts;
-        k->mod = get_c(m, &o, &k->cache, warn, sizeof warn);
+        k->mod = get_c(m, &o, chunked, &k->cache, warn, sizeof warn);
         if (k->mod) k->backend = JF_BACKEND_C;
         else k->cache = JF_CACHE_NONE;
     }
@@ -444,6 +471,7 @@ jf_backend jf_kernels_backend(const jf_kernels *k) { return k->backend; }
 jf_cache_result jf_kernels_cache_result(const jf_kernels *k) { return k->cache; }
 double jf_kernels_compile_ms(const jf_kernels *k) { return k->compile_ms; }
 int jf_kernels_vector_isa(const jf_kernels *k) { return k->mod ? k->mod->vec_isa : 0; }
+int jf_kernels_chunked(const jf_kernels *k) { return k->chunked; }
 
 /* ---- interpreter flavours ------------------------------------------------------------------- */
 
@@ -522,8 +550,96 @@ void jf_kernels_jacobian_row(const jf_kernels *k, const double *p, const jf_data
     free(s.heap);
 }
 
+/* ---- chunked normal equations (many parameters) ---------------------------------------------- */
+
+/* OpenBLAS's own threads are turned off: the solver's threads already split the data, and
+ * OpenBLAS's workers only spin (sched_yield) against them — at 1e4 points they took most of the
+ * fit's time. Debian installs OpenBLAS as several shared objects, each a full copy with its own
+ * thread pool (libopenblas.so.0, and liblapack.so.3 / libblas.so.3 through the alternatives),
+ * and LAPACKE calls the liblapack.so.3 copy: so the setter is looked up in every copy that is
+ * loaded. With another BLAS none has it and nothing happens. This is process-wide;
+ * docs/SOLVER.md says so. */
+static void blas_threads_off(void) {
+    static const char *const libs[] = {"libopenblas.so.0", "liblapack.so.3", "libblas.so.3",
+                                       "libopenblas.so"};
+    for (size_t i = 0; i < sizeof libs / sizeof libs[0]; i++) {
+        void *h = dlopen(libs[i], RTLD_LAZY | RTLD_NOLOAD);
+        if (!h) continue;
+        void (*set)(int);
+        *(void **)&set = dlsym(h, "openblas_set_num_threads");
+        if (set) set(1);
+        dlclose(h);
+    }
+}
+
+static pthread_once_t blas_once = PTHREAD_ONCE_INIT;
+
+void jf_blas_single_threaded(void) { pthread_once(&blas_once, blas_threads_off); }
+
+/* Bytes of one block of Jacobian rows: well inside L2 (2 MiB a core on the machine measured,
+ * 256 KiB on older ones), so dsyrk reads what jacobian_row has just written from cache. */
+#define JF_BLOCK_BYTES ((size_t)256 * 1024)
+
+/* Rows per block for np parameters: a multiple of 8 (whole vector-math blocks in
+ * jacobian_row), at least 32 so BLAS has work, at most 1024. Depends on np only. */
+static size_t block_rows(size_t np) {
+    size_t rows = JF_BLOCK_BYTES / (sizeof(double) * (np + 1));
+    rows &= ~(size_t)7;
+    return rows < 32 ? 32 : rows > 1024 ? 1024 : rows;
+}
+
+/* normal_eq for large models: the rows of J and r of one block from jacobian_row (weighted
+ * there), scaled per point exactly as the generated loop does (codegen/loss.h), then
+ * C += JᵀJ (dsyrk, upper) and g += Jᵀr (dgemv); blocks in ascending order from begin. */
+static void normal_eq_chunked(const jf_kernels *k, const double *p, const jf_data_view *d,
+                              size_t begin, size_t end, jf_loss loss, double f_scale,
+                              double *acc) {
+    size_t np = k->m->np, nacc = jf_emit_num_acc(np), tri = np * (np + 1) / 2;
+    size_t rows = block_rows(np);
+    if (end - begin < rows) rows = end > begin ? end - begin : 1;
+    double *buf = malloc((rows * (np + 1) + np * np) * sizeof *buf);
+    if (!buf) {
+        fill_nan(acc, nacc);
+        return;
+    }
+    jf_blas_single_threaded();
+    double *J = buf, *r = J + rows * np, *C = r + rows;
+    double *g = acc + tri, cost = 0.0;
+    memset(C, 0, np * np * sizeof *C);
+    for (size_t a = 0; a < np; a++) g[a] = 0.0;
+    double fs2 = f_scale * f_scale, ifs2 = 1.0 / fs2;
+    for (size_t b = begin; b < end; b += rows) {
+        size_t e = end - b < rows ? end : b + rows, nb = e - b;
+        jf_kernels_jacobian_row(k, p, d, b, e, r, J);
+        if (loss == JF_LOSS_LINEAR) {
+            for (size_t i = 0; i < nb; i++) cost += r[i] * r[i];
+        } else {
+            for (size_t i = 0; i < nb; i++) {
+                double js;
+                cost += jf_loss_scale((int)loss, r[i], fs2, ifs2, &r[i], &js);
+                double *Ji = J + i * np;
+                for (size_t c = 0; c < np; c++) Ji[c] *= js;
+            }
+        }
+        /* BLAS takes int dimensions: np and nb are bounded by the model and the block size. */
+        cblas_dsyrk(CblasRowMajor, CblasUpper, CblasTrans, (int)np, (int)nb, 1.0, J, (int)np,
+                    1.0, C, (int)np);
+        cblas_dgemv(CblasRowMajor, CblasTrans, (int)nb, (int)np, 1.0, J, (int)np, r, 1, 1.0, g,
+                    1);
+    }
+    size_t q = 0;
+    for (size_t a = 0; a < np; a++)
+        for (size_t c = a; c < np; c++) acc[q++] = C[a * np + c];
+    acc[tri + np] = cost;
+    free(buf);
+}
+
 void jf_kernels_normal_eq(const jf_kernels *k, const double *p, const jf_data_view *d,
                           size_t begin, size_t end, jf_loss loss, double f_scale, double *acc) {
+    if (k->chunked) {
+        normal_eq_chunked(k, p, d, begin, end, loss, f_scale, acc);
+        return;
+    }
     if (k->mod) {
         k->mod->normal_eq(p, d->x, d->ldx, d->y, d->w, begin, end, (int)loss, f_scale, acc);
         return;

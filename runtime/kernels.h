@@ -45,7 +45,17 @@ typedef struct jf_jit_options {
                               used, at most $JITFIT_VECTOR_ISA = avx2 | avx512 when set) and
                               libsleef.so.3; without them the exact kernels are used, with a
                               one-line warning */
+    int large_p;           /* normal_eq is formed from jacobian_row blocks with BLAS when the model
+                              has more than large_p parameters (and the generated C then has no
+                              normal_eq: O(np) source instead of O(np²)); 0 (default):
+                              $JITFIT_LARGE_P when set, else JF_LARGE_P; negative: always.
+                              A large value forces the unrolled kernel (tests, benchmarks) */
 } jf_jit_options;
+
+/* Above this many parameters normal_eq is chunked jacobian_row + dsyrk/dgemv: the unrolled
+ * kernel's compile time grows as np² and its pass stops being faster (measurements in
+ * docs/PERFORMANCE.md, "Many parameters (CPU)"). */
+#define JF_LARGE_P 16
 
 /* Kernels of model m on backend b (JF_BACKEND_C or JF_BACKEND_INTERP). For JF_BACKEND_C, a
  * compiler failure or absence falls back to the interpreter: *out is then an interpreter set and
@@ -60,6 +70,11 @@ JF_INTERNAL jf_backend jf_kernels_backend(const jf_kernels *k);
 /* Where the code came from, and milliseconds spent obtaining it (compile or load). */
 JF_INTERNAL jf_cache_result jf_kernels_cache_result(const jf_kernels *k);
 JF_INTERNAL double jf_kernels_compile_ms(const jf_kernels *k);
+/* 1 when jf_kernels_normal_eq forms its sums from jacobian_row blocks with BLAS (see large_p). */
+JF_INTERNAL int jf_kernels_chunked(const jf_kernels *k);
+/* Limits OpenBLAS to one thread in every loaded copy, once per process: the solver's threads
+ * already split the data, and OpenBLAS's own workers would only spin against them. */
+JF_INTERNAL void jf_blas_single_threaded(void);
 /* The vector ISA the kernels use (a jf_vec_isa of codegen/emit.h; 0: exact scalar math). */
 JF_INTERNAL int jf_kernels_vector_isa(const jf_kernels *k);
 
@@ -75,7 +90,10 @@ JF_INTERNAL void jf_kernels_jacobian_row(const jf_kernels *k, const double *p,
  *   acc[0 .. np(np+1)/2)      upper triangle of JᵀJ, row-major packed: (0,0),(0,1)..(0,np-1),(1,1)..
  *   acc[T .. T+np)            Jᵀr,   with T = np(np+1)/2
  *   acc[T+np]                 Σ f_scale² rho((r/f_scale)²)  (= Σ r² for the linear loss)
- * acc is overwritten (not added to). The N×np Jacobian is never stored. */
+ * acc is overwritten (not added to). The N×np Jacobian is never stored: for models above the
+ * large_p threshold (jf_kernels_chunked) the sums are formed from blocks of a few hundred
+ * jacobian_row rows (scaled as above, kept in L2) with cblas_dsyrk and cblas_dgemv, in a fixed
+ * block order, so the result still depends on [begin, end) alone. */
 JF_INTERNAL void jf_kernels_normal_eq(const jf_kernels *k, const double *p, const jf_data_view *d,
                                       size_t begin, size_t end, jf_loss loss, double f_scale,
                                       double *acc);

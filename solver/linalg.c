@@ -16,10 +16,8 @@
  * protects the iteration, and the final Gauss-Newton polish (lm.c) works on the materialized J
  * with jf_linalg_lstsq, which does not square the condition number.
  */
-#include <dlfcn.h>
 #include <lapacke.h>
 #include <math.h>
-#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -27,30 +25,9 @@
 
 #define EPS 2.220446049250313e-16
 
-/* OpenBLAS's own threads are turned off: the solver's matrices are p×p or N×p with p small,
- * where OpenBLAS's worker threads only spin (sched_yield) against the solver's threads over
- * the data — at 1e4 points they took most of the fit's time. Debian installs OpenBLAS as
- * several shared objects, each a full copy with its own thread pool (libopenblas.so.0, and
- * liblapack.so.3 / libblas.so.3 through the alternatives), and LAPACKE calls the liblapack.so.3
- * copy: so the setter is looked up in every copy that is loaded. With another BLAS none has
- * it and nothing happens. This is process-wide; docs/SOLVER.md says so. */
-static void single_threaded_blas(void) {
-    static const char *const libs[] = {"libopenblas.so.0", "liblapack.so.3", "libblas.so.3",
-                                       "libopenblas.so"};
-    for (size_t i = 0; i < sizeof libs / sizeof libs[0]; i++) {
-        void *h = dlopen(libs[i], RTLD_LAZY | RTLD_NOLOAD);
-        if (!h) continue;
-        void (*set)(int);
-        *(void **)&set = dlsym(h, "openblas_set_num_threads");
-        if (set) set(1);
-        dlclose(h);
-    }
-}
-
-static pthread_once_t blas_once = PTHREAD_ONCE_INIT;
-
 int jf_linalg_init(jf_linalg *la, size_t cap) {
-    pthread_once(&blas_once, single_threaded_blas);
+    /* the solver's threads split the data; OpenBLAS's would only spin against them */
+    jf_blas_single_threaded();
     memset(la, 0, sizeof *la);
     if (cap == 0) cap = 1;
     la->cap = cap;
@@ -160,7 +137,8 @@ double jf_linalg_quad(jf_linalg *la, const double *w) {
 }
 
 int jf_linalg_lstsq(double *A, size_t n, size_t m, double *b, double *x) {
-    pthread_once(&blas_once, single_threaded_blas);
+    /* the solver's threads split the data; OpenBLAS's would only spin against them */
+    jf_blas_single_threaded();
     double *c = malloc(m * sizeof *c);
     double *sv = malloc(m * sizeof *sv);
     if (!c || !sv) {
