@@ -46,33 +46,13 @@ static void void_params(jf_buf *b) {
     jf_buf_puts(b, "    (void)p;\n    (void)x;\n    (void)ldx;\n");
 }
 
-static void emit_residual(jf_buf *b, const jf_emit_model *em) {
-    const jf_schedule *s = em->sf;
-    params_decl(b, em->suffix, "jf_residual");
-    jf_buf_puts(b, ", double *restrict r)\n{\n");
-    void_params(b);
-    jf_emit_load_params(b, s, "    ");
-    jf_buf_puts(b, "    for (size_t i = begin; i < end; i++) {\n");
-    jf_emit_load_vars(b, s, "        ");
-    jf_emit_statements(b, s, "        ");
-    /* y absent is 0 and w absent is 1: subtracting 0.0 and multiplying by 1.0 are exact, so
-     * one loop serves all cases with the meaning of kernels.h. */
-    jf_buf_puts(b, "        const double yi = y ? y[i] : 0.0;\n"
-                   "        const double wi = w ? w[i] : 1.0;\n"
-                   "        r[i - begin] = (");
-    jf_emit_operand(b, s, s->rootpos[0]);
-    jf_buf_puts(b, " - yi) * wi;\n    }\n}\n\n");
-}
-
-static void emit_jacobian_row(jf_buf *b, const jf_emit_model *em) {
-    const jf_schedule *s = em->sall;
-    size_t np = em->m->np;
-    params_decl(b, em->suffix, "jf_jacobian_row");
-    jf_buf_puts(b, ", double *restrict r,\n        double *restrict J)\n{\n");
-    void_params(b);
-    jf_buf_puts(b, "    (void)J;\n");
-    jf_emit_load_params(b, s, "    ");
-    jf_buf_puts(b, "    for (size_t i = begin; i < end; i++) {\n");
+/* The body of the scalar point loop of `residual` (jacobian = 0) or `jacobian_row`
+ * (jacobian = 1): point i's statements, then r[i - begin] and, for jacobian_row, its row of J.
+ * y absent is 0 and w absent is 1: subtracting 0.0 and multiplying by 1.0 are exact, so one loop
+ * serves all cases with the meaning of kernels.h. Shared by the scalar kernels and the scalar
+ * tail of the vector kernels, so both compute a point alike. */
+static void emit_point_r(jf_buf *b, const jf_schedule *s, int jacobian) {
+    size_t np = jacobian ? s->nroots - 1 : 0;
     jf_emit_load_vars(b, s, "        ");
     jf_emit_statements(b, s, "        ");
     jf_buf_puts(b, "        const double yi = y ? y[i] : 0.0;\n"
@@ -86,6 +66,28 @@ static void emit_jacobian_row(jf_buf *b, const jf_emit_model *em) {
         jf_emit_operand(b, s, s->rootpos[k + 1]);
         jf_buf_puts(b, " * wi;\n");
     }
+}
+
+static void emit_residual(jf_buf *b, const jf_emit_model *em) {
+    const jf_schedule *s = em->sf;
+    params_decl(b, em->suffix, "jf_residual");
+    jf_buf_puts(b, ", double *restrict r)\n{\n");
+    void_params(b);
+    jf_emit_load_params(b, s, "    ");
+    jf_buf_puts(b, "    for (size_t i = begin; i < end; i++) {\n");
+    emit_point_r(b, s, 0);
+    jf_buf_puts(b, "    }\n}\n\n");
+}
+
+static void emit_jacobian_row(jf_buf *b, const jf_emit_model *em) {
+    const jf_schedule *s = em->sall;
+    params_decl(b, em->suffix, "jf_jacobian_row");
+    jf_buf_puts(b, ", double *restrict r,\n        double *restrict J)\n{\n");
+    void_params(b);
+    jf_buf_puts(b, "    (void)J;\n");
+    jf_emit_load_params(b, s, "    ");
+    jf_buf_puts(b, "    for (size_t i = begin; i < end; i++) {\n");
+    emit_point_r(b, s, 1);
     jf_buf_puts(b, "    }\n}\n\n");
 }
 
@@ -484,13 +486,8 @@ static void emit_residual_vec(jf_buf *b, const jf_emit_model *em) {
                    "        jf_v_store(r + (i - begin), (");
     vec_operand(b, s, s->rootpos[0]);
     jf_buf_puts(b, " - yi) * wi);\n    }\n    for (; i < end; i++) {\n");
-    jf_emit_load_vars(b, s, "        ");
-    jf_emit_statements(b, s, "        ");
-    jf_buf_puts(b, "        const double yi = y ? y[i] : 0.0;\n"
-                   "        const double wi = w ? w[i] : 1.0;\n"
-                   "        r[i - begin] = (");
-    jf_emit_operand(b, s, s->rootpos[0]);
-    jf_buf_puts(b, " - yi) * wi;\n    }\n}\n\n");
+    emit_point_r(b, s, 0);
+    jf_buf_puts(b, "    }\n}\n\n");
 }
 
 static void emit_jacobian_row_vec(jf_buf *b, const jf_emit_model *em) {
@@ -520,19 +517,7 @@ static void emit_jacobian_row_vec(jf_buf *b, const jf_emit_model *em) {
         jf_buf_puts(b, "        }\n");
     }
     jf_buf_puts(b, "    }\n    for (; i < end; i++) {\n");
-    jf_emit_load_vars(b, s, "        ");
-    jf_emit_statements(b, s, "        ");
-    jf_buf_puts(b, "        const double yi = y ? y[i] : 0.0;\n"
-                   "        const double wi = w ? w[i] : 1.0;\n"
-                   "        r[i - begin] = (");
-    jf_emit_operand(b, s, s->rootpos[0]);
-    jf_buf_puts(b, " - yi) * wi;\n");
-    if (np) jf_buf_printf(b, "        double *restrict Ji = J + (i - begin) * %zu;\n", np);
-    for (size_t k = 0; k < np; k++) {
-        jf_buf_printf(b, "        Ji[%zu] = ", k);
-        jf_emit_operand(b, s, s->rootpos[k + 1]);
-        jf_buf_puts(b, " * wi;\n");
-    }
+    emit_point_r(b, s, 1);
     jf_buf_puts(b, "    }\n}\n\n");
 }
 
