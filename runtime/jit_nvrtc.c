@@ -219,20 +219,6 @@ static cuda_module *load_module(const unsigned char *image, char *why, size_t n)
     return cm;
 }
 
-static void append(char *w, size_t n, const char *msg) {
-    if (!w || !n) return;
-    size_t l = strlen(w);
-    if (l && l + 2 < n) {
-        memcpy(w + l, "; ", 2);
-        l += 2;
-    }
-    /* truncated to fit: a long warning is still worth its first part */
-    size_t m = strlen(msg);
-    if (m > n - 1 - l) m = n - 1 - l;
-    memcpy(w + l, msg, m);
-    w[l + m] = '\0';
-}
-
 int jf_cuda_kernels_get(const struct jf_model *m, const jf_jit_options *opts, int loss,
                         jf_cuda_kernels **out, jf_cache_result *cache, char *why, size_t n,
                         char *warn, size_t wn) {
@@ -268,7 +254,7 @@ int jf_cuda_kernels_get(const struct jf_model *m, const jf_jit_options *opts, in
         jf_cache_dir_open(o.cache_dir, o.no_cache, 1, &dir);
         if (dir.state == JF_CACHE_DIR_REFUSED) {
             snprintf(msg, sizeof msg, "kernel cache not used: %s", dir.reason);
-            append(warn, wn, msg);
+            jf_warning_append(warn, wn, msg);
         }
         unsigned char *image = NULL;
         size_t size = 0;
@@ -295,7 +281,7 @@ int jf_cuda_kernels_get(const struct jf_model *m, const jf_jit_options *opts, in
             if (dir.state == JF_CACHE_DIR_OK &&
                 jf_cache_disk_store(&dir, &key, JF_CACHE_KIND_CUDA_CUBIN, image, size, msg,
                                     sizeof msg) != JF_OK)
-                append(warn, wn, msg);
+                jf_warning_append(warn, wn, msg);
             nm = load_module(image, why, n);
             free(image);
             res = JF_CACHE_MISS;

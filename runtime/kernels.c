@@ -86,8 +86,7 @@ static double now_ms(void) {
     return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
 }
 
-/* Appends a one-line warning to w (separated by "; "). */
-static void add_warning(char *w, size_t n, const char *msg) {
+void jf_warning_append(char *w, size_t n, const char *msg) {
     if (!w || !n) return;
     size_t l = strlen(w);
     if (l && l + 2 < n) {
@@ -269,7 +268,7 @@ static const c_module *get_c(const struct jf_model *m, const jf_jit_options *o, 
         isa = vector_isa(why, sizeof why);
         if (isa == JF_VEC_NONE) {
             snprintf(msg, sizeof msg, "vector math unavailable (%s); using the exact kernels", why);
-            add_warning(warn, wn, msg);
+            jf_warning_append(warn, wn, msg);
         }
     }
     /* The ISA's flags and libraries join the caller's flags: both keys then tell the modes and
@@ -291,7 +290,7 @@ static const c_module *get_c(const struct jf_model *m, const jf_jit_options *o, 
     if (jf_cc_identity(cc, dir.state == JF_CACHE_DIR_OK ? dir.path : NULL, &identity, why,
                        sizeof why) != JF_OK) {
         snprintf(msg, sizeof msg, "%s; using the interpreter", why);
-        add_warning(warn, wn, msg);
+        jf_warning_append(warn, wn, msg);
         return NULL;
     }
     jf_emit_options eo = jf_emit_options_default(JF_EMIT_C);
@@ -300,7 +299,7 @@ static const c_module *get_c(const struct jf_model *m, const jf_jit_options *o, 
     eo.no_normal_eq = chunked;
     char *src = jf_emit(m, &eo);
     if (!src) {
-        add_warning(warn, wn, "out of memory generating C code; using the interpreter");
+        jf_warning_append(warn, wn, "out of memory generating C code; using the interpreter");
         return NULL;
     }
     char flags[4096];
@@ -309,7 +308,7 @@ static const c_module *get_c(const struct jf_model *m, const jf_jit_options *o, 
     if (fl < 0 || (size_t)fl >= sizeof flags) {
         /* A truncated flag string would make a wrong cache key: refuse instead. */
         free(src);
-        add_warning(warn, wn, "compiler flags too long; using the interpreter");
+        jf_warning_append(warn, wn, "compiler flags too long; using the interpreter");
         return NULL;
     }
     jf_cache_key_parts parts = {"c", src, identity, flags, ""};
@@ -323,7 +322,7 @@ static const c_module *get_c(const struct jf_model *m, const jf_jit_options *o, 
 
     if (dir.state == JF_CACHE_DIR_REFUSED) {
         snprintf(msg, sizeof msg, "kernel cache not used: %s", dir.reason);
-        add_warning(warn, wn, msg);
+        jf_warning_append(warn, wn, msg);
     }
     if (dir.state == JF_CACHE_DIR_OK) {
         unsigned char *payload;
@@ -350,7 +349,7 @@ static const c_module *get_c(const struct jf_model *m, const jf_jit_options *o, 
     int st = jf_cc_tmpdir(tmp, sizeof tmp);
     if (st != JF_OK) {
         free(src);
-        add_warning(warn, wn, "cannot create a temporary directory for the C compiler; using "
+        jf_warning_append(warn, wn, "cannot create a temporary directory for the C compiler; using "
                               "the interpreter");
         return NULL;
     }
@@ -360,7 +359,7 @@ static const c_module *get_c(const struct jf_model *m, const jf_jit_options *o, 
         char line[400];
         first_error_line(log ? log : "", line, sizeof line);
         snprintf(msg, sizeof msg, "C compiler '%s' failed (%s); using the interpreter", cc, line);
-        add_warning(warn, wn, msg);
+        jf_warning_append(warn, wn, msg);
         free(log);
         jf_cc_tmpdir_remove(tmp);
         return NULL;
@@ -373,7 +372,7 @@ static const c_module *get_c(const struct jf_model *m, const jf_jit_options *o, 
             if (jf_cache_disk_store(&dir, &key, JF_CACHE_KIND_C_SO, bytes, size, why,
                                     sizeof why) != JF_OK) {
                 snprintf(msg, sizeof msg, "kernel cache not updated: %s", why);
-                add_warning(warn, wn, msg);
+                jf_warning_append(warn, wn, msg);
             }
             free(bytes);
         }
@@ -383,7 +382,7 @@ static const c_module *get_c(const struct jf_model *m, const jf_jit_options *o, 
     c_module *nm = h ? module_from_handle(h, m, chunked, why, sizeof why) : NULL;
     if (!nm) {
         snprintf(msg, sizeof msg, "%s; using the interpreter", why);
-        add_warning(warn, wn, msg);
+        jf_warning_append(warn, wn, msg);
         return NULL;
     }
     nm->vec_isa = (int)isa;

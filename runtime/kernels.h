@@ -63,6 +63,10 @@ typedef struct jf_jit_options {
  * The kernels reference m, which must outlive them. Caller frees *out with jf_kernels_free. */
 JF_INTERNAL int jf_kernels_get(const struct jf_model *m, jf_backend b, const jf_jit_options *opts,
                                jf_kernels **out, char **warning);
+/* Appends a one-line warning msg to the buffer w of n bytes, after "; " when w is not empty;
+ * cut to fit (a long warning is still worth its first part). */
+JF_INTERNAL void jf_warning_append(char *w, size_t n, const char *msg);
+
 /* Releases the kernels (a cached module stays loaded for reuse); accepts NULL. */
 JF_INTERNAL void jf_kernels_free(jf_kernels *k);
 /* Backend that actually runs (may be INTERP after a fallback). */
