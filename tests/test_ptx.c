@@ -82,7 +82,8 @@ static jf_model *compile(const char *text) {
 }
 
 /* NVRTC to PTX for compute_<arch>, then ptxas for sm_<arch>. */
-static void ptx_and_assemble(const char *src, int arch, const char *what, const char *tmpdir) {
+static void ptx_and_assemble_entry(const char *src, int arch, const char *what,
+                                   const char *tmpdir, const char *entry) {
     unsigned char *img = NULL;
     size_t size = 0;
     char *log = NULL;
@@ -93,7 +94,9 @@ static void ptx_and_assemble(const char *src, int arch, const char *what, const 
         free(img);
         return;
     }
-    CHECK(strstr((const char *)img, ".entry jf_normal_eq") != NULL);
+    char want[128];
+    snprintf(want, sizeof want, ".entry %s", entry);
+    CHECK(strstr((const char *)img, want) != NULL);
     char ptx[4200], cubin[4200], cmd[8192 + 2 * 4200 + 64];
     snprintf(ptx, sizeof ptx, "%s/k.ptx", tmpdir);
     snprintf(cubin, sizeof cubin, "%s/k.cubin", tmpdir);
@@ -113,6 +116,35 @@ static void ptx_and_assemble(const char *src, int arch, const char *what, const 
     free(img);
 }
 
+static void ptx_and_assemble(const char *src, int arch, const char *what, const char *tmpdir) {
+    ptx_and_assemble_entry(src, arch, what, tmpdir, "jf_normal_eq");
+}
+
+/* The solver's step logic (solver/step.h, embedded as jf_embed_step_h) is shared with the
+ * future GPU solver: compile its very text under NVRTC with a kernel that calls into it, so it
+ * cannot stop being valid CUDA unseen. */
+extern const char jf_embed_step_h[];
+
+static void check_step_header(const char *tmpdir) {
+    static const char kernel[] =
+        "\nextern \"C\" __global__ void jf_step_check(double *D, const double *v, double *out) {\n"
+        "    jf_step_update_scale(D, v, 1, 3);\n"
+        "    jf_step_tr tr;\n"
+        "    jf_step_tr_init(&tr, jf_step_scaled_norm(D, v, 3));\n"
+        "    double act = jf_step_actred(out[0], out[1], jf_step_isfinite(out[1]));\n"
+        "    double ratio = jf_step_ratio(act, out[2]);\n"
+        "    out[3] = jf_step_accepted(ratio) ? jf_step_clip(v[0], -1.0, 1.0) : ratio;\n"
+        "    out[4] = (double)jf_step_gtol_test(out[5], 1e-8);\n"
+        "}\n";
+    size_t n = strlen(jf_embed_step_h) + sizeof kernel;
+    char *src = malloc(n);
+    if (!CHECK(src != NULL)) return;
+    snprintf(src, n, "%s%s", jf_embed_step_h, kernel);
+    ptx_and_assemble_entry(src, 80, "solver/step.h", tmpdir, "jf_step_check");
+    ptx_and_assemble_entry(src, 90, "solver/step.h", tmpdir, "jf_step_check");
+    free(src);
+}
+
 int main(void) {
     char why[512];
     if (jf_nvrtc_load(why, sizeof why) != JF_OK) return jf_test_skip(why);
@@ -123,6 +155,7 @@ int main(void) {
 
     char tmpdir[] = "/tmp/jf_test_ptx_XXXXXX";
     if (!CHECK(mkdtemp(tmpdir) != NULL)) return jf_test_finish();
+    check_step_header(tmpdir);
 
     /* The driver part reports itself in one line either way. */
     char status[256];
