@@ -96,6 +96,21 @@ int jf_interp_model_eval(const struct jf_model *m, const double *p, const double
     if (m == NULL || m->dag == NULL || value == NULL || (m->np > 0 && p == NULL) ||
         (m->nv > 0 && x == NULL))
         return JF_ERR_ARG;
+    if (m->sched != NULL) {
+        /* The compiled model's schedule of {f, df...}: the gradient comes at no extra cost. */
+        const jf_schedule *s = m->sched;
+        double small[64];
+        size_t need = s->n + s->nroots;
+        double *scratch = need <= 64 ? small : malloc(need * sizeof *scratch);
+        if (scratch == NULL) return JF_ERR_NOMEM;
+        double *out = scratch + s->n;
+        jf_interp_run(s, p, x, scratch, out);
+        *value = out[0];
+        if (grad != NULL)
+            for (size_t k = 0; k < m->np; k++) grad[k] = out[k + 1];
+        if (scratch != small) free(scratch);
+        return JF_OK;
+    }
     size_t nroots = 1 + (grad != NULL ? m->np : 0);
     if (grad != NULL && m->np > 0 && m->df == NULL)
         return JF_ERR_INTERNAL;

@@ -24,6 +24,9 @@ struct jf_model {
     char **var_names;     /* nv names, in declaration order */
     char *response;       /* response name ("y" unless the model says `NAME ~ ...`) */
     char *source_name;    /* name of the source for messages */
+    struct jf_schedule *sched; /* schedule of {f, df[0..np)} built once at compile time, so the
+                                  reference evaluator does not rebuild it per point; may be NULL
+                                  (models assembled by hand in tests) */
 };
 
 /* Allocates an empty model with a fresh DAG of at most max_nodes nodes; NULL when out of

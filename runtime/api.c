@@ -13,6 +13,7 @@
 
 #include "../codegen/interp.h"
 #include "../codegen/model.h"
+#include "../codegen/schedule.h"
 #include "../grammar/frontend.h"
 #include "diag.h"
 
@@ -75,6 +76,7 @@ void jf_model_free(jf_model *m) {
     free(m->p_hi);
     free(m->response);
     free(m->source_name);
+    jf_schedule_free(m->sched);
     free(m);
 }
 
@@ -94,7 +96,14 @@ static int differentiate(struct jf_model *m, jf_diagnostics *diags) {
             return err ? err : JF_ERR_INTERNAL;
         }
     }
-    return JF_OK;
+    /* The evaluator's schedule, built once: jf_model_eval is called per point. */
+    jf_ref *roots = malloc((m->np + 1) * sizeof *roots);
+    if (!roots) return JF_ERR_NOMEM;
+    roots[0] = m->f;
+    for (size_t k = 0; k < m->np; k++) roots[k + 1] = m->df[k];
+    m->sched = jf_schedule_build(m->dag, roots, m->np + 1);
+    free(roots);
+    return m->sched ? JF_OK : JF_ERR_NOMEM;
 }
 
 int jf_model_compile(const char *text, size_t len, const jf_model_options *opts, jf_model **out,
