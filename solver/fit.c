@@ -23,6 +23,8 @@
 #include "../runtime/device.h"
 #include "solver.h"
 
+int jf_fit_host_resident = 0;
+
 /* Length of the message buffers inside a result. */
 #define MSG_LEN 512
 
@@ -269,7 +271,8 @@ static int run_fit(const fit_setup *s, const jf_data *d, const double *w, const 
     }
     memcpy(r->params, x0, np * sizeof(double));
     jf_lm_state st;
-    int code = jf_lm_solve(&prob, cfg, r->params, &st);
+    int code = jf_fit_host_resident ? jf_lm_solve_resident(&prob, cfg, r->params, &st)
+                                    : jf_lm_solve(&prob, cfg, r->params, &st);
     int solved = code == JF_OK; /* st holds arrays to free */
     if (code == JF_OK) {
         r->status = st.status;

@@ -340,6 +340,22 @@ nomem:
     return JF_ERR_NOMEM;
 }
 
+/* What every driver does after its iterations: the polish (linear loss, small n·np) and the
+ * copies of JᵀJ and the gradient at the solution into st (st->A and st->g allocated). */
+static int finish(jf_problem *prob, const jf_lm_config *cfg, double *x, jf_lm_state *st,
+                  lm_work *w) {
+    size_t np = prob->np;
+    int code = JF_OK;
+    int converged = st->status >= JF_STEP_FTOL && st->status <= JF_STEP_GTOL;
+    if (st->status != JF_FIT_NONFINITE && prob->loss == JF_LOSS_LINEAR &&
+        prob->n * np <= JF_LM_MATERIALIZE_MAX)
+        code = polish(prob, cfg, x, st, w, converged);
+    memcpy(st->A, w->A, np * np * sizeof(double));
+    memcpy(st->g, w->g, np * sizeof(double));
+    if (code != JF_OK) jf_lm_state_free(st);
+    return code;
+}
+
 int jf_lm_solve(jf_problem *prob, const jf_lm_config *cfg, double *x, jf_lm_state *st) {
     memset(st, 0, sizeof *st);
     size_t np = prob->np;
@@ -447,15 +463,26 @@ int jf_lm_solve(jf_problem *prob, const jf_lm_config *cfg, double *x, jf_lm_stat
     st->cost = w.F;
     st->optimality = gnorm;
 
-    int st_code = JF_OK;
-    int converged = status >= JF_STEP_FTOL && status <= JF_STEP_GTOL;
-    if (prob->loss == JF_LOSS_LINEAR && prob->n * np <= JF_LM_MATERIALIZE_MAX)
-        st_code = polish(prob, cfg, x, st, &w, converged);
-    memcpy(st->A, w.A, np * np * sizeof(double));
-    memcpy(st->g, w.g, np * sizeof(double));
+    int st_code = finish(prob, cfg, x, st, &w);
     work_free(&w);
-    if (st_code != JF_OK) jf_lm_state_free(st);
     return st_code;
+}
+
+int jf_lm_finish(jf_problem *prob, const jf_lm_config *cfg, double *x, jf_lm_state *st,
+                 const double *A, const double *g) {
+    size_t np = prob->np;
+    lm_work w;
+    if (work_init(&w, np, prob->nacc) != JF_OK) return JF_ERR_NOMEM;
+    memcpy(w.A, A, np * np * sizeof(double));
+    memcpy(w.g, g, np * sizeof(double));
+    for (size_t k = 0; k < np; k++) w.diag[k] = A[k * np + k];
+    w.F = st->cost;
+    st->A = malloc(np * np * sizeof(double));
+    st->g = malloc(np * sizeof(double));
+    int code = st->A && st->g ? finish(prob, cfg, x, st, &w) : JF_ERR_NOMEM;
+    if (code != JF_OK) jf_lm_state_free(st);
+    work_free(&w);
+    return code;
 }
 
 void jf_lm_state_free(jf_lm_state *st) {

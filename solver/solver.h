@@ -7,6 +7,8 @@
  *             (normal equations, materialized Jacobian, residual statistics)
  *   lm.c      the Levenberg-Marquardt trust-region driver (decisions in step.h) and the final
  *             Gauss-Newton polish
+ *   lm_resident.c  the device-resident loop (lm_core.h) driven on the host, which is how the
+ *             GPU solver's logic is tested without a GPU
  *   linalg.c  p×p factorizations (Jacobi-scaled Cholesky, eigen pseudo-inverse fallback) and
  *             the column-scaled least-squares solve of a materialized Jacobian
  *   covar.c   covariance at the solution (SVD of J, or eigen-decomposition of JᵀJ)
@@ -172,5 +174,26 @@ typedef struct jf_lm_state {
 JF_INTERNAL int jf_lm_solve(jf_problem *prob, const jf_lm_config *cfg, double *x,
                             jf_lm_state *st);
 JF_INTERNAL void jf_lm_state_free(jf_lm_state *st);
+/* The end of every driver after its iterations, for drivers other than jf_lm_solve: st holds
+ * status, nfev, iterations, cost and optimality at x; A (np×np) and g are JᵀJ and Jᵀr there.
+ * Runs the polish when it applies (linear loss, n·np <= JF_LM_MATERIALIZE_MAX; only converged
+ * runs take steps) and fills st->A, st->g (and st->J, st->r when materialized). JF_OK or
+ * JF_ERR_NOMEM. */
+JF_INTERNAL int jf_lm_finish(jf_problem *prob, const jf_lm_config *cfg, double *x,
+                             jf_lm_state *st, const double *A, const double *g);
+
+/* ---- fit.c --------------------------------------------------------------------------------- */
+
+/* 1: CPU fits run jf_lm_solve_resident instead of jf_lm_solve (tests set it to check the GPU
+ * solver's state machine against lm.c through the public API); 0 by default. */
+JF_INTERNAL extern int jf_fit_host_resident;
+
+/* ---- lm_resident.c ------------------------------------------------------------------------- */
+
+/* jf_lm_solve's contract, computed by the device-resident state machine of lm_core.h with one
+ * jf_problem_normal_eq pass per trial point on the host: the GPU solver's decisions without a
+ * GPU. Progress callbacks are called as jf_lm_solve calls them. */
+JF_INTERNAL int jf_lm_solve_resident(jf_problem *prob, const jf_lm_config *cfg, double *x,
+                                     jf_lm_state *st);
 
 #endif

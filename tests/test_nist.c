@@ -13,6 +13,10 @@
  * log(y), its variables x1 and x2); the .dat files are parsed here: parameters on lines
  * 41..40+p as "bK = start1 start2 certified stddev", data from line 61 to the line the header
  * names, CRLF line endings.
+ *
+ * Every fit is repeated with the device-resident state machine of the GPU solver driven on the
+ * host (solver/lm_core.h through jf_lm_solve_resident): its parameters must agree with lm.c's
+ * to 1e-10 relative (or 1e-12 absolute), and it must certify the same digits.
  */
 #include <math.h>
 #include <stdio.h>
@@ -20,6 +24,7 @@
 #include <string.h>
 
 #include "include/jitfit.h"
+#include "solver/solver.h"
 #include "tests/testlib.h"
 
 #define MAXP 8
@@ -107,7 +112,7 @@ int main(void) {
     if (!tsv) return jf_test_skip("tests/data/nist/models.tsv not found");
     static problem prob;
     int nproblems = 0;
-    double worst = 11, worst_se = 11;
+    double worst = 11, worst_se = 11, worst_dev = 0;
     printf("%-9s %-5s %7s %7s %7s %5s %6s  %s\n", "problem", "start", "LRE(b)", "LRE(se)",
            "LRE(rss)", "nfev", "status", "message");
     while (fgets(line, sizeof line, tsv)) {
@@ -195,13 +200,38 @@ int main(void) {
             else CHECK(Lrss >= 6);
             if (L < worst) worst = L;
             if (Lse < worst_se) worst_se = Lse;
+
+            /* the GPU solver's state machine, on the host */
+            jf_fit_result *rr = NULL;
+            jf_fit_host_resident = 1;
+            st = jf_fit(m, &d, &o, &rr, &err);
+            jf_fit_host_resident = 0;
+            CHECK(st == JF_OK);
+            if (st == JF_OK) {
+                double dev = 0;
+                for (size_t k = 0; k < prob.np; k++) {
+                    double a = r->params[k], b = rr->params[k];
+                    double e = fabs(a - b) / fmax(fabs(a), 1e-2);
+                    if (e > dev) dev = e;
+                }
+                if (dev > worst_dev) worst_dev = dev;
+                if (!jf_test_check(dev <= 1e-10 && rr->success, "resident loop agrees with lm.c",
+                                   __FILE__, __LINE__))
+                    fprintf(stderr, "  ^ %s start %d: max relative difference %.3g, status %d, "
+                                    "nfev %zu vs %zu\n",
+                            prob.name, s + 1, dev, rr->status, rr->nfev, r->nfev);
+                jf_fit_result_free(rr);
+            } else {
+                jf_free(err);
+            }
             jf_fit_result_free(r);
         }
         jf_model_free(m);
     }
     fclose(tsv);
-    printf("%d problems, worst LRE: parameters %.1f, standard errors %.1f\n", nproblems, worst,
-           worst_se);
+    printf("%d problems, worst LRE: parameters %.1f, standard errors %.1f; resident loop vs lm.c: "
+           "max relative difference %.3g\n",
+           nproblems, worst, worst_se, worst_dev);
     CHECK(nproblems == 17);
     return jf_test_finish();
 }

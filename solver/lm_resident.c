@@ -1,0 +1,76 @@
+/* The device-resident Levenberg-Marquardt loop (lm_core.h) driven on the host.
+ *
+ * The GPU solver runs jf_lmc_start / jf_lmc_judge in a one-thread kernel between normal_eq
+ * passes; here the same functions run between host passes (jf_problem_normal_eq), so every
+ * decision the GPU makes is exercised by the CPU tests (test_resident compares this driver
+ * with lm.c on the NIST problems and the test models). The finish (polish, JᵀJ at the
+ * solution) is lm.c's, shared with every driver.
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "lm_core.h"
+#include "solver.h"
+
+static void report(const jf_lm_config *cfg, const jf_lmc *c, int first) {
+    if (!cfg->progress) return;
+    jf_iteration_info info;
+    info.iteration = c->iterations;
+    info.nfev = c->nfev;
+    info.cost = c->F;
+    info.step_norm = first ? 0.0 : c->step_norm;
+    info.damping = first ? 0.0 : c->damping;
+    info.gain_ratio = first ? NAN : c->ratio;
+    info.optimality = c->gnorm;
+    info.accepted = first ? 0 : c->accepted;
+    cfg->progress(cfg->progress_ctx, &info);
+}
+
+int jf_lm_solve_resident(jf_problem *prob, const jf_lm_config *cfg, double *x, jf_lm_state *st) {
+    memset(st, 0, sizeof *st);
+    size_t np = prob->np;
+    double *ws = calloc(jf_lmc_ws_doubles(np), sizeof *ws);
+    int *iws = calloc(jf_lmc_ws_ints(np), sizeof *iws);
+    double *acc = malloc(prob->nacc * sizeof *acc);
+    if (!ws || !iws || !acc) {
+        free(ws);
+        free(iws);
+        free(acc);
+        return JF_ERR_NOMEM;
+    }
+    jf_lmc c;
+    memset(&c, 0, sizeof c);
+    c.np = np;
+    c.max_nfev = cfg->max_nfev;
+    c.ftol = cfg->ftol;
+    c.xtol = cfg->xtol;
+    c.gtol = cfg->gtol;
+    c.use_x_scale = cfg->x_scale != NULL;
+    jf_lmc_views v;
+    jf_lmc_views_init(&v, ws, iws, np);
+    memcpy(v.x, x, np * sizeof(double));
+    memcpy(v.lo, cfg->lo, np * sizeof(double));
+    memcpy(v.hi, cfg->hi, np * sizeof(double));
+    if (cfg->x_scale) memcpy(v.xs, cfg->x_scale, np * sizeof(double));
+
+    jf_problem_normal_eq(prob, v.x, prob->loss, acc);
+    int more = jf_lmc_start(&c, &v, acc);
+    if (c.status != JF_LMC_NONFINITE) report(cfg, &c, 1);
+    while (more) {
+        jf_problem_normal_eq(prob, v.x_try, prob->loss, acc);
+        more = jf_lmc_judge(&c, &v, acc);
+        report(cfg, &c, 0);
+    }
+    memcpy(x, v.x, np * sizeof(double));
+    st->status = c.status;
+    st->nfev = c.nfev;
+    st->iterations = c.iterations;
+    st->cost = c.F;
+    st->optimality = c.status == JF_LMC_NONFINITE ? NAN : c.gnorm;
+    int code = jf_lm_finish(prob, cfg, x, st, v.A, v.g);
+    free(ws);
+    free(iws);
+    free(acc);
+    return code;
+}
