@@ -150,7 +150,7 @@ static int selftest(const jf_model *m, const double *x, const double *y, int bac
     jf_fit_options o = jf_fit_options_default();
     o.p0 = selftest_p0;
     o.backend = backend;
-    o.device = JF_DEVICE_CPU;
+    o.device = backend == JF_BACKEND_CUDA ? JF_DEVICE_GPU : JF_DEVICE_CPU;
     o.no_cache = 1;
     jf_data d = {SELFTEST_N, x, 0, y, NULL};
     jf_fit_result *r = NULL;
@@ -175,6 +175,8 @@ static int selftest(const jf_model *m, const double *x, const double *y, int bac
            jf_report_status_name(r->status), r->nfev, ms, r->time_compile_ms, r->time_solve_ms);
     if (r->backend != backend) printf("; ran on %s", jf_backend_name(r->backend));
     if (r->warning) printf("; %s", r->warning);
+    if (backend == JF_BACKEND_CUDA) printf("; %zu host synchronization%s while iterating", r->host_syncs,
+                                           r->host_syncs == 1 ? "" : "s");
     printf("\n");
     jf_fit_result_free(r);
     return ok;
@@ -222,8 +224,9 @@ int jf_cmd_doctor(int argc, char **argv) {
         ok &= selftest(m, x, y, JF_BACKEND_INTERP);
         ok &= selftest(m, x, y, JF_BACKEND_C);
         if (!di->gpu_ok) printf("self-test cuda: %s\n", di->gpu_why);
-        else if (!JF_DEVICE_HAVE_GPU_SOLVER)
-            printf("self-test cuda: skipped: GPU solver not implemented yet\n");
+        else if (!jf_device_have_gpu_solver())
+            printf("self-test cuda: skipped: jitfit was built without the CUDA headers\n");
+        else ok &= selftest(m, x, y, JF_BACKEND_CUDA);
     }
     jf_model_free(m);
     free(di);

@@ -6,7 +6,9 @@
  * sums in registers per thread, reduces them per warp with shuffles and across the block's
  * warps in shared memory, and writes one row of block partial sums; jf_reduce_blocks adds those
  * rows in block order. Both orders are fixed, so for a given launch configuration the result
- * is deterministic (no atomics). Branches on y, w and the loss are uniform across the grid and
+ * is deterministic (no atomics). Both take `stop` (NULL: always run): the device-resident
+ * solver's status word, so that passes queued after convergence in an unrolled CUDA graph
+ * return at once. Branches on y, w and the loss are uniform across the grid and
  * cost nothing worth versioning for, unlike on the CPU.
  */
 #include <stdio.h>
@@ -251,15 +253,17 @@ static void emit_normal_eq_tiled(jf_buf *b, const jf_emit_model *em, const jf_em
 static void emit_normal_eq(jf_buf *b, const jf_emit_model *em, const jf_emit_options *o) {
     size_t np = em->m->np, nacc = jf_emit_num_acc(np);
     kernel_head(b, "jf_normal_eq", em->suffix);
-    jf_buf_puts(b, ", int loss, double f_scale,\n        double *__restrict__ partial)\n{\n");
+    jf_buf_puts(b, ", int loss, double f_scale,\n        double *__restrict__ partial, const int *__restrict__ stop)\n{\n"
+                   "    if (stop != nullptr && *stop != 0) return; /* the solver's loop has ended */\n");
     jf_emit_load_params(b, em->sall, "    ");
     if (nacc <= JF_CUDA_REGISTER_SUMS) emit_normal_eq_registers(b, em, o);
     else emit_normal_eq_tiled(b, em, o);
     jf_buf_puts(b, "}\n\n");
     jf_buf_printf(b,
                   "extern \"C\" __global__ void jf_reduce_blocks%s(const double *__restrict__ partial,\n"
-                  "        unsigned int nblocks, double *__restrict__ acc)\n"
+                  "        unsigned int nblocks, double *__restrict__ acc, const int *__restrict__ stop)\n"
                   "{\n"
+                  "    if (stop != nullptr && *stop != 0) return;\n"
                   "    for (jf_index q = (jf_index)blockIdx.x * blockDim.x + threadIdx.x; q < %zu;\n"
                   "         q += (jf_index)blockDim.x * gridDim.x) {\n"
                   "        double s = 0.0;\n"

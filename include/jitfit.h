@@ -202,11 +202,14 @@ JF_API int jf_loss_from_name(const char *name);
 
 /* Where to run a fit. */
 typedef enum jf_device {
-    JF_DEVICE_AUTO = 0, /* choose (the CPU while no GPU solver exists); the result's
-                           device_note says what was chosen and why */
+    JF_DEVICE_AUTO = 0, /* choose by estimated time (small fits and batches: the CPU, without
+                           probing for a GPU); the result's device_note says what was chosen
+                           and why */
     JF_DEVICE_CPU = 1,  /* the CPU solver */
-    JF_DEVICE_GPU = 2   /* the GPU solver; JF_ERR_UNAVAILABLE when there is none (errmsg
-                           "GPU requested but unavailable: <reason>") */
+    JF_DEVICE_GPU = 2   /* the device-resident GPU solver (single fits); JF_ERR_UNAVAILABLE
+                           when there is no usable GPU (errmsg "GPU requested but unavailable:
+                           <reason>"). Data that do not fit in GPU memory are fitted on the
+                           CPU, which device_note says */
 } jf_device;
 
 /* The data of one fit. x holds the independent variables column by column in the model's
@@ -313,6 +316,9 @@ typedef struct jf_fit_result {
     size_t nfev;           /* model evaluations (passes over the data) at the start, the trial
                               points and the polish steps (not the final statistics) */
     size_t iterations;     /* accepted and rejected trial steps */
+    size_t host_syncs;     /* times the host waited for the GPU while iterating: 1 when the
+                              device-resident loop ran as one CUDA graph with a WHILE node, one
+                              per block of iterations otherwise; 0 on the CPU */
     int backend;           /* the jf_backend that evaluated the model */
     int cache;             /* the jf_cache_result of obtaining the kernels */
     double time_compile_ms; /* obtaining the kernels (compile or cache load) */
@@ -320,8 +326,8 @@ typedef struct jf_fit_result {
     double time_total_ms;  /* everything inside jf_fit */
     const char *warning;   /* a one-line warning (e.g. compiler fallback), or NULL */
     const char *device_note; /* where the fit ran and why, one line: "cpu: requested",
-                              "cpu: no usable GPU (unavailable: <reason>)", "cpu: the GPU
-                              solver is not implemented in this build"; owned by the result */
+                              "cpu: no usable GPU (unavailable: <reason>)", "gpu: requested
+                              (...); device loop: ..."; owned by the result */
 } jf_fit_result;
 
 /* Fits model m to data. On JF_OK *out receives a result (even when the solver did not

@@ -81,6 +81,63 @@ int jf_cuda_launch(void *fn, unsigned grid, unsigned block, unsigned shmem, void
     return JF_ERR_UNAVAILABLE;
 }
 
+int jf_cuda_cond_nodes(void) { return 0; }
+int jf_cuda_mem_info(size_t *free_bytes, size_t *total_bytes) {
+    *free_bytes = *total_bytes = 0;
+    return JF_ERR_UNAVAILABLE;
+}
+int jf_cuda_graph_new(jf_cuda_graph **out, const jf_cuda_graph *same_stream, char *why, size_t n) {
+    (void)same_stream;
+    *out = NULL;
+    snprintf(why, n, "%s", no_headers);
+    return JF_ERR_UNAVAILABLE;
+}
+void jf_cuda_graph_free(jf_cuda_graph *g) { (void)g; }
+int jf_cuda_graph_kernel(jf_cuda_graph *g, void *fn, unsigned grid, unsigned block, void **args,
+                         char *why, size_t n) {
+    (void)g, (void)fn, (void)grid, (void)block, (void)args;
+    snprintf(why, n, "%s", no_headers);
+    return JF_ERR_UNAVAILABLE;
+}
+int jf_cuda_graph_while_handle(jf_cuda_graph *g, unsigned long long *handle, char *why, size_t n) {
+    (void)g;
+    *handle = 0;
+    snprintf(why, n, "%s", no_headers);
+    return JF_ERR_UNAVAILABLE;
+}
+int jf_cuda_graph_while_begin(jf_cuda_graph *g, unsigned long long handle, char *why, size_t n) {
+    (void)g;
+    (void)handle;
+    snprintf(why, n, "%s", no_headers);
+    return JF_ERR_UNAVAILABLE;
+}
+void jf_cuda_graph_while_end(jf_cuda_graph *g) { (void)g; }
+int jf_cuda_graph_instantiate(jf_cuda_graph *g, char *why, size_t n) {
+    (void)g;
+    snprintf(why, n, "%s", no_headers);
+    return JF_ERR_UNAVAILABLE;
+}
+int jf_cuda_graph_launch(jf_cuda_graph *g, char *why, size_t n) {
+    return jf_cuda_graph_instantiate(g, why, n);
+}
+int jf_cuda_graph_to_device(jf_cuda_graph *g, jf_devptr dst, const void *src, size_t bytes,
+                            char *why, size_t n) {
+    (void)dst, (void)src, (void)bytes;
+    return jf_cuda_graph_instantiate(g, why, n);
+}
+int jf_cuda_graph_to_host(jf_cuda_graph *g, void *dst, jf_devptr src, size_t bytes, char *why,
+                          size_t n) {
+    (void)dst, (void)src, (void)bytes;
+    return jf_cuda_graph_instantiate(g, why, n);
+}
+int jf_cuda_graph_sync(jf_cuda_graph *g, char *why, size_t n) {
+    return jf_cuda_graph_instantiate(g, why, n);
+}
+unsigned long jf_cuda_graph_syncs(const jf_cuda_graph *g) {
+    (void)g;
+    return 0;
+}
+
 #else
 
 #include <cuda.h>
@@ -110,7 +167,18 @@ int jf_cuda_launch(void *fn, unsigned grid, unsigned block, unsigned shmem, void
     X(cuDeviceTotalMem)                                                                            \
     X(cuMemGetInfo)                                                                                \
     X(cuDevicePrimaryCtxRelease)                                                                   \
-    X(cuCtxGetCurrent)
+    X(cuCtxGetCurrent)                                                                             \
+    X(cuStreamCreate)                                                                              \
+    X(cuStreamDestroy)                                                                             \
+    X(cuStreamSynchronize)                                                                         \
+    X(cuMemcpyHtoDAsync)                                                                           \
+    X(cuMemcpyDtoHAsync)                                                                           \
+    X(cuGraphCreate)                                                                               \
+    X(cuGraphAddKernelNode)                                                                        \
+    X(cuGraphInstantiate)                                                                          \
+    X(cuGraphLaunch)                                                                               \
+    X(cuGraphExecDestroy)                                                                          \
+    X(cuGraphDestroy)
 
 /* The resolved driver, filled once by load_driver. */
 static struct {
@@ -126,6 +194,11 @@ static struct {
     int version;      /* cuDriverGetVersion */
     int count;        /* number of devices (0 when cuInit failed) */
     int cond_create;  /* 1 when cuGraphConditionalHandleCreate resolves (optional) */
+#if CUDA_VERSION >= 12040
+    /* optional: WHILE conditional nodes (driver >= 12.4 for cuGraphAddNode with edge data) */
+    __typeof__(cuGraphConditionalHandleCreate) *cond_handle_create;
+    __typeof__(cuGraphAddNode) *graph_add_node;
+#endif
 } cu;
 
 static pthread_once_t cu_once = PTHREAD_ONCE_INIT;
@@ -176,14 +249,26 @@ static void load_driver(void) {
     cu.loaded = 1;
     if (cu.cuDriverGetVersion(&cu.version) != CUDA_SUCCESS) cu.version = 0;
     {
-        /* Optional: conditional graph nodes (CUDA 12.3); its absence only disables them. */
-        void *fn = NULL;
+        /* Optional: conditional graph nodes (CUDA 12.3); their absence only disables them. */
+        void *fn = NULL, *fn2 = NULL;
         CUdriverProcAddressQueryResult qr = CU_GET_PROC_ADDRESS_SUCCESS;
         CUresult rc = gpa2 ? gpa2("cuGraphConditionalHandleCreate", &fn, CUDA_VERSION,
                                   CU_GET_PROC_ADDRESS_DEFAULT, &qr)
                            : gpa1("cuGraphConditionalHandleCreate", &fn, CUDA_VERSION,
                                   CU_GET_PROC_ADDRESS_DEFAULT);
         cu.cond_create = rc == CUDA_SUCCESS && fn != NULL;
+#if CUDA_VERSION >= 12040
+        CUresult rc2 = gpa2 ? gpa2("cuGraphAddNode", &fn2, CUDA_VERSION,
+                                   CU_GET_PROC_ADDRESS_DEFAULT, &qr)
+                            : gpa1("cuGraphAddNode", &fn2, CUDA_VERSION,
+                                   CU_GET_PROC_ADDRESS_DEFAULT);
+        if (cu.cond_create && rc2 == CUDA_SUCCESS && fn2) {
+            memcpy(&cu.cond_handle_create, &fn, sizeof fn);
+            memcpy(&cu.graph_add_node, &fn2, sizeof fn2);
+        }
+#else
+        (void)fn2;
+#endif
     }
 
     CUresult r = cu.cuInit(0);
@@ -348,5 +433,175 @@ int jf_cuda_launch(void *fn, unsigned grid, unsigned block, unsigned shmem, void
     if (r == CUDA_SUCCESS) r = cu.cuCtxSynchronize();
     return r == CUDA_SUCCESS ? JF_OK : fail(r, "kernel launch failed", why, n, JF_ERR_INTERNAL);
 }
+
+/* ---- streams and graphs --------------------------------------------------------------------- */
+
+struct jf_cuda_graph {
+    CUstream stream;     /* where the graph and its copies run */
+    CUgraph graph;       /* the top-level graph */
+    CUgraph body;        /* the open WHILE body, or NULL */
+    CUgraphNode last;    /* last node of the top-level sequence (NULL: none yet) */
+    CUgraphNode last_body; /* last node of the body sequence */
+    CUgraphExec exec;    /* after instantiation */
+    unsigned long syncs; /* host synchronizations so far */
+    int own_stream;      /* 1: the stream is this graph's to destroy */
+};
+
+int jf_cuda_cond_nodes(void) {
+#if CUDA_VERSION >= 12040
+    return cu.ok && cu.graph_add_node != NULL && cu.version >= 12040;
+#else
+    return 0;
+#endif
+}
+
+int jf_cuda_mem_info(size_t *free_bytes, size_t *total_bytes) {
+    char why[256];
+    *free_bytes = *total_bytes = 0;
+    if (jf_cuda_init(why, sizeof why) != JF_OK) return JF_ERR_UNAVAILABLE;
+    return cu.cuMemGetInfo(free_bytes, total_bytes) == CUDA_SUCCESS ? JF_OK : JF_ERR_UNAVAILABLE;
+}
+
+int jf_cuda_graph_new(jf_cuda_graph **out, const jf_cuda_graph *same_stream, char *why, size_t n) {
+    *out = NULL;
+    int st = jf_cuda_init(why, n);
+    if (st != JF_OK) return st;
+    jf_cuda_graph *g = calloc(1, sizeof *g);
+    if (!g) {
+        snprintf(why, n, "out of memory");
+        return JF_ERR_NOMEM;
+    }
+    CUresult r = CUDA_SUCCESS;
+    if (same_stream) g->stream = same_stream->stream;
+    else {
+        r = cu.cuStreamCreate(&g->stream, CU_STREAM_NON_BLOCKING);
+        g->own_stream = r == CUDA_SUCCESS;
+    }
+    if (r == CUDA_SUCCESS) r = cu.cuGraphCreate(&g->graph, 0);
+    if (r != CUDA_SUCCESS) {
+        jf_cuda_graph_free(g);
+        return fail(r, "cannot create a CUDA graph", why, n, JF_ERR_INTERNAL);
+    }
+    *out = g;
+    return JF_OK;
+}
+
+void jf_cuda_graph_free(jf_cuda_graph *g) {
+    if (!g) return;
+    if (cu.ok) {
+        if (g->exec) cu.cuGraphExecDestroy(g->exec);
+        if (g->graph) cu.cuGraphDestroy(g->graph);
+        if (g->own_stream) cu.cuStreamDestroy(g->stream);
+    }
+    free(g);
+}
+
+int jf_cuda_graph_kernel(jf_cuda_graph *g, void *fn, unsigned grid, unsigned block, void **args,
+                         char *why, size_t n) {
+    CUDA_KERNEL_NODE_PARAMS kp;
+    memset(&kp, 0, sizeof kp);
+    kp.func = (CUfunction)fn;
+    kp.gridDimX = grid;
+    kp.gridDimY = kp.gridDimZ = 1;
+    kp.blockDimX = block;
+    kp.blockDimY = kp.blockDimZ = 1;
+    kp.kernelParams = args;
+    CUgraph where = g->body ? g->body : g->graph;
+    CUgraphNode *last = g->body ? &g->last_body : &g->last;
+    CUgraphNode node;
+    CUresult r = cu.cuGraphAddKernelNode(&node, where, *last ? last : NULL, *last ? 1 : 0, &kp);
+    if (r != CUDA_SUCCESS) return fail(r, "cannot add a kernel to the CUDA graph", why, n, JF_ERR_INTERNAL);
+    *last = node;
+    return JF_OK;
+}
+
+int jf_cuda_graph_while_handle(jf_cuda_graph *g, unsigned long long *handle, char *why, size_t n) {
+    *handle = 0;
+#if CUDA_VERSION >= 12040
+    if (!jf_cuda_cond_nodes()) {
+        snprintf(why, n, "conditional graph nodes are not available");
+        return JF_ERR_UNAVAILABLE;
+    }
+    CUgraphConditionalHandle h;
+    /* 0 at every launch unless a kernel before the node sets it */
+    CUresult r = cu.cond_handle_create(&h, g->graph, cu.ctx, 0, CU_GRAPH_COND_ASSIGN_DEFAULT);
+    if (r != CUDA_SUCCESS)
+        return fail(r, "cannot create a conditional handle", why, n, JF_ERR_UNAVAILABLE);
+    *handle = (unsigned long long)h;
+    return JF_OK;
+#else
+    (void)g;
+    snprintf(why, n, "conditional graph nodes need CUDA 12.4 headers at build time");
+    return JF_ERR_UNAVAILABLE;
+#endif
+}
+
+int jf_cuda_graph_while_begin(jf_cuda_graph *g, unsigned long long handle, char *why, size_t n) {
+#if CUDA_VERSION >= 12040
+    if (!jf_cuda_cond_nodes() || g->body) {
+        snprintf(why, n, "conditional graph nodes are not available");
+        return JF_ERR_UNAVAILABLE;
+    }
+    CUgraphNodeParams np;
+    memset(&np, 0, sizeof np);
+    np.type = CU_GRAPH_NODE_TYPE_CONDITIONAL;
+    np.conditional.handle = (CUgraphConditionalHandle)handle;
+    np.conditional.type = CU_GRAPH_COND_TYPE_WHILE;
+    np.conditional.size = 1;
+    np.conditional.ctx = cu.ctx;
+    CUgraphNode node;
+    CUresult r =
+        cu.graph_add_node(&node, g->graph, g->last ? &g->last : NULL, NULL, g->last ? 1 : 0, &np);
+    if (r != CUDA_SUCCESS)
+        return fail(r, "cannot add a WHILE node to the CUDA graph", why, n, JF_ERR_UNAVAILABLE);
+    g->last = node;
+    g->body = np.conditional.phGraph_out[0];
+    g->last_body = NULL;
+    return JF_OK;
+#else
+    (void)g;
+    (void)handle;
+    snprintf(why, n, "conditional graph nodes need CUDA 12.4 headers at build time");
+    return JF_ERR_UNAVAILABLE;
+#endif
+}
+
+void jf_cuda_graph_while_end(jf_cuda_graph *g) {
+    g->body = NULL;
+    g->last_body = NULL;
+}
+
+int jf_cuda_graph_instantiate(jf_cuda_graph *g, char *why, size_t n) {
+    CUresult r = cu.cuGraphInstantiate(&g->exec, g->graph, 0);
+    return r == CUDA_SUCCESS ? JF_OK
+                             : fail(r, "cannot instantiate the CUDA graph", why, n, JF_ERR_INTERNAL);
+}
+
+int jf_cuda_graph_launch(jf_cuda_graph *g, char *why, size_t n) {
+    CUresult r = cu.cuGraphLaunch(g->exec, g->stream);
+    return r == CUDA_SUCCESS ? JF_OK : fail(r, "CUDA graph launch failed", why, n, JF_ERR_INTERNAL);
+}
+
+int jf_cuda_graph_to_device(jf_cuda_graph *g, jf_devptr dst, const void *src, size_t bytes,
+                            char *why, size_t n) {
+    if (!bytes) return JF_OK;
+    CUresult r = cu.cuMemcpyHtoDAsync((CUdeviceptr)dst, src, bytes, g->stream);
+    return r == CUDA_SUCCESS ? JF_OK : fail(r, "copy to the device failed", why, n, JF_ERR_INTERNAL);
+}
+
+int jf_cuda_graph_to_host(jf_cuda_graph *g, void *dst, jf_devptr src, size_t bytes, char *why,
+                          size_t n) {
+    if (!bytes) return JF_OK;
+    CUresult r = cu.cuMemcpyDtoHAsync(dst, (CUdeviceptr)src, bytes, g->stream);
+    return r == CUDA_SUCCESS ? JF_OK : fail(r, "copy from the device failed", why, n, JF_ERR_INTERNAL);
+}
+
+int jf_cuda_graph_sync(jf_cuda_graph *g, char *why, size_t n) {
+    g->syncs++;
+    CUresult r = cu.cuStreamSynchronize(g->stream);
+    return r == CUDA_SUCCESS ? JF_OK : fail(r, "the GPU reported an error", why, n, JF_ERR_INTERNAL);
+}
+
+unsigned long jf_cuda_graph_syncs(const jf_cuda_graph *g) { return g->syncs; }
 
 #endif

@@ -76,4 +76,48 @@ JF_INTERNAL int jf_cuda_to_host(void *dst, jf_devptr src, size_t bytes, char *wh
 JF_INTERNAL int jf_cuda_launch(void *fn, unsigned grid, unsigned block, unsigned shmem,
                                void **args, char *why, size_t n);
 
+/* ---- streams and graphs (the device-resident solver) ---------------------------------------- */
+
+/* A CUDA graph under construction or ready to launch, with its own stream. Kernels are added in
+ * sequence (each depends on the previous one); between jf_cuda_graph_while_begin and _end they
+ * go into the body of a WHILE conditional node instead. */
+typedef struct jf_cuda_graph jf_cuda_graph;
+
+/* 1 when WHILE conditional nodes can be used (driver and headers >= CUDA 12.4). */
+JF_INTERNAL int jf_cuda_cond_nodes(void);
+/* Free and total device memory of the current context. JF_OK or JF_ERR_UNAVAILABLE. */
+JF_INTERNAL int jf_cuda_mem_info(size_t *free_bytes, size_t *total_bytes);
+/* An empty graph with a new non-blocking stream, or the stream of same_stream (not NULL: its
+ * launches and copies are then ordered with that graph's). JF_OK or an error with the reason in
+ * why. */
+JF_INTERNAL int jf_cuda_graph_new(jf_cuda_graph **g, const jf_cuda_graph *same_stream, char *why,
+                                  size_t n);
+/* Appends a launch of fn (grid × block threads, no dynamic shared memory); the argument values
+ * are copied now. */
+JF_INTERNAL int jf_cuda_graph_kernel(jf_cuda_graph *g, void *fn, unsigned grid, unsigned block,
+                                     void **args, char *why, size_t n);
+/* A condition for a WHILE node of g (a cudaGraphConditionalHandle for device code; 0 at each
+ * launch until a kernel sets it). JF_ERR_UNAVAILABLE when conditional nodes are not available. */
+JF_INTERNAL int jf_cuda_graph_while_handle(jf_cuda_graph *g, unsigned long long *handle,
+                                           char *why, size_t n);
+/* Appends a WHILE node on handle and directs further kernels into its body until _while_end. */
+JF_INTERNAL int jf_cuda_graph_while_begin(jf_cuda_graph *g, unsigned long long handle, char *why,
+                                          size_t n);
+JF_INTERNAL void jf_cuda_graph_while_end(jf_cuda_graph *g);
+/* Makes the graph executable (no more kernels may be added). */
+JF_INTERNAL int jf_cuda_graph_instantiate(jf_cuda_graph *g, char *why, size_t n);
+/* Launches the instantiated graph on its stream; returns without waiting. */
+JF_INTERNAL int jf_cuda_graph_launch(jf_cuda_graph *g, char *why, size_t n);
+/* Asynchronous copies on the graph's stream, ordered with its launches. */
+JF_INTERNAL int jf_cuda_graph_to_device(jf_cuda_graph *g, jf_devptr dst, const void *src,
+                                        size_t bytes, char *why, size_t n);
+JF_INTERNAL int jf_cuda_graph_to_host(jf_cuda_graph *g, void *dst, jf_devptr src, size_t bytes,
+                                      char *why, size_t n);
+/* Waits for everything queued on the stream: a host synchronization, counted. */
+JF_INTERNAL int jf_cuda_graph_sync(jf_cuda_graph *g, char *why, size_t n);
+/* Host synchronizations made through jf_cuda_graph_sync so far. */
+JF_INTERNAL unsigned long jf_cuda_graph_syncs(const jf_cuda_graph *g);
+/* Destroys the graph, its executable and its stream; accepts NULL. */
+JF_INTERNAL void jf_cuda_graph_free(jf_cuda_graph *g);
+
 #endif

@@ -70,6 +70,27 @@ static const char *bare(const char *reason) {
     return strncmp(reason, prefix, sizeof prefix - 1) == 0 ? reason + sizeof prefix - 1 : reason;
 }
 
+/* The cost model of `auto` (docs/SOLVER.md, "Device choice"). One fit costs about
+ * iterations × points × (parameters + 1) × a per-term time on each side, plus, on the GPU, the
+ * fixed costs of starting the driver and of copying the data once. The CPU constant is measured
+ * (the damped sine's normal_eq pass: 20 ms for 10⁶ points × 5 parameters on one core of the
+ * development machine, docs/PERFORMANCE.md); the GPU constants are nominal (a pass bounded by
+ * fp64 throughput and memory bandwidth of a datacenter GPU, PCIe copies) and still wait for a
+ * measurement on a GPU. */
+#define COST_ITERATIONS 15.0   /* passes over the data in a typical fit */
+#define COST_CPU_TERM_S 4.0e-9 /* seconds per point·(parameter+1) per pass, one core */
+#define COST_GPU_TERM_S 2.0e-11 /* the same on a full-rate fp64 GPU */
+#define COST_GPU_FIXED_S 0.25  /* driver start, module load, graph set-up (first fit) */
+#define COST_PCIE_BPS 1.2e10   /* bytes per second host → device */
+
+int jf_device_have_gpu_solver(void) {
+#ifdef JF_HAVE_CUDA_HEADERS
+    return 1;
+#else
+    return 0;
+#endif
+}
+
 int jf_device_choose(const jf_device_request *req, char *why, size_t n) {
     if (req->device == JF_DEVICE_CPU) {
         snprintf(why, n, "cpu: requested");
@@ -79,26 +100,56 @@ int jf_device_choose(const jf_device_request *req, char *why, size_t n) {
         snprintf(why, n, "unknown device %d", (int)req->device);
         return -JF_ERR_ARG;
     }
-    /* Without a GPU solver AUTO can only pick the CPU: it does not probe, because on a machine
-     * with a GPU the probe (dlopen of libcuda, cuInit) costs far more than a small fit. With a
-     * GPU solver, AUTO will weigh the request's sizes here (docs/SOLVER.md, "Device choice").
-     * The probe's result is kept by cuda_api.c, so only the first call in a process pays. */
-    if (req->device == JF_DEVICE_AUTO && !JF_DEVICE_HAVE_GPU_SOLVER) {
-        snprintf(why, n, "cpu: the GPU solver is not implemented in this build");
+    if (req->nfits > 1) { /* GPU batches are future work: the CPU runs them in parallel */
+        if (req->device == JF_DEVICE_GPU) {
+            snprintf(why, n, "GPU requested but unavailable: batches of fits run on the CPU only "
+                             "in this build");
+            return -JF_ERR_UNAVAILABLE;
+        }
+        snprintf(why, n, "cpu: batches of fits run on the CPU in this build");
+        return JF_DEVICE_CPU;
+    }
+    if (!jf_device_have_gpu_solver()) {
+        if (req->device == JF_DEVICE_GPU) {
+            snprintf(why, n, "GPU requested but unavailable: jitfit was built without the CUDA "
+                             "headers");
+            return -JF_ERR_UNAVAILABLE;
+        }
+        snprintf(why, n, "cpu: jitfit was built without the CUDA headers");
+        return JF_DEVICE_CPU;
+    }
+    int threads = req->threads > 0 ? req->threads : 1;
+    double terms = (double)req->npoints * (double)(req->nparams + 1);
+    double t_cpu = COST_ITERATIONS * terms * COST_CPU_TERM_S / threads;
+    double t_gpu = COST_GPU_FIXED_S + COST_ITERATIONS * terms * COST_GPU_TERM_S +
+                   (double)req->npoints * 8.0 * (double)(req->nvars + 2) / COST_PCIE_BPS;
+    /* AUTO does not probe for a fit the CPU finishes before a GPU could start: the probe
+     * (dlopen of libcuda, cuInit) alone costs more. The probe's result is kept by cuda_api.c. */
+    if (req->device == JF_DEVICE_AUTO && t_cpu < COST_GPU_FIXED_S) {
+        snprintf(why, n, "cpu: small fit (estimated %.3g s on the CPU, less than starting a GPU)",
+                 t_cpu);
         return JF_DEVICE_CPU;
     }
     char status[512];
     int gpu = jf_cuda_status(status, sizeof status);
     if (req->device == JF_DEVICE_GPU) {
-        if (!gpu) snprintf(why, n, "GPU requested but unavailable: %s", bare(status));
-        else if (!JF_DEVICE_HAVE_GPU_SOLVER)
-            snprintf(why, n, "GPU requested but unavailable: the GPU solver is not implemented "
-                             "in this build");
-        if (!gpu || !JF_DEVICE_HAVE_GPU_SOLVER) return -JF_ERR_UNAVAILABLE;
-        snprintf(why, n, "gpu: requested");
+        if (!gpu) {
+            snprintf(why, n, "GPU requested but unavailable: %s", bare(status));
+            return -JF_ERR_UNAVAILABLE;
+        }
+        snprintf(why, n, "gpu: requested (%s)", status + 11);
         return JF_DEVICE_GPU;
     }
-    if (!gpu) snprintf(why, n, "cpu: no usable GPU (%s)", status);
-    else snprintf(why, n, "cpu: the GPU solver is not implemented in this build");
+    if (!gpu) {
+        snprintf(why, n, "cpu: no usable GPU (%s)", status);
+        return JF_DEVICE_CPU;
+    }
+    if (t_gpu < t_cpu) {
+        snprintf(why, n, "gpu: estimated %.3g s on the GPU vs %.3g s on %d CPU thread%s (%s)",
+                 t_gpu, t_cpu, threads, threads == 1 ? "" : "s", status + 11);
+        return JF_DEVICE_GPU;
+    }
+    snprintf(why, n, "cpu: estimated %.3g s on %d CPU thread%s vs %.3g s on the GPU", t_cpu,
+             threads, threads == 1 ? "" : "s", t_gpu);
     return JF_DEVICE_CPU;
 }

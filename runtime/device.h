@@ -67,24 +67,29 @@ JF_INTERNAL void jf_device_probe(jf_device_info *out);
  * The rule is by SM version only: a datacenter SM version means full-rate fp64 units. */
 JF_INTERNAL int jf_device_fp64_ratio(int major, int minor);
 
-/* What a fit asks for, with the sizes a cost model needs (see docs/SOLVER.md, "Device
- * choice"); only `device` is used while there is no GPU solver. */
+/* What a fit asks for, with the sizes the cost model needs (docs/SOLVER.md, "Device
+ * choice"). */
 typedef struct jf_device_request {
     jf_device device; /* what the caller asked for */
-    size_t npoints;   /* points per fit (0: unknown) */
+    size_t npoints;   /* points per fit */
     size_t nparams;   /* parameters */
     size_t nfits;     /* independent fits (1 for jf_fit) */
     int backend;      /* the jf_backend asked for */
+    size_t nvars;     /* variables per point (for the copy to the device) */
+    int threads;      /* CPU threads the CPU solver would use (<= 0: 1) */
 } jf_device_request;
 
 /* Decides where a fit runs. Returns JF_DEVICE_CPU or JF_DEVICE_GPU, with a one-line reason in
- * why ("cpu: no usable GPU (unavailable: libcuda.so.1 not found)"); or, when the request cannot
- * be met, a negated jf_status (-JF_ERR_UNAVAILABLE for device GPU without a usable GPU solver,
- * -JF_ERR_ARG for an unknown device) with the reason in why ("GPU requested but unavailable:
- * ..."). For AUTO and GPU the first call in a process probes the driver (dlopen, cuInit). */
+ * why ("cpu: no usable GPU (unavailable: libcuda.so.1 not found)", "gpu: estimated 0.31 s on
+ * the GPU vs 2.4 s on 2 CPU threads (...)"); or, when the request cannot be met, a negated
+ * jf_status (-JF_ERR_UNAVAILABLE for device GPU without a usable GPU or for a batch, -JF_ERR_ARG
+ * for an unknown device) with the reason in why ("GPU requested but unavailable: ..."). AUTO
+ * weighs estimated CPU and GPU times (a cost model with a measured CPU constant and nominal
+ * GPU constants, see device.c) and does not probe the GPU for fits the CPU finishes before a
+ * GPU could start; otherwise the first call in a process probes the driver (dlopen, cuInit). */
 JF_INTERNAL int jf_device_choose(const jf_device_request *req, char *why, size_t n);
 
-/* 1 when this build has a GPU solver (0 until it is written). */
-#define JF_DEVICE_HAVE_GPU_SOLVER 0
+/* 1 when this build has the GPU solver (the library was built with the CUDA headers). */
+JF_INTERNAL int jf_device_have_gpu_solver(void);
 
 #endif

@@ -188,8 +188,8 @@ static const char *const kernel_names[4] = {"jf_residual", "jf_jacobian_row", "j
 
 /* One loaded CUDA module. Owned by the memory cache once stored there (never unloaded). */
 typedef struct cuda_module {
-    void *module; /* the driver's CUmodule */
-    void *fn[4];  /* its kernels, indexed by jf_cuda_kernel */
+    void *module;                    /* the driver's CUmodule */
+    void *fn[JF_CUDA_MODULE_MAX_FNS]; /* its kernels, in the order they were asked for */
 } cuda_module;
 
 struct jf_cuda_kernels {
@@ -198,7 +198,8 @@ struct jf_cuda_kernels {
     int loss;                 /* the loss normal_eq was built for, -1: any */
 };
 
-static cuda_module *load_module(const unsigned char *image, char *why, size_t n) {
+static cuda_module *load_module(const unsigned char *image, const char *const *names, size_t nnames,
+                                char *why, size_t n) {
     void *module;
     if (jf_cuda_module_load(image, &module, why, n) != JF_OK) return NULL;
     cuda_module *cm = calloc(1, sizeof *cm);
@@ -208,8 +209,8 @@ static cuda_module *load_module(const unsigned char *image, char *why, size_t n)
         return NULL;
     }
     cm->module = module;
-    for (int i = 0; i < 4; i++) {
-        cm->fn[i] = jf_cuda_module_function(module, kernel_names[i], why, n);
+    for (size_t i = 0; i < nnames; i++) {
+        cm->fn[i] = jf_cuda_module_function(module, names[i], why, n);
         if (!cm->fn[i]) {
             jf_cuda_module_unload(module);
             free(cm);
@@ -219,28 +220,25 @@ static cuda_module *load_module(const unsigned char *image, char *why, size_t n)
     return cm;
 }
 
-int jf_cuda_kernels_get(const struct jf_model *m, const jf_jit_options *opts, int loss,
-                        jf_cuda_kernels **out, jf_cache_result *cache, char *why, size_t n,
-                        char *warn, size_t wn) {
+/* The module of src (from the memory cache, the disk cache or NVRTC) with its kernels
+ * looked up in the order of names. */
+static int module_get(const char *src, const char *const *names, size_t nnames,
+                      const jf_jit_options *opts, const cuda_module **out, jf_cache_result *cache,
+                      char *why, size_t n, char *warn, size_t wn) {
     *out = NULL;
-    if (cache) *cache = JF_CACHE_NONE;
     jf_jit_options o;
     memset(&o, 0, sizeof o);
     if (opts) o = *opts;
+    if (nnames > JF_CUDA_MODULE_MAX_FNS) {
+        snprintf(why, n, "too many kernels in one module");
+        return JF_ERR_INTERNAL;
+    }
     if (jf_cuda_init(why, n) != JF_OK) return JF_ERR_UNAVAILABLE;
     if (jf_nvrtc_load(why, n) != JF_OK) return JF_ERR_UNAVAILABLE;
     int major, minor, vmaj, vmin;
     jf_cuda_arch(&major, &minor);
     jf_nvrtc_version(&vmaj, &vmin);
     int arch = major * 10 + minor;
-
-    jf_emit_options eo = jf_emit_options_default(JF_EMIT_CUDA);
-    eo.cuda_loss = loss < 0 ? -1 : loss;
-    char *src = jf_emit(m, &eo);
-    if (!src) {
-        snprintf(why, n, "out of memory generating CUDA code");
-        return JF_ERR_NOMEM;
-    }
     char compiler[64], archs[32];
     snprintf(compiler, sizeof compiler, "nvrtc %d.%d", vmaj, vmin);
     snprintf(archs, sizeof archs, "sm_%d", arch);
@@ -262,7 +260,7 @@ int jf_cuda_kernels_get(const struct jf_model *m, const jf_jit_options *opts, in
         if (dir.state == JF_CACHE_DIR_OK &&
             jf_cache_disk_load(&dir, &key, JF_CACHE_KIND_CUDA_CUBIN, &image, &size, why, n) ==
                 JF_CACHE_ENTRY_HIT) {
-            nm = load_module(image, why, n);
+            nm = load_module(image, names, nnames, why, n);
             res = JF_CACHE_DISK;
             free(image);
             image = NULL;
@@ -274,7 +272,6 @@ int jf_cuda_kernels_get(const struct jf_model *m, const jf_jit_options *opts, in
                 snprintf(why, n, "NVRTC failed: %.*s", (int)strcspn(log ? log : "", "\n"),
                          log ? log : "");
                 free(log);
-                free(src);
                 return st;
             }
             free(log);
@@ -282,13 +279,10 @@ int jf_cuda_kernels_get(const struct jf_model *m, const jf_jit_options *opts, in
                 jf_cache_disk_store(&dir, &key, JF_CACHE_KIND_CUDA_CUBIN, image, size, msg,
                                     sizeof msg) != JF_OK)
                 jf_warning_append(warn, wn, msg);
-            nm = load_module(image, why, n);
+            nm = load_module(image, names, nnames, why, n);
             free(image);
             res = JF_CACHE_MISS;
-            if (!nm) {
-                free(src);
-                return JF_ERR_COMPILE;
-            }
+            if (!nm) return JF_ERR_COMPILE;
         }
         mod = jf_cache_mem_put(&key, nm);
         if (mod != nm) {
@@ -299,7 +293,39 @@ int jf_cuda_kernels_get(const struct jf_model *m, const jf_jit_options *opts, in
             }
         }
     }
+    if (cache) *cache = res;
+    *out = mod;
+    return JF_OK;
+}
+
+int jf_cuda_module_get(const char *source, const char *const *names, size_t nnames,
+                       const jf_jit_options *opts, void **fns, jf_cache_result *cache, char *why,
+                       size_t n, char *warn, size_t wn) {
+    const cuda_module *mod = NULL;
+    int st = module_get(source, names, nnames, opts, &mod, cache, why, n, warn, wn);
+    if (st != JF_OK) return st;
+    for (size_t i = 0; i < nnames; i++) fns[i] = mod->fn[i];
+    return JF_OK;
+}
+
+int jf_cuda_kernels_get(const struct jf_model *m, const jf_jit_options *opts, int loss,
+                        jf_cuda_kernels **out, jf_cache_result *cache, char *why, size_t n,
+                        char *warn, size_t wn) {
+    *out = NULL;
+    if (cache) *cache = JF_CACHE_NONE;
+    if (jf_cuda_init(why, n) != JF_OK) return JF_ERR_UNAVAILABLE;
+    if (jf_nvrtc_load(why, n) != JF_OK) return JF_ERR_UNAVAILABLE;
+    jf_emit_options eo = jf_emit_options_default(JF_EMIT_CUDA);
+    eo.cuda_loss = loss < 0 ? -1 : loss;
+    char *src = jf_emit(m, &eo);
+    if (!src) {
+        snprintf(why, n, "out of memory generating CUDA code");
+        return JF_ERR_NOMEM;
+    }
+    const cuda_module *mod = NULL;
+    int st = module_get(src, kernel_names, 4, opts, &mod, cache, why, n, warn, wn);
     free(src);
+    if (st != JF_OK) return st;
     jf_cuda_kernels *k = calloc(1, sizeof *k);
     if (!k) {
         snprintf(why, n, "out of memory");
@@ -308,7 +334,6 @@ int jf_cuda_kernels_get(const struct jf_model *m, const jf_jit_options *opts, in
     k->m = m;
     k->mod = mod;
     k->loss = eo.cuda_loss;
-    if (cache) *cache = res;
     *out = k;
     return JF_OK;
 }
@@ -409,12 +434,14 @@ int jf_cuda_normal_eq(const jf_cuda_kernels *k, const double *p, const double *x
         unsigned long long ldx_ = ldx, begin = 0, end = npts;
         int loss_ = (int)loss;
         double fs = f_scale;
-        void *args[] = {&d.p, &d.x, &ldx_, &d.y, &d.w, &begin, &end, &loss_, &fs, &dpart};
+        jf_devptr nostop = 0;
+        void *args[] = {&d.p, &d.x, &ldx_, &d.y, &d.w, &begin, &end, &loss_, &fs, &dpart, &nostop};
         st = jf_cuda_launch(k->mod->fn[JF_CUDA_NORMAL_EQ], grid, JF_CUDA_BLOCK, 0, args, why, n);
     }
     if (st == JF_OK) {
         unsigned int nb = grid;
-        void *args[] = {&dpart, &nb, &dacc};
+        jf_devptr nostop = 0;
+        void *args[] = {&dpart, &nb, &dacc, &nostop};
         st = jf_cuda_launch(k->mod->fn[JF_CUDA_REDUCE_BLOCKS], 1, JF_CUDA_BLOCK, 0, args, why, n);
     }
     if (st == JF_OK) st = jf_cuda_to_host(acc, dacc, nacc * sizeof(double), why, n);

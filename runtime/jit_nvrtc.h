@@ -39,6 +39,19 @@ JF_INTERNAL const char *jf_nvrtc_library_path(void);
 JF_INTERNAL int jf_nvrtc_compile(const char *source, int arch, int want_cubin,
                                  unsigned char **image, size_t *size, char **log);
 
+/* Most kernels one module may hold for jf_cuda_module_get. */
+#define JF_CUDA_MODULE_MAX_FNS 8
+
+/* Compiles (or finds in the kernel cache, memory then disk) and loads any CUDA source for the
+ * present GPU, and looks up the kernels called names[0..nnames) into fns (CUfunction handles).
+ * Used for the code that is not a model's: the device-resident solver's kernels. The module
+ * stays loaded for the process. JF_OK, or JF_ERR_UNAVAILABLE (no GPU or NVRTC) /
+ * JF_ERR_COMPILE (NVRTC failed, the module does not load or lacks a kernel) / JF_ERR_NOMEM with
+ * a one-line reason in why; cache problems add to warn. */
+JF_INTERNAL int jf_cuda_module_get(const char *source, const char *const *names, size_t nnames,
+                                   const jf_jit_options *opts, void **fns, jf_cache_result *cache,
+                                   char *why, size_t n, char *warn, size_t wn);
+
 /* ---- model kernels on the device ------------------------------------------------------------ */
 
 /* The loaded CUDA kernels of one model. */

@@ -21,6 +21,7 @@
 
 #include "../codegen/model.h"
 #include "../runtime/device.h"
+#include "../runtime/jit_nvrtc.h"
 #include "solver.h"
 
 int jf_fit_host_resident = 0;
@@ -43,7 +44,10 @@ typedef struct fit_setup {
     jf_fit_options o;         /* the options with defaults filled in */
     double *lo, *hi;          /* resolved bounds (np each) */
     size_t max_nfev;          /* resolved evaluation budget */
-    jf_kernels *k;            /* kernels, shared by all fits */
+    jf_kernels *k;            /* CPU kernels, shared by all fits (NULL for a GPU fit) */
+    int gpu;                  /* 1: the fit runs on the GPU with ck */
+    struct jf_cuda_kernels *ck; /* the GPU kernels, or NULL */
+    int cuda_cache;           /* jf_cache_result of obtaining ck */
     double compile_ms;        /* time to obtain them */
     char *warning;            /* kernel-layer warning (fallback to the interpreter), or NULL */
     char device_note[MSG_LEN]; /* jf_device_choose's reason, copied into every result */
@@ -122,31 +126,60 @@ static void setup_free(fit_setup *s) {
     free(s->lo);
     free(s->hi);
     jf_kernels_free(s->k);
+    jf_cuda_kernels_free(s->ck);
     free(s->warning);
     memset(s, 0, sizeof *s);
 }
 
-/* Checks what all fits of a call share and obtains the kernels. */
-static int setup_init(fit_setup *s, const jf_model *m, const jf_fit_options *opts,
-                      char **errmsg) {
+/* The CPU kernels of the setup's model (also after a GPU fit fell back to the CPU). */
+static int setup_cpu_kernels(fit_setup *s, char **errmsg) {
+    const jf_fit_options *o = &s->o;
+    jf_backend b = o->backend == JF_BACKEND_INTERP ? JF_BACKEND_INTERP : JF_BACKEND_C;
+    jf_jit_options jo;
+    memset(&jo, 0, sizeof jo);
+    jo.no_cache = o->no_cache;
+    jo.vector_math = o->vector_math;
+    double t0 = now_ms();
+    int st = jf_kernels_get(s->m, b, &jo, &s->k, &s->warning);
+    s->compile_ms += now_ms() - t0;
+    if (st != JF_OK) {
+        if (s->warning) st = fail(errmsg, st, "%s", s->warning);
+        else st = fail(errmsg, st, "cannot obtain the model's kernels: %s", jf_status_string(st));
+    }
+    return st;
+}
+
+/* The GPU kernels (normal_eq for the fit's loss alone when it is linear, the common case and
+ * the quicker compile; for any loss otherwise, since the statistics need a linear pass). */
+static int setup_gpu_kernels(fit_setup *s, char *why, size_t n) {
+    jf_jit_options jo;
+    memset(&jo, 0, sizeof jo);
+    jo.no_cache = s->o.no_cache;
+    char warn[MSG_LEN] = "";
+    jf_cache_result cache = JF_CACHE_NONE;
+    double t0 = now_ms();
+    int st = jf_cuda_kernels_get(s->m, &jo, s->o.loss == JF_LOSS_LINEAR ? JF_LOSS_LINEAR : -1,
+                                 &s->ck, &cache, why, n, warn, sizeof warn);
+    s->compile_ms += now_ms() - t0;
+    s->cuda_cache = (int)cache;
+    if (warn[0] && !s->warning) s->warning = strdup(warn);
+    return st;
+}
+
+/* Checks what all fits of a call share, decides the device and obtains the kernels. npoints
+ * and nfits size the device choice. */
+static int setup_init(fit_setup *s, const jf_model *m, const jf_fit_options *opts, size_t npoints,
+                      size_t nfits, char **errmsg) {
     memset(s, 0, sizeof *s);
     s->m = m;
     s->o = opts ? *opts : jf_fit_options_default();
     const jf_fit_options *o = &s->o;
     size_t np = m->np;
-    if (o->backend == JF_BACKEND_CUDA && o->device != JF_DEVICE_GPU)
-        return fail(errmsg, JF_ERR_UNAVAILABLE,
-                    "GPU solver not available: this build fits on the CPU only (use device "
-                    "auto or cpu)");
-    /* Where to run: the sizes are for the cost model to come (docs/SOLVER.md, "Device
-     * choice"); data sizes are not known here yet, which the choice accepts (0: unknown). */
-    jf_device_request req = {o->device, 0, np, 0, o->backend};
-    int dev = jf_device_choose(&req, s->device_note, sizeof s->device_note);
-    if (dev < 0) return fail(errmsg, -dev, "%s", s->device_note);
-    if (dev != JF_DEVICE_CPU)
-        return fail(errmsg, JF_ERR_INTERNAL, "device %d chosen, but only the CPU solver exists", dev);
-    if (o->backend != JF_BACKEND_C && o->backend != JF_BACKEND_INTERP)
+    if (o->backend != JF_BACKEND_C && o->backend != JF_BACKEND_INTERP &&
+        o->backend != JF_BACKEND_CUDA)
         return fail(errmsg, JF_ERR_ARG, "unknown backend %d", o->backend);
+    if (o->backend == JF_BACKEND_CUDA && o->device == JF_DEVICE_CPU)
+        return fail(errmsg, JF_ERR_ARG, "the cuda backend runs on the GPU: use device gpu or auto");
     if (np == 0) return fail(errmsg, JF_ERR_ARG, "the model has no parameters to fit");
     if ((int)o->loss < 0 || (int)o->loss > JF_LOSS_ARCTAN)
         return fail(errmsg, JF_ERR_ARG, "unknown loss %d", (int)o->loss);
@@ -170,19 +203,24 @@ static int setup_init(fit_setup *s, const jf_model *m, const jf_fit_options *opt
     if (jf_bounds_resolve(m, o->lower, o->upper, s->lo, s->hi, msg, sizeof msg) != JF_OK)
         return fail(errmsg, JF_ERR_ARG, "%s", msg);
 
-    jf_jit_options jo;
-    memset(&jo, 0, sizeof jo);
-    jo.no_cache = o->no_cache;
-    jo.vector_math = o->vector_math;
-    double t0 = now_ms();
-    int st = jf_kernels_get(m, (jf_backend)o->backend, &jo, &s->k, &s->warning);
-    s->compile_ms = now_ms() - t0;
-    if (st != JF_OK) {
-        if (s->warning) st = fail(errmsg, st, "%s", s->warning);
-        else st = fail(errmsg, st, "cannot obtain the model's kernels: %s", jf_status_string(st));
-        return st;
+    /* Where to run (docs/SOLVER.md, "Device choice"). The cuda backend means the GPU. */
+    jf_device want = o->backend == JF_BACKEND_CUDA ? JF_DEVICE_GPU : o->device;
+    jf_device_request req = {want, npoints, np, nfits, o->backend, m->nv,
+                             jf_threads_resolve(o->nthreads)};
+    int dev = jf_device_choose(&req, s->device_note, sizeof s->device_note);
+    if (dev < 0) return fail(errmsg, -dev, "%s", s->device_note);
+    if (dev == JF_DEVICE_GPU) {
+        char why[MSG_LEN];
+        int st = setup_gpu_kernels(s, why, sizeof why);
+        if (st == JF_OK) {
+            s->gpu = 1;
+            return JF_OK;
+        }
+        if (want == JF_DEVICE_GPU)
+            return fail(errmsg, st, "GPU requested but its kernels failed: %s", why);
+        snprintf(s->device_note, sizeof s->device_note, "cpu: the GPU kernels failed (%.400s)", why);
     }
-    return JF_OK;
+    return setup_cpu_kernels(s, errmsg);
 }
 
 /* Checks one data set; w receives 1/sigma (n values) when sigma is given. */
@@ -246,10 +284,45 @@ static double total_ss(const double *y, size_t n) {
     return ss;
 }
 
-/* Runs one checked fit from x0 and fills *out. */
+/* run_fit's return when a GPU fit must go to the CPU instead (not a jf_status). */
+#define FIT_GPU_FALLBACK 1000
+
+/* The GPU half of run_fit: data to the device, the device-resident loop. FIT_GPU_FALLBACK with
+ * the reason in fallback when the data do not fit in device memory. */
+static int solve_gpu(const fit_setup *s, jf_problem *prob, jf_gpu_problem *gp,
+                     const jf_lm_config *cfg, double *x, jf_lm_state *st, jf_gpu_stats *stats,
+                     char *why, size_t n, char *fallback) {
+    const struct jf_model *m = s->m;
+    size_t need = jf_gpu_problem_bytes(prob->n, prob->np, m->nv, prob->view.w != NULL);
+    size_t fr = 0, tot = 0;
+    if (jf_cuda_mem_info(&fr, &tot) == JF_OK && need > fr / 10 * 9) {
+        snprintf(fallback, MSG_LEN, "the data need %.0f MiB of GPU memory, %.0f MiB are free",
+                 (double)need / 1048576.0, (double)fr / 1048576.0);
+        return FIT_GPU_FALLBACK;
+    }
+    int code = jf_gpu_problem_init(gp, prob, s->ck, m->nv);
+    if (code == JF_ERR_NOMEM) {
+        snprintf(fallback, MSG_LEN, "out of GPU memory (%.300s)", gp->why);
+        return FIT_GPU_FALLBACK;
+    }
+    if (code != JF_OK) {
+        snprintf(why, n, "%s", gp->why);
+        return code;
+    }
+    code = jf_lm_solve_cuda(prob, gp, cfg, x, st, stats, why, n);
+    if (code == JF_ERR_NOMEM && strstr(why, "device memory")) {
+        snprintf(fallback, MSG_LEN, "out of GPU memory (%.300s)", why);
+        return FIT_GPU_FALLBACK;
+    }
+    return code;
+}
+
+/* Runs one checked fit from x0 and fills *out. With fallback (MSG_LEN bytes) not NULL the fit
+ * runs on the GPU (s->gpu), and FIT_GPU_FALLBACK means: not enough device memory, see
+ * fallback, run it on the CPU. */
 static int run_fit(const fit_setup *s, const jf_data *d, const double *w, const double *x0,
                    jf_pool *pool, const jf_lm_config *cfg, double t_start, jf_fit_result **out,
-                   char **errmsg) {
+                   char **errmsg, char *fallback) {
     const struct jf_model *m = s->m;
     size_t np = m->np, n = d->n;
     result_block *b = result_alloc(np);
@@ -271,8 +344,26 @@ static int run_fit(const fit_setup *s, const jf_data *d, const double *w, const 
     }
     memcpy(r->params, x0, np * sizeof(double));
     jf_lm_state st;
-    int code = jf_fit_host_resident ? jf_lm_solve_resident(&prob, cfg, r->params, &st)
+    jf_gpu_problem gp;
+    jf_gpu_stats gs;
+    memset(&gp, 0, sizeof gp);
+    memset(&gs, 0, sizeof gs);
+    char gwhy[MSG_LEN] = "";
+    int code;
+    if (fallback) {
+        code = solve_gpu(s, &prob, &gp, cfg, r->params, &st, &gs, gwhy, sizeof gwhy, fallback);
+        if (code != JF_OK) {
+            jf_gpu_problem_free(&gp);
+            jf_problem_free(&prob);
+            free(unident);
+            jf_fit_result_free(r);
+            if (code == FIT_GPU_FALLBACK) return code;
+            return fail(errmsg, code, "GPU fit failed: %s", gwhy);
+        }
+    } else {
+        code = jf_fit_host_resident ? jf_lm_solve_resident(&prob, cfg, r->params, &st)
                                     : jf_lm_solve(&prob, cfg, r->params, &st);
+    }
     int solved = code == JF_OK; /* st holds arrays to free */
     if (code == JF_OK) {
         r->status = st.status;
@@ -336,15 +427,25 @@ static int run_fit(const fit_setup *s, const jf_data *d, const double *w, const 
         }
     }
     if (solved) jf_lm_state_free(&st);
+    if (fallback && gp.failed && code == JF_OK) {
+        code = gp.failed;
+        fail(errmsg, code, "GPU fit failed: %s", gp.why);
+    }
+    jf_gpu_problem_free(&gp);
     jf_problem_free(&prob);
     free(unident);
+    if (code != JF_OK && fallback && errmsg && *errmsg) {
+        jf_fit_result_free(r);
+        return code;
+    }
     if (code != JF_OK) {
         jf_fit_result_free(r);
         return fail(errmsg, code, "%s during the fit", jf_status_string(code));
     }
     r->success = r->status >= JF_FIT_FTOL && r->status <= JF_FIT_GTOL;
-    r->backend = (int)jf_kernels_backend(s->k);
-    r->cache = (int)jf_kernels_cache_result(s->k);
+    r->backend = fallback ? JF_BACKEND_CUDA : (int)jf_kernels_backend(s->k);
+    r->cache = fallback ? s->cuda_cache : (int)jf_kernels_cache_result(s->k);
+    r->host_syncs = gs.loop_syncs;
     r->time_compile_ms = s->compile_ms;
     double t_end = now_ms();
     r->time_solve_ms = t_end - t_solve;
@@ -355,6 +456,21 @@ static int run_fit(const fit_setup *s, const jf_data *d, const double *w, const 
     }
     if (s->device_note[0]) {
         memcpy(b->device_note, s->device_note, sizeof b->device_note);
+        r->device_note = b->device_note;
+    }
+    if (fallback) {
+        size_t len = strlen(b->device_note);
+        if (gs.mode == JF_GPU_LOOP_WHILE)
+            snprintf(b->device_note + len, MSG_LEN - len,
+                     "; device loop: one CUDA graph with a WHILE node, %lu host synchronization%s "
+                     "for %llu iterations (%lu blocking calls after: polish, statistics)",
+                     gs.loop_syncs, gs.loop_syncs == 1 ? "" : "s", gs.iterations, gs.finish_syncs);
+        else
+            snprintf(b->device_note + len, MSG_LEN - len,
+                     "; device loop: CUDA graphs of %d iterations, %lu host synchronization%s for "
+                     "%llu iterations (%lu blocking calls after); %s",
+                     JF_LM_CUDA_UNROLL, gs.loop_syncs, gs.loop_syncs == 1 ? "" : "s",
+                     gs.iterations, gs.finish_syncs, gs.note);
         r->device_note = b->device_note;
     }
     *out = r;
@@ -384,7 +500,7 @@ int jf_fit(const jf_model *m, const jf_data *data, const jf_fit_options *opts,
     fit_setup s;
     double *w = NULL, *x0 = NULL;
     jf_pool *pool = NULL;
-    int st = setup_init(&s, m, opts, errmsg);
+    int st = setup_init(&s, m, opts, data->n, 1, errmsg);
     if (st == JF_OK) st = check_data(&s, data, &w, errmsg);
     if (st == JF_OK) {
         x0 = malloc(m->np * sizeof *x0);
@@ -393,13 +509,27 @@ int jf_fit(const jf_model *m, const jf_data *data, const jf_fit_options *opts,
         else if (jf_bounds_start(m, s.o.p0, s.lo, s.hi, x0, msg, sizeof msg) != JF_OK)
             st = fail(errmsg, JF_ERR_ARG, "%s", msg);
     }
+    jf_lm_config cfg = make_config(&s, 1);
+    if (st == JF_OK && s.gpu) {
+        char fallback[MSG_LEN] = "";
+        st = run_fit(&s, data, w, x0, NULL, &cfg, t0, out, errmsg, fallback);
+        if (st == FIT_GPU_FALLBACK) { /* too big for the GPU: the CPU does it */
+            char note[MSG_LEN];
+            snprintf(note, sizeof note, "cpu: fell back from the GPU: %.400s", fallback);
+            memcpy(s.device_note, note, sizeof note);
+            s.gpu = 0;
+            st = setup_cpu_kernels(&s, errmsg);
+        } else {
+            goto done;
+        }
+    }
     if (st == JF_OK) {
         /* Threads pay off only with more than one chunk of points. */
         int nt = jf_threads_resolve(s.o.nthreads);
         if (nt > 1 && data->n > 4096) pool = jf_pool_create(nt);
-        jf_lm_config cfg = make_config(&s, 1);
-        st = run_fit(&s, data, w, x0, pool, &cfg, t0, out, errmsg);
+        st = run_fit(&s, data, w, x0, pool, &cfg, t0, out, errmsg, NULL);
     }
+done:
     jf_pool_free(pool);
     free(w);
     free(x0);
@@ -458,7 +588,7 @@ static void batch_task(void *vctx, size_t i, int worker) {
         st = fail(em, JF_ERR_ARG, "%s", msg);
     if (st == JF_OK) {
         jf_lm_config cfg = make_config(s, 0);
-        st = run_fit(s, &c->data[i], w, x0, NULL, &cfg, c->t0, &c->results[i], em);
+        st = run_fit(s, &c->data[i], w, x0, NULL, &cfg, c->t0, &c->results[i], em, NULL);
     }
     c->codes[i] = st;
     free(w);
@@ -477,7 +607,10 @@ int jf_fit_batch(const jf_model *m, size_t nfits, const jf_data *data, const dou
     if (nfits == 0) return JF_OK;
     fit_setup s;
     char *setup_err = NULL;
-    int st = setup_init(&s, m, opts, &setup_err);
+    size_t maxn = 0;
+    for (size_t i = 0; data && i < nfits; i++)
+        if (data[i].n > maxn) maxn = data[i].n;
+    int st = setup_init(&s, m, opts, maxn, nfits, &setup_err);
     if (st != JF_OK) {
         /* Nothing could run: every fit gets the reason. */
         if (errmsgs)

@@ -23,6 +23,7 @@
 #include <stddef.h>
 
 #include "../runtime/common.h"
+#include "../runtime/cuda_api.h"
 #include "../runtime/kernels.h"
 
 /* ---- threads.c ----------------------------------------------------------------------------- */
@@ -45,6 +46,16 @@ JF_INTERNAL int jf_pool_size(const jf_pool *pool);
 JF_INTERNAL void jf_pool_run(jf_pool *pool, size_t ntasks,
                              void (*fn)(void *ctx, size_t task, int worker), void *ctx);
 
+/* Passes over the data done elsewhere than by the CPU kernels (the GPU solver's device copy of
+ * the data): when a problem has ops, jf_problem_normal_eq/_jacobian/_residual_sums call them
+ * with ops_ctx instead of running the CPU kernels. A failure inside must leave non-finite
+ * values in the outputs, which the solver treats as a rejected point, and say why in its ctx. */
+typedef struct jf_problem_ops {
+    void (*normal_eq)(void *ctx, const double *p, jf_loss loss, double *acc);
+    void (*jacobian)(void *ctx, const double *p, double *r, double *J);
+    void (*residual_sums)(void *ctx, const double *p, double sums[2]);
+} jf_problem_ops;
+
 /* One fit's data as the kernels see it, with the chunking and buffers of its passes. */
 typedef struct jf_problem {
     const jf_kernels *k;   /* the model's kernels (shared, read-only) */
@@ -59,6 +70,8 @@ typedef struct jf_problem {
     size_t nchunks;        /* ceil(n / chunk) */
     double *partial;       /* nchunks × nacc per-chunk sums, reduced in chunk order */
     double *scratch;       /* jf_pool_size × chunk doubles for the residual pass */
+    const jf_problem_ops *ops; /* NULL: the CPU kernels k; else where the passes run */
+    void *ops_ctx;         /* passed to ops */
 } jf_problem;
 
 /* Sets up prob for n points (allocates the per-chunk buffers). JF_OK or JF_ERR_NOMEM. */
@@ -195,5 +208,63 @@ JF_INTERNAL extern int jf_fit_host_resident;
  * GPU. Progress callbacks are called as jf_lm_solve calls them. */
 JF_INTERNAL int jf_lm_solve_resident(jf_problem *prob, const jf_lm_config *cfg, double *x,
                                      jf_lm_state *st);
+
+/* ---- lm_cuda.c ------------------------------------------------------------------------------ */
+
+struct jf_cuda_kernels;
+
+/* Iterations per launch of the unrolled graph (drivers without WHILE nodes): one host
+ * synchronization per this many iterations; typical fits need 5 to 20. */
+#define JF_LM_CUDA_UNROLL 8
+/* Most blocks of a normal_eq pass (grid-stride beyond): the block partials stay small and the
+ * one-block reduction short. */
+#define JF_LM_CUDA_MAX_GRID 1024
+
+/* How the device loop ran. */
+enum { JF_GPU_LOOP_WHILE = 1, JF_GPU_LOOP_UNROLLED = 2 };
+
+/* What a GPU fit reports beyond jf_lm_state. */
+typedef struct jf_gpu_stats {
+    int mode;                   /* JF_GPU_LOOP_WHILE or JF_GPU_LOOP_UNROLLED */
+    unsigned long loop_syncs;   /* host synchronizations while iterating (1 with WHILE) */
+    unsigned long finish_syncs; /* blocking calls of the finish (polish, covariance inputs) */
+    unsigned long launches;     /* graph launches */
+    unsigned long long iterations; /* trial steps judged on the device */
+    char note[320];             /* why the WHILE form was not used, or "" */
+} jf_gpu_stats;
+
+/* One fit's data on the device, and the passes the finish runs there (jf_problem_ops). */
+typedef struct jf_gpu_problem {
+    size_t n, np, nacc;          /* points, parameters, accumulator length */
+    double f_scale;              /* loss scale */
+    unsigned grid;               /* blocks of a normal_eq pass */
+    void *fn_normal_eq, *fn_reduce, *fn_jacobian_row; /* the model's kernels */
+    jf_devptr x, y, w;           /* data (x packed with ldx = n; w 0 without sigma) */
+    jf_devptr p, partial, acc;   /* parameters, block partials, accumulator */
+    jf_devptr r, J;              /* residuals and Jacobian (polish only; allocated on use) */
+    double *Jc;                  /* host copy of the column-major J */
+    unsigned long syncs_after;   /* blocking calls of the ops */
+    int failed;                  /* first error of an op (a jf_status), or 0 */
+    char why[512];               /* its reason */
+} jf_gpu_problem;
+
+/* Device memory a fit of n points needs (data, partials, loop state), for the out-of-memory
+ * decision before anything is allocated. */
+JF_INTERNAL size_t jf_gpu_problem_bytes(size_t n, size_t np, size_t nv, int weighted);
+/* Copies prob's data to the device once and makes prob's passes run there (prob->ops).
+ * JF_OK, or JF_ERR_NOMEM (device memory: fall back) / JF_ERR_UNAVAILABLE with gp->why. */
+JF_INTERNAL int jf_gpu_problem_init(jf_gpu_problem *gp, jf_problem *prob,
+                                    const struct jf_cuda_kernels *k, size_t nv);
+JF_INTERNAL void jf_gpu_problem_free(jf_gpu_problem *gp);
+/* jf_lm_solve's contract on the GPU: the loop runs device-resident (see lm_cuda.c), then the
+ * shared finish. prob must have been set up by jf_gpu_problem_init. JF_OK, or an error with
+ * a one-line reason in why. */
+JF_INTERNAL int jf_lm_solve_cuda(jf_problem *prob, jf_gpu_problem *gp, const jf_lm_config *cfg,
+                                 double *x, jf_lm_state *st, jf_gpu_stats *stats, char *why,
+                                 size_t n);
+/* The CUDA source of the solver module (which 0: step.h, lm_core.h and the start/judge
+ * kernels) or of the WHILE condition kernel (which 1), malloc'd; for the tests that compile it
+ * to PTX without a GPU. */
+JF_INTERNAL char *jf_lm_cuda_source(int which);
 
 #endif

@@ -211,6 +211,10 @@ static void normal_eq_task(void *ctx, size_t c, int worker) {
 }
 
 void jf_problem_normal_eq(jf_problem *prob, const double *p, jf_loss loss, double *acc) {
+    if (prob->ops) {
+        prob->ops->normal_eq(prob->ops_ctx, p, loss, acc);
+        return;
+    }
     pass_ctx pc = {prob, p, loss, NULL, NULL};
     jf_pool_run(prob->pool, prob->nchunks, normal_eq_task, &pc);
     memcpy(acc, prob->partial, prob->nacc * sizeof *acc);
@@ -230,6 +234,10 @@ static void jacobian_task(void *ctx, size_t c, int worker) {
 }
 
 void jf_problem_jacobian(jf_problem *prob, const double *p, double *r, double *J) {
+    if (prob->ops) {
+        prob->ops->jacobian(prob->ops_ctx, p, r, J);
+        return;
+    }
     pass_ctx pc = {prob, p, JF_LOSS_LINEAR, r, J};
     jf_pool_run(prob->pool, prob->nchunks, jacobian_task, &pc);
 }
@@ -256,6 +264,10 @@ static void residual_task(void *ctx, size_t c, int worker) {
 }
 
 void jf_problem_residual_sums(jf_problem *prob, const double *p, double sums[2]) {
+    if (prob->ops) {
+        prob->ops->residual_sums(prob->ops_ctx, p, sums);
+        return;
+    }
     pass_ctx pc = {prob, p, JF_LOSS_LINEAR, NULL, NULL};
     jf_pool_run(prob->pool, prob->nchunks, residual_task, &pc);
     sums[0] = sums[1] = 0;

@@ -85,7 +85,7 @@ static void test_doctor(const jf_device_info *di) {
             CHECK(line_of(out, p)[0] != '\0');
         }
         CHECK_CONTAINS(line_of(out, "self-test cuda: "),
-                       di->gpu_ok ? "skipped: GPU solver not implemented yet" : "unavailable: ");
+                       di->gpu_ok ? "converged" : "unavailable: ");
     }
     CHECK_CONTAINS(line_of(out, "self-test interp: "), "converged");
     CHECK_CONTAINS(line_of(out, "self-test c: "), "converged");
@@ -121,20 +121,41 @@ static void test_doctor(const jf_device_info *di) {
 
 static void test_choose(const jf_device_info *di) {
     char why[512];
-    jf_device_request req = {JF_DEVICE_CPU, 100, 3, 1, JF_BACKEND_C};
+    jf_device_request req = {JF_DEVICE_CPU, 100, 3, 1, JF_BACKEND_C, 1, 2};
     CHECK(jf_device_choose(&req, why, sizeof why) == JF_DEVICE_CPU);
     CHECK_STREQ(why, "cpu: requested");
 
-    /* Without a GPU solver, auto picks the CPU without probing the GPU (the probe costs a
-     * cuInit on GPU machines), whatever the machine has. */
+    /* A small fit: auto picks the CPU without probing the GPU (the probe costs a cuInit on GPU
+     * machines), whatever the machine has. */
     req.device = JF_DEVICE_AUTO;
     CHECK(jf_device_choose(&req, why, sizeof why) == JF_DEVICE_CPU);
-    CHECK_STREQ(why, "cpu: the GPU solver is not implemented in this build");
+    CHECK_CONTAINS(why, "cpu: small fit (estimated ");
 
+    /* A big one: the GPU when there is one, else the CPU saying why. */
+    req.npoints = 100000000;
+    int big = jf_device_choose(&req, why, sizeof why);
+    if (di->gpu_ok && jf_device_have_gpu_solver()) {
+        CHECK(big == JF_DEVICE_GPU);
+        CHECK_CONTAINS(why, "gpu: estimated ");
+    } else {
+        CHECK(big == JF_DEVICE_CPU);
+        CHECK_CONTAINS(why, jf_device_have_gpu_solver() ? "cpu: no usable GPU (unavailable: "
+                                                        : "cpu: jitfit was built without");
+    }
+    /* batches stay on the CPU; asking for the GPU with one is an error */
+    req.nfits = 10;
+    CHECK(jf_device_choose(&req, why, sizeof why) == JF_DEVICE_CPU);
+    CHECK_STREQ(why, "cpu: batches of fits run on the CPU in this build");
     req.device = JF_DEVICE_GPU;
     CHECK(jf_device_choose(&req, why, sizeof why) == -JF_ERR_UNAVAILABLE);
-    CHECK(strncmp(why, "GPU requested but unavailable: ", 31) == 0);
-    CHECK_CONTAINS(why, di->gpu_ok ? "GPU solver is not implemented" : di->gpu_why + 13);
+    req.nfits = 1;
+    req.npoints = 100;
+
+    CHECK(jf_device_choose(&req, why, sizeof why) == (di->gpu_ok ? JF_DEVICE_GPU : -JF_ERR_UNAVAILABLE));
+    if (!di->gpu_ok) {
+        CHECK(strncmp(why, "GPU requested but unavailable: ", 31) == 0);
+        CHECK_CONTAINS(why, jf_device_have_gpu_solver() ? di->gpu_why + 13 : "without the CUDA");
+    }
 
     req.device = (jf_device)7;
     CHECK(jf_device_choose(&req, why, sizeof why) == -JF_ERR_ARG);
@@ -154,9 +175,13 @@ static void test_choose(const jf_device_info *di) {
 static void test_fit_device(const jf_device_info *di) {
     char *out = NULL, *err = NULL;
     int rc = jf("", "fit --device gpu " EXAMPLE_JF " " EXAMPLE_CSV, &out, &err);
-    CHECK(rc == 1);
-    CHECK_CONTAINS(err, "GPU requested but unavailable: ");
-    CHECK_CONTAINS(err, di->gpu_ok ? "GPU solver is not implemented" : di->gpu_why + 13);
+    if (di->gpu_ok) {
+        CHECK(rc == 0); /* test_gpu checks the GPU fit itself */
+    } else {
+        CHECK(rc == 1);
+        CHECK_CONTAINS(err, "GPU requested but unavailable: ");
+        CHECK_CONTAINS(err, di->gpu_why + 13);
+    }
     free(out);
     free(err);
     out = err = NULL;
@@ -164,7 +189,7 @@ static void test_fit_device(const jf_device_info *di) {
     rc = jf("", "fit --json --device auto " EXAMPLE_JF " " EXAMPLE_CSV, &out, &err);
     CHECK(rc == 0);
     CHECK_CONTAINS(out, "\"device_note\": \"cpu: ");
-    CHECK_CONTAINS(out, "\"device_note\": \"cpu: the GPU solver is not implemented in this build\"");
+    CHECK_CONTAINS(out, "\"device_note\": \"cpu: small fit (estimated ");
     free(out);
     free(err);
     out = err = NULL;

@@ -2,8 +2,9 @@
  * the damped sine, NIST formulas, a 20-parameter model) goes through NVRTC to PTX for
  * compute_80 and compute_90, and each PTX is assembled with `ptxas -arch=sm_80` / `sm_90`, so a
  * source that NVRTC accepts but ptxas rejects (or that needs something unresolved) fails here,
- * on CI, not on a user's GPU. Also: a CUBIN for sm_90 straight from NVRTC, the loss-specialised
- * normal_eq, NVRTC's error path, that the locale survives NVRTC, and the driver status line.
+ * on CI, not on a user's GPU. The GPU solver's kernels (solver/lm_cuda.c) likewise. Also: a
+ * CUBIN for sm_90 straight from NVRTC, the loss-specialised normal_eq, NVRTC's error path, that
+ * the locale survives NVRTC, and the driver status line.
  *
  * SKIPs (exit 77) only when libnvrtc cannot be loaded or ptxas cannot be found ($JITFIT_PTXAS,
  * else bin/ptxas of the toolkit libnvrtc came from, else PATH).
@@ -18,6 +19,7 @@
 #include "codegen/emit.h"
 #include "runtime/cuda_api.h"
 #include "runtime/jit_nvrtc.h"
+#include "solver/solver.h"
 #include "tests/testlib.h"
 
 static const char *const models[] = {
@@ -120,29 +122,29 @@ static void ptx_and_assemble(const char *src, int arch, const char *what, const 
     ptx_and_assemble_entry(src, arch, what, tmpdir, "jf_normal_eq");
 }
 
-/* The solver's step logic (solver/step.h, embedded as jf_embed_step_h) is shared with the
- * future GPU solver: compile its very text under NVRTC with a kernel that calls into it, so it
- * cannot stop being valid CUDA unseen. */
-extern const char jf_embed_step_h[];
-
-static void check_step_header(const char *tmpdir) {
-    static const char kernel[] =
-        "\nextern \"C\" __global__ void jf_step_check(double *D, const double *v, double *out) {\n"
-        "    jf_step_update_scale(D, v, 1, 3);\n"
-        "    jf_step_tr tr;\n"
-        "    jf_step_tr_init(&tr, jf_step_scaled_norm(D, v, 3));\n"
-        "    double act = jf_step_actred(out[0], out[1], jf_step_isfinite(out[1]));\n"
-        "    double ratio = jf_step_ratio(act, out[2]);\n"
-        "    out[3] = jf_step_accepted(ratio) ? jf_step_clip(v[0], -1.0, 1.0) : ratio;\n"
-        "    out[4] = (double)jf_step_gtol_test(out[5], 1e-8);\n"
-        "}\n";
-    size_t n = strlen(jf_embed_step_h) + sizeof kernel;
-    char *src = malloc(n);
-    if (!CHECK(src != NULL)) return;
-    snprintf(src, n, "%s%s", jf_embed_step_h, kernel);
-    ptx_and_assemble_entry(src, 80, "solver/step.h", tmpdir, "jf_step_check");
-    ptx_and_assemble_entry(src, 90, "solver/step.h", tmpdir, "jf_step_check");
+/* The GPU solver's own kernels (solver/lm_cuda.c): the device-resident LM loop, i.e. the very
+ * text of solver/step.h and solver/lm_core.h that the CPU tests run on the host (test_resident),
+ * plus the start/judge kernels; and the WHILE node's condition kernel, whose call to
+ * cudaGraphSetConditional stays an external the driver resolves at load time. */
+static void check_solver_module(const char *tmpdir) {
+    char *src = jf_lm_cuda_source(0);
+    char *cond = jf_lm_cuda_source(1);
+    if (CHECK(src != NULL && cond != NULL)) {
+        CHECK_CONTAINS(src, "JF_STEP_H");
+        CHECK_CONTAINS(src, "JF_LM_CORE_H");
+        for (int arch = 80; arch <= 90; arch += 10) {
+            ptx_and_assemble_entry(src, arch, "the solver module", tmpdir, "jf_lm_start");
+            ptx_and_assemble_entry(src, arch, "the solver module", tmpdir, "jf_lm_judge");
+            ptx_and_assemble_entry(cond, arch, "the WHILE condition", tmpdir, "jf_lm_loop_cond");
+        }
+        unsigned char *img = NULL;
+        size_t size = 0;
+        if (CHECK(jf_nvrtc_compile(cond, 90, 0, &img, &size, NULL) == JF_OK))
+            CHECK_CONTAINS((const char *)img, ".extern .func cudaGraphSetConditional");
+        free(img);
+    }
     free(src);
+    free(cond);
 }
 
 int main(void) {
@@ -155,7 +157,7 @@ int main(void) {
 
     char tmpdir[] = "/tmp/jf_test_ptx_XXXXXX";
     if (!CHECK(mkdtemp(tmpdir) != NULL)) return jf_test_finish();
-    check_step_header(tmpdir);
+    check_solver_module(tmpdir);
 
     /* The driver part reports itself in one line either way. */
     char status[256];

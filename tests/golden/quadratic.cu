@@ -110,8 +110,9 @@ extern "C" __global__ void __launch_bounds__(256)
 jf_normal_eq(const double *__restrict__ p, const double *__restrict__ x, jf_index ldx,
         const double *__restrict__ y, const double *__restrict__ w,
         jf_index begin, jf_index end, int loss, double f_scale,
-        double *__restrict__ partial)
+        double *__restrict__ partial, const int *__restrict__ stop)
 {
+    if (stop != nullptr && *stop != 0) return; /* the solver's loop has ended */
     const double p0 = p[0];
     const double p1 = p[1];
     const double p2 = p[2];
@@ -170,8 +171,9 @@ jf_normal_eq(const double *__restrict__ p, const double *__restrict__ x, jf_inde
 }
 
 extern "C" __global__ void jf_reduce_blocks(const double *__restrict__ partial,
-        unsigned int nblocks, double *__restrict__ acc)
+        unsigned int nblocks, double *__restrict__ acc, const int *__restrict__ stop)
 {
+    if (stop != nullptr && *stop != 0) return;
     for (jf_index q = (jf_index)blockIdx.x * blockDim.x + threadIdx.x; q < 10;
          q += (jf_index)blockDim.x * gridDim.x) {
         double s = 0.0;

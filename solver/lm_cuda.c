@@ -1,0 +1,400 @@
+/* The GPU solver: the whole Levenberg-Marquardt loop on the device, launched as one CUDA graph.
+ *
+ * Data go to the device once (jf_gpu_problem_init). The loop state (lm_core.h's jf_lmc and its
+ * workspace: parameters, scaling, trust region, λ, the accept/reject decision, the status word)
+ * lives in device memory; one iteration is three kernels:
+ *   normal_eq(x_try) → reduce_blocks → jf_lm_judge      (model kernels from jit_nvrtc.c, the
+ *                                                        judge from the solver module below)
+ * preceded once by normal_eq(x) → reduce_blocks → jf_lm_start. Where the driver has WHILE
+ * conditional nodes (CUDA 12.4), the iteration is the body of one, whose condition a tiny
+ * kernel sets from the status word: the host launches the graph and synchronizes once, to read
+ * the result. Otherwise the graph holds JF_LM_CUDA_UNROLL iterations whose kernels return at
+ * once when the status word says the loop ended, and the host relaunches it until then (one
+ * synchronization per block of iterations). The finish (polish for small problems, statistics)
+ * runs through jf_problem_ops on the same device data.
+ *
+ * The conditional kernel sits in its own module: it calls cudaGraphSetConditional, which the
+ * driver resolves when the module loads, so a driver that cannot only loses the WHILE form.
+ */
+#include <math.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../codegen/emit.h"
+#include "../runtime/cuda_api.h"
+#include "../runtime/jit_nvrtc.h"
+#include "lm_core.h"
+#include "solver.h"
+
+extern const char jf_embed_step_h[];
+extern const char jf_embed_lm_core_h[];
+
+/* Kernels of the solver module, after step.h and lm_core.h. One thread runs the state machine:
+ * the p×p work is tiny and sequential, and a block of idle threads would cost nothing more. */
+static const char solver_kernels[] =
+    "\n/* ---- device-resident LM loop (solver/lm_cuda.c) ---- */\n"
+    "extern \"C\" __global__ void jf_lm_start(jf_lmc *c, double *ws, int *iws, const double *acc)\n"
+    "{\n"
+    "    if (threadIdx.x != 0 || blockIdx.x != 0) return;\n"
+    "    jf_lmc_views v;\n"
+    "    jf_lmc_views_init(&v, ws, iws, c->np);\n"
+    "    (void)jf_lmc_start(c, &v, acc);\n"
+    "}\n"
+    "extern \"C\" __global__ void jf_lm_judge(jf_lmc *c, double *ws, int *iws, const double *acc)\n"
+    "{\n"
+    "    if (threadIdx.x != 0 || blockIdx.x != 0) return;\n"
+    "    jf_lmc_views v;\n"
+    "    jf_lmc_views_init(&v, ws, iws, c->np);\n"
+    "    (void)jf_lmc_judge(c, &v, acc);\n"
+    "}\n";
+
+/* The WHILE node's condition: run the body again while the status word is 0 (continue). The
+ * declaration is the device runtime's (cuda_device_runtime_api.h), which NVRTC does not see. */
+static const char cond_source[] =
+    "extern \"C\" __device__ void cudaGraphSetConditional(unsigned long long handle,\n"
+    "                                                      unsigned int value);\n"
+    "extern \"C\" __global__ void jf_lm_loop_cond(unsigned long long handle, const int *status)\n"
+    "{\n"
+    "    if (threadIdx.x == 0 && blockIdx.x == 0) cudaGraphSetConditional(handle, *status == 0 ? 1u : 0u);\n"
+    "}\n";
+
+static const char *const solver_names[] = {"jf_lm_start", "jf_lm_judge"};
+static const char *const cond_names[] = {"jf_lm_loop_cond"};
+
+char *jf_lm_cuda_source(int which) {
+    if (which == 1) return strdup(cond_source);
+    jf_buf b = {NULL, 0, 0, 0};
+    jf_buf_puts(&b, jf_embed_step_h);
+    jf_buf_puts(&b, jf_embed_lm_core_h);
+    jf_buf_puts(&b, solver_kernels);
+    return jf_buf_take(&b);
+}
+
+/* ---- the data on the device, and the passes the finish needs ------------------------------- */
+
+static unsigned grid_for(size_t npts) {
+    size_t g = (npts + JF_CUDA_BLOCK - 1) / JF_CUDA_BLOCK;
+    return (unsigned)(g < 1 ? 1 : g > JF_LM_CUDA_MAX_GRID ? JF_LM_CUDA_MAX_GRID : g);
+}
+
+void jf_gpu_problem_free(jf_gpu_problem *gp) {
+    jf_devptr *all[] = {&gp->x, &gp->y, &gp->w, &gp->p, &gp->partial, &gp->acc, &gp->r, &gp->J};
+    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) {
+        jf_cuda_free(*all[i]);
+        *all[i] = 0;
+    }
+    free(gp->Jc);
+    gp->Jc = NULL;
+}
+
+size_t jf_gpu_problem_bytes(size_t n, size_t np, size_t nv, int weighted) {
+    size_t nacc = np * (np + 1) / 2 + np + 1;
+    size_t per_point = nv + 1 + (weighted ? 1 : 0);
+    return (n * per_point + (size_t)grid_for(n) * nacc + 2 * nacc + np + 1024) * sizeof(double) +
+           (jf_lmc_ws_doubles(np) * sizeof(double) + jf_lmc_ws_ints(np) * sizeof(int) +
+            sizeof(jf_lmc));
+}
+
+/* Counts a blocking call of the finish. */
+static int blocking(jf_gpu_problem *gp, int st) {
+    gp->syncs_after++;
+    if (st != JF_OK && !gp->failed) gp->failed = st;
+    return st;
+}
+
+static void poison(double *v, size_t n) {
+    for (size_t i = 0; i < n; i++) v[i] = NAN;
+}
+
+/* normal_eq + reduce at p (host values) into acc (host). */
+static int pass(jf_gpu_problem *gp, const double *p, jf_loss loss, int weighted, double *acc) {
+    char *why = gp->why;
+    size_t wn = sizeof gp->why;
+    int st = blocking(gp, jf_cuda_to_device(gp->p, p, gp->np * sizeof(double), why, wn));
+    if (st != JF_OK) return st;
+    unsigned long long ldx = gp->n, begin = 0, end = gp->n;
+    int loss_ = (int)loss;
+    double fs = gp->f_scale;
+    jf_devptr w = weighted ? gp->w : 0, nostop = 0;
+    void *args[] = {&gp->p, &gp->x, &ldx, &gp->y, &w, &begin, &end, &loss_, &fs, &gp->partial, &nostop};
+    st = blocking(gp, jf_cuda_launch(gp->fn_normal_eq, gp->grid, JF_CUDA_BLOCK, 0, args, why, wn));
+    if (st != JF_OK) return st;
+    unsigned int nb = gp->grid;
+    void *rargs[] = {&gp->partial, &nb, &gp->acc, &nostop};
+    st = blocking(gp, jf_cuda_launch(gp->fn_reduce, 1, JF_CUDA_BLOCK, 0, rargs, why, wn));
+    if (st != JF_OK) return st;
+    return blocking(gp, jf_cuda_to_host(acc, gp->acc, gp->nacc * sizeof(double), why, wn));
+}
+
+static void op_normal_eq(void *ctx, const double *p, jf_loss loss, double *acc) {
+    jf_gpu_problem *gp = ctx;
+    if (pass(gp, p, loss, 1, acc) != JF_OK) poison(acc, gp->nacc);
+}
+
+static void op_jacobian(void *ctx, const double *p, double *r, double *J) {
+    jf_gpu_problem *gp = ctx;
+    size_t n = gp->n, np = gp->np;
+    char *why = gp->why;
+    size_t wn = sizeof gp->why;
+    int st = JF_OK;
+    if (!gp->J) { /* only small problems materialize J (the polish): allocate on first use */
+        st = blocking(gp, jf_cuda_alloc(&gp->r, n * sizeof(double), why, wn));
+        if (st == JF_OK) st = blocking(gp, jf_cuda_alloc(&gp->J, n * np * sizeof(double), why, wn));
+        if (st == JF_OK && !(gp->Jc = malloc(n * np * sizeof(double)))) st = JF_ERR_NOMEM;
+    }
+    if (st == JF_OK) st = blocking(gp, jf_cuda_to_device(gp->p, p, np * sizeof(double), why, wn));
+    if (st == JF_OK) {
+        unsigned long long ldx = n, begin = 0, end = n, ldj = n;
+        void *args[] = {&gp->p, &gp->x, &ldx, &gp->y, &gp->w, &begin, &end, &gp->r, &gp->J, &ldj};
+        st = blocking(gp, jf_cuda_launch(gp->fn_jacobian_row, grid_for(n), JF_CUDA_BLOCK, 0, args,
+                                         why, wn));
+    }
+    if (st == JF_OK) st = blocking(gp, jf_cuda_to_host(r, gp->r, n * sizeof(double), why, wn));
+    if (st == JF_OK) st = blocking(gp, jf_cuda_to_host(gp->Jc, gp->J, n * np * sizeof(double), why, wn));
+    if (st != JF_OK) {
+        poison(r, n);
+        poison(J, n * np);
+        return;
+    }
+    for (size_t i = 0; i < n; i++) /* the device writes J column-major */
+        for (size_t k = 0; k < np; k++) J[i * np + k] = gp->Jc[k * n + i];
+}
+
+static void op_residual_sums(void *ctx, const double *p, double sums[2]) {
+    jf_gpu_problem *gp = ctx;
+    double *acc = malloc(gp->nacc * sizeof *acc);
+    if (!acc) {
+        sums[0] = sums[1] = NAN;
+        return;
+    }
+    /* the linear-loss pass's last sum is Σ r²: weighted, then (with sigma) unweighted */
+    sums[0] = sums[1] = NAN;
+    if (pass(gp, p, JF_LOSS_LINEAR, 1, acc) == JF_OK) sums[1] = sums[0] = acc[gp->nacc - 1];
+    if (gp->w && pass(gp, p, JF_LOSS_LINEAR, 0, acc) == JF_OK) sums[0] = acc[gp->nacc - 1];
+    free(acc);
+}
+
+static const jf_problem_ops gpu_ops = {op_normal_eq, op_jacobian, op_residual_sums};
+
+int jf_gpu_problem_init(jf_gpu_problem *gp, jf_problem *prob, const jf_cuda_kernels *k,
+                        size_t nv) {
+    size_t n = prob->n, np = prob->np;
+    char *why = gp->why;
+    size_t wn = sizeof gp->why;
+    memset(gp, 0, sizeof *gp);
+    gp->n = n;
+    gp->np = np;
+    gp->nacc = prob->nacc;
+    gp->f_scale = prob->f_scale;
+    gp->grid = grid_for(n);
+    gp->fn_normal_eq = jf_cuda_kernels_function(k, JF_CUDA_NORMAL_EQ);
+    gp->fn_reduce = jf_cuda_kernels_function(k, JF_CUDA_REDUCE_BLOCKS);
+    gp->fn_jacobian_row = jf_cuda_kernels_function(k, JF_CUDA_JACOBIAN_ROW);
+    const jf_data_view *d = &prob->view;
+    int st = jf_cuda_alloc(&gp->p, np * sizeof(double), why, wn);
+    if (st == JF_OK && nv) st = jf_cuda_alloc(&gp->x, nv * n * sizeof(double), why, wn);
+    for (size_t j = 0; st == JF_OK && j < nv; j++) /* columns packed with ldx = n */
+        st = jf_cuda_to_device(gp->x + j * n * sizeof(double), d->x + j * d->ldx,
+                               n * sizeof(double), why, wn);
+    if (st == JF_OK) st = jf_cuda_alloc(&gp->y, n * sizeof(double), why, wn);
+    if (st == JF_OK) st = jf_cuda_to_device(gp->y, d->y, n * sizeof(double), why, wn);
+    if (st == JF_OK && d->w) st = jf_cuda_alloc(&gp->w, n * sizeof(double), why, wn);
+    if (st == JF_OK && d->w) st = jf_cuda_to_device(gp->w, d->w, n * sizeof(double), why, wn);
+    if (st == JF_OK)
+        st = jf_cuda_alloc(&gp->partial, (size_t)gp->grid * gp->nacc * sizeof(double), why, wn);
+    if (st == JF_OK) st = jf_cuda_alloc(&gp->acc, gp->nacc * sizeof(double), why, wn);
+    if (st != JF_OK) {
+        char keep[sizeof gp->why];
+        memcpy(keep, gp->why, sizeof keep);
+        jf_gpu_problem_free(gp);
+        memcpy(gp->why, keep, sizeof keep);
+        return st;
+    }
+    prob->ops = &gpu_ops;
+    prob->ops_ctx = gp;
+    return JF_OK;
+}
+
+/* ---- the loop ------------------------------------------------------------------------------- */
+
+/* Device buffers of one run of the loop. */
+typedef struct loop_mem {
+    jf_devptr c, ws, iws; /* jf_lmc, its workspace */
+} loop_mem;
+
+static void loop_mem_free(loop_mem *lm) {
+    jf_cuda_free(lm->c);
+    jf_cuda_free(lm->ws);
+    jf_cuda_free(lm->iws);
+}
+
+/* Appends normal_eq at device parameters p, the block reduction, then step (start or judge). */
+static int add_iteration(jf_cuda_graph *g, jf_gpu_problem *gp, const loop_mem *lm, jf_devptr p,
+                         jf_loss loss, void *step, jf_devptr stop, char *why, size_t n) {
+    unsigned long long ldx = gp->n, begin = 0, end = gp->n;
+    int loss_ = (int)loss;
+    double fs = gp->f_scale;
+    void *args[] = {&p, &gp->x, &ldx, &gp->y, &gp->w, &begin, &end, &loss_, &fs, &gp->partial, &stop};
+    int st = jf_cuda_graph_kernel(g, gp->fn_normal_eq, gp->grid, JF_CUDA_BLOCK, args, why, n);
+    unsigned int nb = gp->grid;
+    void *rargs[] = {&gp->partial, &nb, &gp->acc, &stop};
+    if (st == JF_OK) st = jf_cuda_graph_kernel(g, gp->fn_reduce, 1, JF_CUDA_BLOCK, rargs, why, n);
+    jf_devptr c = lm->c, ws = lm->ws, iws = lm->iws, acc = gp->acc;
+    void *sargs[] = {&c, &ws, &iws, &acc};
+    if (st == JF_OK) st = jf_cuda_graph_kernel(g, step, 1, 32, sargs, why, n);
+    return st;
+}
+
+/* Builds and runs the loop; on JF_OK c and ws hold the final state. */
+static int run_loop(jf_gpu_problem *gp, const loop_mem *lm, jf_loss loss, void *const sfn[2],
+                    void *cond_fn, jf_lmc *c, double *ws, size_t nws, jf_gpu_stats *stats,
+                    char *why, size_t n) {
+    size_t np = gp->np;
+    jf_cuda_graph *g = NULL, *g2 = NULL;
+    int code = jf_cuda_graph_new(&g, NULL, why, n);
+    if (code == JF_OK) code = jf_cuda_graph_to_device(g, lm->c, c, sizeof *c, why, n);
+    if (code == JF_OK) code = jf_cuda_graph_to_device(g, lm->ws, ws, nws * sizeof(double), why, n);
+    jf_devptr dx = lm->ws, dx_try = lm->ws + np * sizeof(double);
+    jf_devptr status = lm->c + offsetof(jf_lmc, status);
+    unsigned long long h = 0;
+    if (code == JF_OK && cond_fn) {
+        char cwhy[256];
+        if (jf_cuda_graph_while_handle(g, &h, cwhy, sizeof cwhy) != JF_OK) {
+            snprintf(stats->note, sizeof stats->note, "no WHILE graph nodes (%s)", cwhy);
+            cond_fn = NULL;
+        }
+    }
+    /* start: normal_eq(x) → reduce → jf_lm_start */
+    if (code == JF_OK) code = add_iteration(g, gp, lm, dx, loss, sfn[0], 0, why, n);
+    if (code == JF_OK && cond_fn) {
+        /* condition → WHILE { normal_eq(x_try) → reduce → judge → condition } */
+        void *cargs[] = {&h, &status};
+        code = jf_cuda_graph_kernel(g, cond_fn, 1, 32, cargs, why, n);
+        if (code == JF_OK) code = jf_cuda_graph_while_begin(g, h, why, n);
+        if (code == JF_OK) code = add_iteration(g, gp, lm, dx_try, loss, sfn[1], 0, why, n);
+        if (code == JF_OK) code = jf_cuda_graph_kernel(g, cond_fn, 1, 32, cargs, why, n);
+        jf_cuda_graph_while_end(g);
+        stats->mode = JF_GPU_LOOP_WHILE;
+    } else if (code == JF_OK) {
+        /* a second graph on the same stream: JF_LM_CUDA_UNROLL iterations whose kernels return
+         * at once after the end (the status word is their stop flag) */
+        code = jf_cuda_graph_new(&g2, g, why, n);
+        for (int k = 0; code == JF_OK && k < JF_LM_CUDA_UNROLL; k++)
+            code = add_iteration(g2, gp, lm, dx_try, loss, sfn[1], status, why, n);
+        if (code == JF_OK) code = jf_cuda_graph_instantiate(g2, why, n);
+        stats->mode = JF_GPU_LOOP_UNROLLED;
+    }
+    if (code == JF_OK) code = jf_cuda_graph_instantiate(g, why, n);
+    if (code == JF_OK) code = jf_cuda_graph_launch(g, why, n);
+    stats->launches = 1;
+    for (;;) {
+        if (code == JF_OK && g2) {
+            code = jf_cuda_graph_launch(g2, why, n);
+            stats->launches++;
+        }
+        /* the only reads of the loop: the state, after the queued work */
+        if (code == JF_OK) code = jf_cuda_graph_to_host(g, c, lm->c, sizeof *c, why, n);
+        if (code == JF_OK) code = jf_cuda_graph_to_host(g, ws, lm->ws, nws * sizeof(double), why, n);
+        if (code == JF_OK) code = jf_cuda_graph_sync(g, why, n);
+        if (code != JF_OK || !g2 || c->status != JF_STEP_CONTINUE) break;
+    }
+    stats->loop_syncs = jf_cuda_graph_syncs(g);
+    jf_cuda_graph_free(g2);
+    jf_cuda_graph_free(g);
+    return code;
+}
+
+int jf_lm_solve_cuda(jf_problem *prob, jf_gpu_problem *gp, const jf_lm_config *cfg, double *x,
+                     jf_lm_state *st, jf_gpu_stats *stats, char *why, size_t n) {
+    memset(st, 0, sizeof *st);
+    memset(stats, 0, sizeof *stats);
+    size_t np = prob->np;
+    void *sfn[2] = {NULL, NULL}, *cfn[1] = {NULL};
+    char *src = jf_lm_cuda_source(0);
+    if (!src) {
+        snprintf(why, n, "out of memory");
+        return JF_ERR_NOMEM;
+    }
+    int code = jf_cuda_module_get(src, solver_names, 2, NULL, sfn, NULL, why, n, NULL, 0);
+    free(src);
+    if (code != JF_OK) return code;
+    void *cond_fn = NULL;
+    if (!jf_cuda_cond_nodes())
+        snprintf(stats->note, sizeof stats->note,
+                 "no WHILE graph nodes (the driver is older than CUDA 12.4)");
+    else if (getenv("JITFIT_GPU_NO_WHILE") && *getenv("JITFIT_GPU_NO_WHILE"))
+        snprintf(stats->note, sizeof stats->note, "no WHILE graph nodes (JITFIT_GPU_NO_WHILE is set)");
+    else {
+        char cwhy[256];
+        char *csrc = jf_lm_cuda_source(1);
+        if (csrc && jf_cuda_module_get(csrc, cond_names, 1, NULL, cfn, NULL, cwhy, sizeof cwhy,
+                                       NULL, 0) == JF_OK)
+            cond_fn = cfn[0];
+        else
+            snprintf(stats->note, sizeof stats->note, "no WHILE graph nodes (%s)",
+                     csrc ? cwhy : "out of memory");
+        free(csrc);
+    }
+
+    size_t nws = jf_lmc_ws_doubles(np), niws = jf_lmc_ws_ints(np);
+    double *ws = calloc(nws, sizeof *ws);
+    int *iws = calloc(niws, sizeof *iws); /* only for the views: the device has its own */
+    jf_lmc c;
+    memset(&c, 0, sizeof c);
+    c.np = np;
+    c.max_nfev = cfg->max_nfev;
+    c.ftol = cfg->ftol;
+    c.xtol = cfg->xtol;
+    c.gtol = cfg->gtol;
+    c.use_x_scale = cfg->x_scale != NULL;
+    loop_mem lm;
+    memset(&lm, 0, sizeof lm);
+    if (!ws || !iws) {
+        free(ws);
+        free(iws);
+        snprintf(why, n, "out of memory");
+        return JF_ERR_NOMEM;
+    }
+    jf_lmc_views v;
+    jf_lmc_views_init(&v, ws, iws, np);
+    memcpy(v.x, x, np * sizeof(double));
+    memcpy(v.lo, cfg->lo, np * sizeof(double));
+    memcpy(v.hi, cfg->hi, np * sizeof(double));
+    if (cfg->x_scale) memcpy(v.xs, cfg->x_scale, np * sizeof(double));
+    code = jf_cuda_alloc(&lm.c, sizeof c, why, n);
+    if (code == JF_OK) code = jf_cuda_alloc(&lm.ws, nws * sizeof(double), why, n);
+    if (code == JF_OK) code = jf_cuda_alloc(&lm.iws, niws * sizeof(int), why, n);
+    if (code == JF_OK)
+        code = run_loop(gp, &lm, prob->loss, sfn, cond_fn, &c, ws, nws, stats, why, n);
+    loop_mem_free(&lm);
+    if (code == JF_OK && c.status == JF_STEP_CONTINUE) {
+        snprintf(why, n, "the device loop ended without a status");
+        code = JF_ERR_INTERNAL;
+    }
+    if (code != JF_OK) {
+        free(ws);
+        free(iws);
+        return code;
+    }
+    stats->iterations = c.iterations;
+    memcpy(x, v.x, np * sizeof(double));
+    st->status = c.status;
+    st->nfev = c.nfev;
+    st->iterations = c.iterations;
+    st->cost = c.F;
+    st->optimality = c.status == JF_LMC_NONFINITE ? NAN : c.gnorm;
+    gp->syncs_after = 0;
+    code = jf_lm_finish(prob, cfg, x, st, v.A, v.g);
+    stats->finish_syncs = gp->syncs_after;
+    free(ws);
+    free(iws);
+    if (code == JF_OK && gp->failed) {
+        snprintf(why, n, "%s", gp->why);
+        jf_lm_state_free(st);
+        return gp->failed;
+    }
+    if (code != JF_OK) snprintf(why, n, "out of memory");
+    return code;
+}
