@@ -135,6 +135,10 @@ void jf_report_text(FILE *f, const jf_report *r) {
              r->time_model_ms);
     stat_line(f, "time", line);
     if (r->show_device && res->device_note) stat_line(f, "device", res->device_note);
+    if (res->backend == JF_BACKEND_CUDA) {
+        snprintf(line, sizeof line, "%zu while iterating", res->host_syncs);
+        stat_line(f, "host syncs", line);
+    }
     if (res->warning) stat_line(f, "warning", res->warning);
 
     if (np > 1 && res->correlation) {
@@ -248,6 +252,8 @@ void jf_report_json(FILE *f, const jf_report *r) {
     fprintf(f, "%zu", res->nfev);
     key(f, "iterations");
     fprintf(f, "%zu", res->iterations);
+    key(f, "host_syncs");
+    fprintf(f, "%zu", res->host_syncs);
     key(f, "backend");
     jf_cli_json_string(f, jf_backend_name(res->backend));
     key(f, "cache");

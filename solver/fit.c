@@ -295,9 +295,17 @@ static int solve_gpu(const fit_setup *s, jf_problem *prob, jf_gpu_problem *gp,
     const struct jf_model *m = s->m;
     size_t need = jf_gpu_problem_bytes(prob->n, prob->np, m->nv, prob->view.w != NULL);
     size_t fr = 0, tot = 0;
-    if (jf_cuda_mem_info(&fr, &tot) == JF_OK && need > fr / 10 * 9) {
-        snprintf(fallback, MSG_LEN, "the data need %.0f MiB of GPU memory, %.0f MiB are free",
-                 (double)need / 1048576.0, (double)fr / 1048576.0);
+    /* 90% of what is free now, or less when $JITFIT_MAX_GPU_MEM (bytes) says so */
+    size_t avail = jf_cuda_mem_info(&fr, &tot) == JF_OK ? fr / 10 * 9 : (size_t)-1;
+    const char *lim = getenv("JITFIT_MAX_GPU_MEM");
+    if (lim && *lim) {
+        char *end;
+        double v = strtod(lim, &end);
+        if (end != lim && v >= 0 && (double)avail > v) avail = (size_t)v;
+    }
+    if (need > avail) {
+        snprintf(fallback, MSG_LEN, "the data need %.1f MiB of GPU memory, %.1f MiB are usable",
+                 (double)need / 1048576.0, (double)avail / 1048576.0);
         return FIT_GPU_FALLBACK;
     }
     int code = jf_gpu_problem_init(gp, prob, s->ck, m->nv);

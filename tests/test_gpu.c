@@ -1,0 +1,173 @@
+/* The GPU solver on a GPU (CTest label "gpu"; skipped with the reason where there is none).
+ *
+ * Against the CPU solver through the public API: every NIST problem from both starts and the
+ * damped sine with 1000 points (both polished: parameters equal to 1e-10 relative), the damped
+ * sine with 10⁶ points (unpolished: costs equal to 1e-12, parameters within 1e-3 standard
+ * errors, as test_resident explains), a robust loss with bounds, sigma. Also: one host
+ * synchronization per fit with WHILE graph nodes (and few without: JITFIT_GPU_NO_WHILE), two
+ * runs bit-identical, data larger than a forced memory limit fall back to the CPU with a note,
+ * and `jitfit fit --device gpu -v` reports the synchronizations.
+ */
+#include <stdlib.h>
+
+#include "runtime/cuda_api.h"
+#include "runtime/device.h"
+#include "tests/nist_data.h"
+
+static int have_while;
+
+/* CPU and GPU fits of the same problem; tol: parameter agreement (relative), or negative for
+ * the unpolished comparison. */
+static void compare(const char *label, const jf_model *m, const jf_data *d, jf_fit_options o,
+                    double tol) {
+    jf_fit_result *c = NULL, *g = NULL;
+    char *err = NULL;
+    o.device = JF_DEVICE_CPU;
+    int sc = jf_fit(m, d, &o, &c, &err);
+    jf_free(err);
+    err = NULL;
+    o.device = JF_DEVICE_GPU;
+    int sg = jf_fit(m, d, &o, &g, &err);
+    if (sg != JF_OK) fprintf(stderr, "%s: GPU fit failed: %s\n", label, err ? err : "?");
+    jf_free(err);
+    if (!CHECK(sc == JF_OK && sg == JF_OK)) {
+        jf_fit_result_free(c);
+        jf_fit_result_free(g);
+        return;
+    }
+    double dev = 0, dse = 0;
+    for (size_t k = 0; k < c->num_params; k++) {
+        dev = fmax(dev, fabs(c->params[k] - g->params[k]) / fmax(fabs(c->params[k]), 1e-2));
+        if (isfinite(c->std_errors[k]) && c->std_errors[k] > 0)
+            dse = fmax(dse, fabs(c->params[k] - g->params[k]) / c->std_errors[k]);
+    }
+    printf("%-22s status %d/%d nfev %3zu/%3zu syncs %zu  max rel. diff %.2g (%.2g s.e.)  "
+           "cpu %.1f ms, gpu %.1f ms\n",
+           label, c->status, g->status, c->nfev, g->nfev, g->host_syncs, dev, dse,
+           c->time_solve_ms, g->time_solve_ms);
+    CHECK(g->backend == JF_BACKEND_CUDA);
+    CHECK_CONTAINS(g->device_note, "device loop: ");
+    CHECK(c->success && g->success);
+    if (tol > 0) {
+        if (!CHECK(dev <= tol)) fprintf(stderr, "  ^ %s\n", label);
+    } else {
+        CHECK(dse <= 1e-3);
+        CHECK(fabs(c->cost - g->cost) <= 1e-12 * c->cost);
+    }
+    if (have_while) CHECK(g->host_syncs == 1);
+    else CHECK(g->host_syncs >= 1 && g->host_syncs <= g->iterations / 8 + 2);
+    jf_fit_result_free(c);
+    jf_fit_result_free(g);
+}
+
+static void test_nist(void) {
+    char dir[512], path[600];
+    snprintf(dir, sizeof dir, "%s/tests/data/nist", JF_SOURCE_DIR);
+    snprintf(path, sizeof path, "%s/models.tsv", dir);
+    FILE *tsv = fopen(path, "rb");
+    if (!CHECK(tsv != NULL)) return;
+    static problem prob;
+    long idx[MAXP];
+    jf_model *m;
+    while ((m = nist_next(tsv, dir, &prob, idx)) != NULL) {
+        for (int s = 0; s < 2; s++) {
+            double p0[MAXP];
+            for (size_t k = 0; k < prob.np; k++) p0[idx[k]] = prob.start[s][k];
+            jf_fit_options o = jf_fit_options_default();
+            o.p0 = p0;
+            jf_data d = {prob.n, prob.x, MAXN, prob.y, NULL};
+            char label[64];
+            snprintf(label, sizeof label, "%s start %d", prob.name, s + 1);
+            compare(label, m, &d, o, 1e-10);
+        }
+        jf_model_free(m);
+    }
+    fclose(tsv);
+}
+
+static void sine(size_t n, double *x, double *y, double *sig) {
+    for (size_t i = 0; i < n; i++) {
+        x[i] = 10.0 * (double)i / (double)(n - 1);
+        y[i] = 2.5 * exp(-0.3 * x[i]) * sin(1.7 * x[i] + 0.4) + 0.5 + 0.05 * sin(12.9898 * (double)i);
+        sig[i] = 0.05 + 0.01 * cos(0.37 * (double)i);
+    }
+}
+
+static void test_sine(void) {
+    jf_model *m = NULL;
+    if (!CHECK(jf_model_compile("a*exp(-b*x)*sin(c*x+d)+e", (size_t)-1, NULL, &m, NULL) == JF_OK))
+        return;
+    enum { BIG = 1000000 };
+    double *x = malloc(BIG * sizeof *x), *y = malloc(BIG * sizeof *y), *sg = malloc(BIG * sizeof *sg);
+    double p0[5] = {2, 0.25, 1.6, 0.3, 0.4};
+    jf_fit_options o = jf_fit_options_default();
+    o.p0 = p0;
+    sine(1000, x, y, sg);
+    jf_data d = {1000, x, 0, y, NULL};
+    compare("damped sine 1e3", m, &d, o, 1e-10);
+    jf_data ds = {1000, x, 0, y, sg};
+    compare("damped sine 1e3 sigma", m, &ds, o, 1e-10);
+    sine(BIG, x, y, sg);
+    jf_data db = {BIG, x, 0, y, NULL};
+    compare("damped sine 1e6", m, &db, o, -1);
+    jf_fit_options ol = o;
+    ol.loss = JF_LOSS_SOFT_L1;
+    ol.f_scale = 0.1;
+    double lo[5] = {-INFINITY, 0.31, -INFINITY, -INFINITY, -INFINITY};
+    double p0b[5] = {2, 0.35, 1.6, 0.3, 0.4};
+    ol.lower = lo;
+    ol.p0 = p0b;
+    compare("1e6 soft_l1 + bound", m, &db, ol, -1);
+
+    /* determinism: the same GPU fit twice, bit for bit */
+    o.device = JF_DEVICE_GPU;
+    jf_fit_result *a = NULL, *b = NULL;
+    if (CHECK(jf_fit(m, &db, &o, &a, NULL) == JF_OK && jf_fit(m, &db, &o, &b, NULL) == JF_OK))
+        CHECK(memcmp(a->params, b->params, 5 * sizeof(double)) == 0 && a->cost == b->cost);
+    jf_fit_result_free(a);
+    jf_fit_result_free(b);
+
+    /* more data than the (forced) memory limit: the CPU fits them, and says so */
+    setenv("JITFIT_MAX_GPU_MEM", "100000", 1);
+    a = NULL;
+    if (CHECK(jf_fit(m, &db, &o, &a, NULL) == JF_OK)) {
+        CHECK(a->success && a->backend != JF_BACKEND_CUDA && a->host_syncs == 0);
+        CHECK_CONTAINS(a->device_note, "cpu: fell back from the GPU: the data need ");
+    }
+    jf_fit_result_free(a);
+    unsetenv("JITFIT_MAX_GPU_MEM");
+    free(x);
+    free(y);
+    free(sg);
+    jf_model_free(m);
+}
+
+static void test_cli(void) {
+    char cmd[2048], *out = NULL, *err = NULL;
+    snprintf(cmd, sizeof cmd, "'%s' fit --device gpu -v '%s/examples/damped_sine.jf' '%s/examples/damped_sine.csv'",
+             jf_test_cli(), JF_SOURCE_DIR, JF_SOURCE_DIR);
+    int rc = jf_test_run(cmd, &out, &err);
+    CHECK(rc == 0);
+    CHECK_CONTAINS(out, "gpu: requested");
+    CHECK_CONTAINS(out, "host synchronization");
+    free(out);
+    free(err);
+}
+
+int main(void) {
+    char status[512];
+    if (!jf_device_have_gpu_solver()) return jf_test_skip("built without the CUDA headers");
+    if (!jf_cuda_status(status, sizeof status)) return jf_test_skip(status);
+    printf("%s\n", status);
+    for (int mode = 0; mode < 2; mode++) {
+        if (mode == 1) setenv("JITFIT_GPU_NO_WHILE", "1", 1);
+        have_while = mode == 0 && jf_cuda_cond_nodes();
+        printf("-- device loop: %s\n", have_while ? "WHILE graph node" : "unrolled graphs");
+        test_nist();
+        test_sine();
+        if (mode == 0 && !jf_cuda_cond_nodes()) break; /* both passes would be the same */
+    }
+    unsetenv("JITFIT_GPU_NO_WHILE");
+    test_cli();
+    return jf_test_finish();
+}
