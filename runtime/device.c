@@ -109,15 +109,6 @@ int jf_device_choose(const jf_device_request *req, char *why, size_t n) {
         snprintf(why, n, "cpu: batches of fits run on the CPU in this build");
         return JF_DEVICE_CPU;
     }
-    if (!jf_device_have_gpu_solver()) {
-        if (req->device == JF_DEVICE_GPU) {
-            snprintf(why, n, "GPU requested but unavailable: jitfit was built without the CUDA "
-                             "headers");
-            return -JF_ERR_UNAVAILABLE;
-        }
-        snprintf(why, n, "cpu: jitfit was built without the CUDA headers");
-        return JF_DEVICE_CPU;
-    }
     int threads = req->threads > 0 ? req->threads : 1;
     double terms = (double)req->npoints * (double)(req->nparams + 1);
     double t_cpu = COST_ITERATIONS * terms * COST_CPU_TERM_S / threads;
@@ -128,6 +119,15 @@ int jf_device_choose(const jf_device_request *req, char *why, size_t n) {
     if (req->device == JF_DEVICE_AUTO && t_cpu < COST_GPU_FIXED_S) {
         snprintf(why, n, "cpu: small fit (estimated %.3g s on the CPU, less than starting a GPU)",
                  t_cpu);
+        return JF_DEVICE_CPU;
+    }
+    if (!jf_device_have_gpu_solver()) {
+        if (req->device == JF_DEVICE_GPU) {
+            snprintf(why, n, "GPU requested but unavailable: jitfit was built without the CUDA "
+                             "headers");
+            return -JF_ERR_UNAVAILABLE;
+        }
+        snprintf(why, n, "cpu: jitfit was built without the CUDA headers");
         return JF_DEVICE_CPU;
     }
     char status[512];
