@@ -14,7 +14,9 @@
  * Without a GPU it says so and times the CPU only. Not a test: it asserts nothing.
  *
  * usage: bench_gpu [--sizes 1e5,1e6] [--reps R] [--cpu-max N] [--bandwidth B/s]
- *                  [--fp64-peak flop/s] [--flops-per-point F]
+ *                  [--fp64-peak flop/s] [--flops-per-point F] [--tsv 1]
+ * --tsv 1 prints tab-separated rows instead (N, gpu cold, gpu warm, cpu ms, ms/iteration,
+ * roofline ms, syncs, the five GPU parameters, else the CPU's) for bench/bench_gpu_anchors.py.
  * (defaults: 3 reps, CPU up to 1e7, H100 SXM nominal 3.35e12 B/s and 6.7e13 flop/s, 90 flops)
  */
 #include <math.h>
@@ -64,6 +66,7 @@ int main(int argc, char **argv) {
     double sizes[16] = {1e5, 1e6, 1e7, 1e8};
     int nsizes = 4, reps = 3;
     double cpu_max = 1e7, bw = 3.35e12, peak = 6.7e13, fpp = 90;
+    int tsv = 0;
     for (int i = 1; i + 1 < argc; i += 2) {
         if (!strcmp(argv[i], "--sizes")) {
             nsizes = 0;
@@ -74,6 +77,7 @@ int main(int argc, char **argv) {
         else if (!strcmp(argv[i], "--bandwidth")) bw = strtod(argv[i + 1], NULL);
         else if (!strcmp(argv[i], "--fp64-peak")) peak = strtod(argv[i + 1], NULL);
         else if (!strcmp(argv[i], "--flops-per-point")) fpp = strtod(argv[i + 1], NULL);
+        else if (!strcmp(argv[i], "--tsv")) tsv = atoi(argv[i + 1]);
         else {
             fprintf(stderr, "unknown option %s\n", argv[i]);
             return 2;
@@ -87,8 +91,9 @@ int main(int argc, char **argv) {
     jf_model *m = NULL;
     if (jf_model_compile("a*exp(-b*x)*sin(c*x+d)+e", (size_t)-1, NULL, &m, NULL) != JF_OK) return 1;
     int first_gpu = 1, have_gpu = 1;
-    printf("%10s %10s %10s %10s %8s %12s %12s %6s %12s\n", "N", "gpu cold", "gpu warm", "cpu",
-           "cpu/gpu", "gpu ms/iter", "roofline ms", "syncs", "max rel diff");
+    if (!tsv)
+        printf("%10s %10s %10s %10s %8s %12s %12s %6s %12s\n", "N", "gpu cold", "gpu warm", "cpu",
+               "cpu/gpu", "gpu ms/iter", "roofline ms", "syncs", "max rel diff");
     for (int s = 0; s < nsizes; s++) {
         size_t n = (size_t)sizes[s];
         double *x = malloc(n * sizeof *x), *y = malloc(n * sizeof *y);
@@ -156,9 +161,17 @@ int main(int argc, char **argv) {
                 diff = fmax(diff, fabs(g->params[k] - c->params[k]) / fabs(c->params[k]));
         }
         double roof = fmax(16.0 * (double)n / bw, fpp * (double)n / peak) * 1e3;
-        printf("%10.0e %10.2f %10.2f %10.2f %8.2f %12.4f %12.4f %6zu %12.2g\n", (double)n, cold,
-               warm, cpu, cpu / warm, iter_ms, roof, syncs, diff);
-        if (!have_gpu && s == 0) printf("(no GPU solver run: see the message above)\n");
+        if (tsv) {
+            const jf_fit_result *pr = g ? g : c;
+            printf("%zu\t%.6g\t%.6g\t%.6g\t%.6g\t%.6g\t%zu", n, cold, warm, cpu, iter_ms, roof, syncs);
+            for (int k = 0; k < 5; k++) printf("\t%.17g", pr ? pr->params[k] : NAN);
+            printf("\n");
+        } else {
+            printf("%10.0e %10.2f %10.2f %10.2f %8.2f %12.4f %12.4f %6zu %12.2g\n", (double)n,
+                   cold, warm, cpu, cpu / warm, iter_ms, roof, syncs, diff);
+            if (!have_gpu && s == 0) printf("(no GPU solver run: see the message above)\n");
+        }
+        fflush(stdout);
         jf_fit_result_free(g);
         jf_fit_result_free(c);
         free(x);

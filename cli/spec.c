@@ -17,7 +17,7 @@
 const char *const jf_spec_keys[] = {
     "model", "data", "columns", "y", "sigma", "absolute_sigma", "p0", "bounds", "param NAME",
     "loss", "f_scale", "ftol", "xtol", "gtol", "max_nfev", "device", "backend", "threads",
-    "no_cache", "vector_math", "nan_policy", "group", "p0_file", "output", "plot", "json", "verbose", NULL};
+    "precision", "no_cache", "vector_math", "nan_policy", "group", "p0_file", "output", "plot", "json", "verbose", NULL};
 
 void jf_spec_init(jf_spec *s) {
     memset(s, 0, sizeof *s);
@@ -299,6 +299,12 @@ jf_spec_rc jf_spec_set(jf_spec *s, const char *key, const char *v, const char *o
         unsigned long long n;
         if (parse_count(v, 4096, &n) != 0) BAD("'%s' is not a thread count (0 to 4096)", v);
         o->nthreads = (int)n;
+        return JF_SPEC_OK;
+    }
+    if (strcmp(key, "precision") == 0) {
+        if (strcmp(v, "double") == 0) o->single_precision = 0;
+        else if (strcmp(v, "single") == 0) o->single_precision = 1;
+        else BAD("unknown precision '%s' (use double or single)", v);
         return JF_SPEC_OK;
     }
     if (strcmp(key, "device") == 0) {

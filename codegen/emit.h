@@ -83,6 +83,8 @@ typedef struct jf_emit_options {
                                then ignored): the linear kernel carries no robust-loss code, which
                                cuts NVRTC's compile time by a quarter (docs/PERFORMANCE.md) */
     jf_vec_isa vec_isa;     /* C: vector math for this ISA (default JF_VEC_NONE: exact) */
+    int cuda_single;        /* CUDA: 1 evaluates the model (f and its gradient) in fp32 and converts
+                               r and J to fp64 before the loss and the sums (default 0: fp64) */
     int no_normal_eq;       /* C: 1 leaves jf_normal_eq out (default 0). Its unrolled sums are
                                O(np²) code; above JF_LARGE_P runtime/kernels.c forms them from
                                jacobian_row blocks with BLAS instead, so the source stays O(np) */
@@ -112,6 +114,9 @@ typedef struct jf_buf {
     size_t len; /* its length */
     size_t cap; /* allocated bytes */
     int nomem;  /* 1 once an allocation failed */
+    const char *real; /* type of the model's values in emitted loads and statements (NULL:
+                         double; "float" for the CUDA single-precision kernels, which also
+                         casts constants and loaded values to it) */
 } jf_buf;
 
 JF_INTERNAL void jf_buf_puts(jf_buf *b, const char *s);

@@ -159,7 +159,11 @@ void jf_emit_model_free(jf_emit_model *em) {
 void jf_emit_operand(jf_buf *b, const jf_schedule *s, size_t pos) {
     const jf_node *nd = jf_dag_node(s->dag, s->nodes[pos]);
     switch ((jf_op)nd->op) {
-    case JF_OP_CONST: jf_buf_double(b, nd->value); break;
+    case JF_OP_CONST:
+        if (b->real) jf_buf_printf(b, "((%s)", b->real);
+        jf_buf_double(b, nd->value);
+        if (b->real) jf_buf_puts(b, ")");
+        break;
     case JF_OP_PARAM: jf_buf_printf(b, "p%u", (unsigned)nd->index); break;
     case JF_OP_VAR: jf_buf_printf(b, "x%u", (unsigned)nd->index); break;
     default: jf_buf_printf(b, "t%zu", pos); break;
@@ -169,7 +173,10 @@ void jf_emit_operand(jf_buf *b, const jf_schedule *s, size_t pos) {
 void jf_emit_load_params(jf_buf *b, const jf_schedule *s, const char *indent) {
     for (size_t i = 0; i < s->n; i++) {
         const jf_node *nd = jf_dag_node(s->dag, s->nodes[i]);
-        if (nd->op == JF_OP_PARAM)
+        if (nd->op == JF_OP_PARAM && b->real)
+            jf_buf_printf(b, "%sconst %s p%u = (%s)p[%u];\n", indent, b->real,
+                          (unsigned)nd->index, b->real, (unsigned)nd->index);
+        else if (nd->op == JF_OP_PARAM)
             jf_buf_printf(b, "%sconst double p%u = p[%u];\n", indent, (unsigned)nd->index,
                           (unsigned)nd->index);
     }
@@ -178,7 +185,10 @@ void jf_emit_load_params(jf_buf *b, const jf_schedule *s, const char *indent) {
 void jf_emit_load_vars(jf_buf *b, const jf_schedule *s, const char *indent) {
     for (size_t i = 0; i < s->n; i++) {
         const jf_node *nd = jf_dag_node(s->dag, s->nodes[i]);
-        if (nd->op == JF_OP_VAR)
+        if (nd->op == JF_OP_VAR && b->real)
+            jf_buf_printf(b, "%sconst %s x%u = (%s)x[%u * ldx + i];\n", indent, b->real,
+                          (unsigned)nd->index, b->real, (unsigned)nd->index);
+        else if (nd->op == JF_OP_VAR)
             jf_buf_printf(b, "%sconst double x%u = x[%u * ldx + i];\n", indent,
                           (unsigned)nd->index, (unsigned)nd->index);
     }
@@ -237,7 +247,7 @@ void jf_emit_statements(jf_buf *b, const jf_schedule *s, const char *indent) {
         jf_op op = (jf_op)nd->op;
         if (op == JF_OP_CONST || op == JF_OP_PARAM || op == JF_OP_VAR) continue;
         const uint32_t *ap = &s->argpos[3 * i];
-        jf_buf_printf(b, "%sconst double t%zu = ", indent, i);
+        jf_buf_printf(b, "%sconst %s t%zu = ", indent, b->real ? b->real : "double", i);
         if (op == JF_OP_NEG) {
             jf_buf_puts(b, "-");
             jf_emit_operand(b, s, ap[0]);

@@ -82,17 +82,19 @@ static void loop_head(jf_buf *b) {
                    " i < end; i += stride) {\n");
 }
 
-/* r of point i (weighted), and with_j: the weighted row J<k>. */
+/* r of point i (weighted), and with_j: the weighted row J<k>. In single precision (b->real set)
+ * the model's values are fp32 and become fp64 here, before the weights, the loss and the sums. */
 static void point_rj(jf_buf *b, const jf_schedule *s, size_t np, int with_j, const char *ind) {
+    const char *cast = b->real ? "(double)" : "";
     jf_emit_load_vars(b, s, ind);
     jf_emit_statements(b, s, ind);
     jf_buf_printf(b, "%sconst double yi = y ? y[i] : 0.0;\n", ind);
     jf_buf_printf(b, "%sconst double wi = w ? w[i] : 1.0;\n", ind);
-    jf_buf_printf(b, "%sdouble r = (", ind);
+    jf_buf_printf(b, "%sdouble r = (%s", ind, cast);
     jf_emit_operand(b, s, s->rootpos[0]);
     jf_buf_puts(b, " - yi) * wi;\n");
     for (size_t k = 0; with_j && k < np; k++) {
-        jf_buf_printf(b, "%sdouble J%zu = ", ind, k);
+        jf_buf_printf(b, "%sdouble J%zu = %s", ind, k, cast);
         jf_emit_operand(b, s, s->rootpos[k + 1]);
         jf_buf_puts(b, " * wi;\n");
     }
@@ -276,6 +278,8 @@ static void emit_normal_eq(jf_buf *b, const jf_emit_model *em, const jf_emit_opt
 
 void jf_emit_cuda_model(jf_buf *b, const jf_emit_model *em, const jf_emit_options *o) {
     const struct jf_model *m = em->m;
+    const char *real = b->real;
+    b->real = o->cuda_single ? "float" : NULL;
     jf_buf_puts(b, cuda_common);
     jf_buf_printf(b, "/* Threads per block of normal_eq (JF_CUDA_BLOCK); its reduction relies on it. */\n"
                      "#define JF_BLOCK %du\n", JF_CUDA_BLOCK);
@@ -285,7 +289,11 @@ void jf_emit_cuda_model(jf_buf *b, const jf_emit_model *em, const jf_emit_option
                   "%zu for f and its gradient; normal_eq sums %zu values ---- */\n",
                   em->suffix[0] ? " " : "", em->suffix, m->np, m->nv, em->sf->n, em->sall->n,
                   jf_emit_num_acc(m->np));
+    if (o->cuda_single)
+        jf_buf_puts(b, "/* single precision: the model is evaluated in fp32; r, J, the loss and "
+                       "the sums are fp64 */\n");
     emit_residual(b, em);
     emit_jacobian_row(b, em);
     emit_normal_eq(b, em, o);
+    b->real = real;
 }

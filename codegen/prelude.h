@@ -94,4 +94,32 @@ JF_HD double jf_ne(double a, double b) { return a != b ? 1.0 : 0.0; }
 JF_HD double jf_min(double a, double b) { return fmin(a, b); }
 JF_HD double jf_max(double a, double b) { return fmax(a, b); }
 
+#ifdef __CUDACC__
+/* fp32 twins of the helpers above for the CUDA single-precision kernels (jf_emit_options
+ * .cuda_single): C++ overloads, so that the same generated calls pick them when every operand
+ * is a float. Same rules, float arithmetic. */
+JF_HD float jf_powi(float x, int n) {
+    unsigned int m = n < 0 ? 0u - (unsigned int)n : (unsigned int)n;
+    float r = 1.0f;
+    while (m != 0u) {
+        if (m & 1u)
+            r *= x;
+        m >>= 1;
+        if (m != 0u)
+            x *= x;
+    }
+    return n < 0 ? 1.0f / r : r;
+}
+JF_HD float jf_sign(float x) { return x > 0.0f ? 1.0f : (x < 0.0f ? -1.0f : x); }
+JF_HD float jf_select(float c, float a, float b) { return (c > 0.0f || c < 0.0f) ? a : b; }
+JF_HD float jf_lt(float a, float b) { return a < b ? 1.0f : 0.0f; }
+JF_HD float jf_le(float a, float b) { return a <= b ? 1.0f : 0.0f; }
+JF_HD float jf_gt(float a, float b) { return a > b ? 1.0f : 0.0f; }
+JF_HD float jf_ge(float a, float b) { return a >= b ? 1.0f : 0.0f; }
+JF_HD float jf_eq(float a, float b) { return a == b ? 1.0f : 0.0f; }
+JF_HD float jf_ne(float a, float b) { return a != b ? 1.0f : 0.0f; }
+JF_HD float jf_min(float a, float b) { return fminf(a, b); }
+JF_HD float jf_max(float a, float b) { return fmaxf(a, b); }
+#endif
+
 #endif

@@ -283,6 +283,10 @@ typedef struct jf_fit_options {
                               caller's), at most about every 100 ms, and always once at the end
                               with done == total from the calling thread; NULL: not called */
     void *batch_progress_ctx; /* passed to batch_progress */
+    int single_precision;  /* GPU fits: 1 evaluates the model (f and its gradient) in fp32, for
+                              GPUs with slow fp64; residuals, Jacobian rows, losses and all sums
+                              stay fp64. The CPU always evaluates in fp64 (a warning says so).
+                              Default 0 */
     int vector_math;       /* 1: let the C backend use SLEEF's vectorized transcendentals (≤ 1
                               ulp each, not bit-identical to the interpreter; needs AVX2 or
                               AVX-512 and libsleef, else the exact kernels run and the result's

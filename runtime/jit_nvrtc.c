@@ -317,6 +317,7 @@ int jf_cuda_kernels_get(const struct jf_model *m, const jf_jit_options *opts, in
     if (jf_nvrtc_load(why, n) != JF_OK) return JF_ERR_UNAVAILABLE;
     jf_emit_options eo = jf_emit_options_default(JF_EMIT_CUDA);
     eo.cuda_loss = loss < 0 ? -1 : loss;
+    eo.cuda_single = opts ? opts->single_precision : 0;
     char *src = jf_emit(m, &eo);
     if (!src) {
         snprintf(why, n, "out of memory generating CUDA code");

@@ -45,6 +45,7 @@ typedef struct jf_jit_options {
                               used, at most $JITFIT_VECTOR_ISA = avx2 | avx512 when set) and
                               libsleef.so.3; without them the exact kernels are used, with a
                               one-line warning */
+    int single_precision;  /* CUDA: evaluate the model in fp32 (jf_emit_options.cuda_single) */
     int large_p;           /* normal_eq is formed from jacobian_row blocks with BLAS when the model
                               has more than large_p parameters (and the generated C then has no
                               normal_eq: O(np) source instead of O(np²)); 0 (default):

@@ -142,6 +142,17 @@ static int setup_cpu_kernels(fit_setup *s, char **errmsg) {
     double t0 = now_ms();
     int st = jf_kernels_get(s->m, b, &jo, &s->k, &s->warning);
     s->compile_ms += now_ms() - t0;
+    if (st == JF_OK && o->single_precision) {
+        static const char note[] = "single precision applies to GPU fits: the CPU evaluates in fp64";
+        size_t len = s->warning ? strlen(s->warning) : 0;
+        char *w = malloc(len + sizeof note + 2);
+        if (w) {
+            snprintf(w, len + sizeof note + 2, "%s%s%s", s->warning ? s->warning : "",
+                     len ? "; " : "", note);
+            free(s->warning);
+            s->warning = w;
+        }
+    }
     if (st != JF_OK) {
         if (s->warning) st = fail(errmsg, st, "%s", s->warning);
         else st = fail(errmsg, st, "cannot obtain the model's kernels: %s", jf_status_string(st));
@@ -155,6 +166,7 @@ static int setup_gpu_kernels(fit_setup *s, char *why, size_t n) {
     jf_jit_options jo;
     memset(&jo, 0, sizeof jo);
     jo.no_cache = s->o.no_cache;
+    jo.single_precision = s->o.single_precision;
     char warn[MSG_LEN] = "";
     jf_cache_result cache = JF_CACHE_NONE;
     double t0 = now_ms();

@@ -65,7 +65,7 @@ static const char *const cond_names[] = {"jf_lm_loop_cond"};
 
 char *jf_lm_cuda_source(int which) {
     if (which == 1) return strdup(cond_source);
-    jf_buf b = {NULL, 0, 0, 0};
+    jf_buf b = {0};
     jf_buf_puts(&b, jf_embed_step_h);
     jf_buf_puts(&b, jf_embed_lm_core_h);
     jf_buf_puts(&b, solver_kernels);

@@ -266,6 +266,20 @@ static void test_options(void) {
     free(out);
     free(err);
 
+    /* --precision: single is a GPU setting; on the CPU the fit is the fp64 one plus a warning */
+    rc = fit("--json --device cpu --precision single " EXAMPLE_JF " " EXAMPLE_CSV, &out, &err);
+    CHECK(rc == 0);
+    CHECK_CONTAINS(out, "single precision applies to GPU fits");
+    CHECK_CONTAINS(out, "\"host_syncs\": 0");
+    CHECK_NEAR(json_param(out, "c", "value"), scipy_p[2], 1e-5);
+    free(out);
+    free(err);
+    rc = fit("--precision half " EXAMPLE_JF " " EXAMPLE_CSV, &out, &err);
+    CHECK(rc == 2);
+    CHECK_CONTAINS(err, "unknown precision 'half' (use double or single)");
+    free(out);
+    free(err);
+
     /* -v: one line per iteration on stderr; stdout stays one JSON object. */
     rc = fit("-v --json " EXAMPLE_JF " " EXAMPLE_CSV, &out, &err);
     CHECK(rc == 0);

@@ -5,7 +5,8 @@
  * sine with 10⁶ points (unpolished: costs equal to 1e-12, parameters within 1e-3 standard
  * errors, as test_resident explains), a robust loss with bounds, sigma. Also: one host
  * synchronization per fit with WHILE graph nodes (and few without: JITFIT_GPU_NO_WHILE), two
- * runs bit-identical, data larger than a forced memory limit fall back to the CPU with a note,
+ * runs bit-identical, single precision within 0.01 standard errors of fp64, data larger than a
+ * forced memory limit fall back to the CPU with a note,
  * and `jitfit fit --device gpu -v` reports the synchronizations.
  */
 #include <stdlib.h>
@@ -124,6 +125,18 @@ static void test_sine(void) {
     jf_fit_result *a = NULL, *b = NULL;
     if (CHECK(jf_fit(m, &db, &o, &a, NULL) == JF_OK && jf_fit(m, &db, &o, &b, NULL) == JF_OK))
         CHECK(memcmp(a->params, b->params, 5 * sizeof(double)) == 0 && a->cost == b->cost);
+    jf_fit_result_free(a);
+    jf_fit_result_free(b);
+
+    /* single precision: fp32 model, fp64 sums; within a hundredth of a standard error */
+    jf_fit_options os = o;
+    os.single_precision = 1;
+    a = b = NULL;
+    if (CHECK(jf_fit(m, &db, &o, &a, NULL) == JF_OK && jf_fit(m, &db, &os, &b, NULL) == JF_OK)) {
+        CHECK(b->success && b->backend == JF_BACKEND_CUDA);
+        for (int k = 0; k < 5; k++)
+            CHECK(fabs(a->params[k] - b->params[k]) <= 0.01 * a->std_errors[k]);
+    }
     jf_fit_result_free(a);
     jf_fit_result_free(b);
 

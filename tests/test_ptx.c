@@ -181,7 +181,31 @@ int main(void) {
             ptx_and_assemble(src, 90, models[i], tmpdir);
         }
         free(src);
+        /* single precision (fp32 model, fp64 sums): the float overloads of prelude.h */
+        o.cuda_single = 1;
+        src = jf_emit(m, &o);
+        if (CHECK(src != NULL)) {
+            CHECK(strstr(src, "const double p0") == NULL && strstr(src, "const float p0") != NULL);
+            ptx_and_assemble(src, 80, models[i], tmpdir);
+        }
+        free(src);
         jf_model_free(m);
+    }
+    {
+        /* the single-precision damped sine computes in f32 and sums in f64 */
+        jf_model *ms = compile("a*exp(-b*x)*sin(c*x+d)+e");
+        jf_emit_options o = jf_emit_options_default(JF_EMIT_CUDA);
+        o.cuda_single = 1;
+        char *src = ms ? jf_emit(ms, &o) : NULL;
+        unsigned char *img = NULL;
+        size_t size = 0;
+        if (CHECK(src && jf_nvrtc_compile(src, 90, 0, &img, &size, NULL) == JF_OK)) {
+            CHECK_CONTAINS((const char *)img, ".f32");
+            CHECK_CONTAINS((const char *)img, "add.rn.f64");
+        }
+        free(img);
+        free(src);
+        jf_model_free(ms);
     }
     CHECK_STREQ(setlocale(LC_ALL, NULL), before);
     if (loc) setlocale(LC_NUMERIC, "C");
