@@ -87,7 +87,10 @@ def main():
             import jax
             jax.config.update("jax_enable_x64", True)
             import jax.numpy as jnp
+            import logging
             import nlsq
+            logging.getLogger("nlsq").setLevel(logging.WARNING)
+            logging.getLogger("nlsq").propagate = False
             nlsq = (nlsq, jnp, jax)
             print("NLSQ %s, JAX %s on %s" % (getattr(nlsq[0], "__version__", "?"), jax.__version__,
                                                jax.devices()[0]))
