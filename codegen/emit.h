@@ -39,6 +39,9 @@
 
 /* Threads per block the CUDA normal_eq kernel is written for (its reduction assumes it). */
 #define JF_CUDA_BLOCK 256
+/* Up to this many sums (np <= 8) normal_eq keeps them in registers per thread; beyond, it
+ * works on shared-memory tiles (emit_cuda.c). The batched solver needs the register form. */
+#define JF_CUDA_REGISTER_SUMS 45
 
 /* Which language to write. */
 typedef enum jf_emit_target {
@@ -83,6 +86,9 @@ typedef struct jf_emit_options {
                                then ignored): the linear kernel carries no robust-loss code, which
                                cuts NVRTC's compile time by a quarter (docs/PERFORMANCE.md) */
     jf_vec_isa vec_isa;     /* C: vector math for this ISA (default JF_VEC_NONE: exact) */
+    int cuda_batch;         /* CUDA: 1 also emits the device function jf_fit_sums<suffix> (the sums
+                               of one thread's points of one fit, for the batched solver's
+                               kernel, solver/batch_cuda.c); np <= 8 only (register sums) */
     int cuda_single;        /* CUDA: 1 evaluates the model (f and its gradient) in fp32 and converts
                                r and J to fp64 before the loss and the sums (default 0: fp64) */
     int no_normal_eq;       /* C: 1 leaves jf_normal_eq out (default 0). Its unrolled sums are

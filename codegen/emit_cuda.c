@@ -16,9 +16,6 @@
 
 #include "emit.h"
 
-/* Up to this many sums (np <= 8) normal_eq keeps them in registers per thread; beyond, it
- * works on shared-memory tiles (emit_normal_eq_tiled). */
-#define JF_CUDA_REGISTER_SUMS 45
 
 /* Definitions every CUDA unit needs once, whatever the number of models in it. */
 static const char cuda_common[] =
@@ -276,6 +273,32 @@ static void emit_normal_eq(jf_buf *b, const jf_emit_model *em, const jf_emit_opt
                   em->suffix, nacc, nacc);
 }
 
+/* The batched solver's per-thread pass: the sums of points first, first + step, ... of [begin,
+ * end) at p, in registers, written to out[0..nacc) (the caller reduces over the warp). The same
+ * point code as normal_eq. */
+static void emit_fit_sums(jf_buf *b, const jf_emit_model *em, const jf_emit_options *o) {
+    const jf_schedule *s = em->sall;
+    size_t np = em->m->np, nacc = jf_emit_num_acc(np);
+    jf_buf_printf(b,
+                  "#define JF_FIT_NACC%s %zuu\n"
+                  "static __device__ __forceinline__ void jf_fit_sums%s(const double *__restrict__ p,\n"
+                  "        const double *__restrict__ x, jf_index ldx, const double *__restrict__ y,\n"
+                  "        const double *__restrict__ w, jf_index begin, jf_index end, jf_index first,\n"
+                  "        jf_index step, int loss, double f_scale, double *out)\n{\n",
+                  em->suffix, nacc, em->suffix);
+    jf_emit_load_params(b, s, "    ");
+    for (size_t q = 0; q < nacc; q++) jf_buf_printf(b, "    double a%zu = 0.0;\n", q);
+    loss_head(b, o);
+    jf_buf_puts(b, "    (void)x;\n    (void)ldx;\n"
+                   "    for (jf_index i = begin + first; i < end; i += step) {\n");
+    point_rj(b, s, np, 1, "        ");
+    point_cost(b, np, "        ");
+    accumulate(b, np, "        ", "cost");
+    jf_buf_puts(b, "    }\n");
+    for (size_t q = 0; q < nacc; q++) jf_buf_printf(b, "    out[%zu] = a%zu;\n", q, q);
+    jf_buf_puts(b, "}\n\n");
+}
+
 void jf_emit_cuda_model(jf_buf *b, const jf_emit_model *em, const jf_emit_options *o) {
     const struct jf_model *m = em->m;
     const char *real = b->real;
@@ -295,5 +318,6 @@ void jf_emit_cuda_model(jf_buf *b, const jf_emit_model *em, const jf_emit_option
     emit_residual(b, em);
     emit_jacobian_row(b, em);
     emit_normal_eq(b, em, o);
+    if (o->cuda_batch && jf_emit_num_acc(m->np) <= JF_CUDA_REGISTER_SUMS) emit_fit_sums(b, em, o);
     b->real = real;
 }

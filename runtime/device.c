@@ -100,20 +100,22 @@ int jf_device_choose(const jf_device_request *req, char *why, size_t n) {
         snprintf(why, n, "unknown device %d", (int)req->device);
         return -JF_ERR_ARG;
     }
-    if (req->nfits > 1) { /* GPU batches are future work: the CPU runs them in parallel */
+    if (req->nfits > 1 && req->nparams > 8) { /* the batch kernel keeps its sums in registers */
         if (req->device == JF_DEVICE_GPU) {
-            snprintf(why, n, "GPU requested but unavailable: batches of fits run on the CPU only "
-                             "in this build");
+            snprintf(why, n, "GPU requested but unavailable: GPU batches support models of up to "
+                             "8 parameters (this one has %zu)", req->nparams);
             return -JF_ERR_UNAVAILABLE;
         }
-        snprintf(why, n, "cpu: batches of fits run on the CPU in this build");
+        snprintf(why, n, "cpu: GPU batches support up to 8 parameters");
         return JF_DEVICE_CPU;
     }
     int threads = req->threads > 0 ? req->threads : 1;
-    double terms = (double)req->npoints * (double)(req->nparams + 1);
+    /* a batch: the work of all its fits (npoints is the largest fit's) */
+    double points = (double)req->npoints * (double)(req->nfits > 1 ? req->nfits : 1);
+    double terms = points * (double)(req->nparams + 1);
     double t_cpu = COST_ITERATIONS * terms * COST_CPU_TERM_S / threads;
     double t_gpu = COST_GPU_FIXED_S + COST_ITERATIONS * terms * COST_GPU_TERM_S +
-                   (double)req->npoints * 8.0 * (double)(req->nvars + 2) / COST_PCIE_BPS;
+                   points * 8.0 * (double)(req->nvars + 2) / COST_PCIE_BPS;
     /* AUTO does not probe for a fit the CPU finishes before a GPU could start: the probe
      * (dlopen of libcuda, cuInit) alone costs more. The probe's result is kept by cuda_api.c. */
     if (req->device == JF_DEVICE_AUTO && t_cpu < COST_GPU_FIXED_S) {

@@ -339,10 +339,11 @@ static int solve_gpu(const fit_setup *s, jf_problem *prob, jf_gpu_problem *gp,
 
 /* Runs one checked fit from x0 and fills *out. With fallback (MSG_LEN bytes) not NULL the fit
  * runs on the GPU (s->gpu), and FIT_GPU_FALLBACK means: not enough device memory, see
- * fallback, run it on the CPU. */
+ * fallback, run it on the CPU. With pre not NULL the iterations already ran (a GPU batch):
+ * only the finish runs, with the CPU kernels. */
 static int run_fit(const fit_setup *s, const jf_data *d, const double *w, const double *x0,
                    jf_pool *pool, const jf_lm_config *cfg, double t_start, jf_fit_result **out,
-                   char **errmsg, char *fallback) {
+                   char **errmsg, char *fallback, const jf_batch_out *pre) {
     const struct jf_model *m = s->m;
     size_t np = m->np, n = d->n;
     result_block *b = result_alloc(np);
@@ -380,6 +381,15 @@ static int run_fit(const fit_setup *s, const jf_data *d, const double *w, const 
             if (code == FIT_GPU_FALLBACK) return code;
             return fail(errmsg, code, "GPU fit failed: %s", gwhy);
         }
+    } else if (pre) {
+        memcpy(r->params, pre->x, np * sizeof(double));
+        memset(&st, 0, sizeof st);
+        st.status = pre->status;
+        st.nfev = pre->nfev;
+        st.iterations = pre->iterations;
+        st.cost = pre->cost;
+        st.optimality = pre->status == JF_FIT_NONFINITE ? NAN : pre->optimality;
+        code = jf_lm_finish(&prob, cfg, r->params, &st, pre->A, pre->g);
     } else {
         code = jf_fit_host_resident ? jf_lm_solve_resident(&prob, cfg, r->params, &st)
                                     : jf_lm_solve(&prob, cfg, r->params, &st);
@@ -463,9 +473,9 @@ static int run_fit(const fit_setup *s, const jf_data *d, const double *w, const 
         return fail(errmsg, code, "%s during the fit", jf_status_string(code));
     }
     r->success = r->status >= JF_FIT_FTOL && r->status <= JF_FIT_GTOL;
-    r->backend = fallback ? JF_BACKEND_CUDA : (int)jf_kernels_backend(s->k);
-    r->cache = fallback ? s->cuda_cache : (int)jf_kernels_cache_result(s->k);
-    r->host_syncs = gs.loop_syncs;
+    r->backend = fallback || pre ? JF_BACKEND_CUDA : (int)jf_kernels_backend(s->k);
+    r->cache = fallback || pre ? s->cuda_cache : (int)jf_kernels_cache_result(s->k);
+    r->host_syncs = pre ? 1 : gs.loop_syncs;
     r->time_compile_ms = s->compile_ms;
     double t_end = now_ms();
     r->time_solve_ms = t_end - t_solve;
@@ -532,7 +542,7 @@ int jf_fit(const jf_model *m, const jf_data *data, const jf_fit_options *opts,
     jf_lm_config cfg = make_config(&s, 1);
     if (st == JF_OK && s.gpu) {
         char fallback[MSG_LEN] = "";
-        st = run_fit(&s, data, w, x0, NULL, &cfg, t0, out, errmsg, fallback);
+        st = run_fit(&s, data, w, x0, NULL, &cfg, t0, out, errmsg, fallback, NULL);
         if (st == FIT_GPU_FALLBACK) { /* too big for the GPU: the CPU does it */
             char note[MSG_LEN];
             snprintf(note, sizeof note, "cpu: fell back from the GPU: %.400s", fallback);
@@ -547,7 +557,7 @@ int jf_fit(const jf_model *m, const jf_data *data, const jf_fit_options *opts,
         /* Threads pay off only with more than one chunk of points. */
         int nt = jf_threads_resolve(s.o.nthreads);
         if (nt > 1 && data->n > 4096) pool = jf_pool_create(nt);
-        st = run_fit(&s, data, w, x0, pool, &cfg, t0, out, errmsg, NULL);
+        st = run_fit(&s, data, w, x0, pool, &cfg, t0, out, errmsg, NULL, NULL);
     }
 done:
     jf_pool_free(pool);
@@ -570,6 +580,7 @@ typedef struct batch_ctx {
     size_t done;              /* fits finished; guarded by lock */
     double last_report;       /* time of the last batch_progress call (ms); guarded by lock */
     pthread_mutex_t lock;     /* serializes the batch_progress callback */
+    const jf_batch_out *pre;  /* GPU batch: nfits device results (status -1: not run), or NULL */
 } batch_ctx;
 
 /* Interval between batch_progress calls: often enough for a live counter, rarely enough that a
@@ -606,14 +617,79 @@ static void batch_task(void *vctx, size_t i, int worker) {
         jf_bounds_start(s->m, c->p0 ? c->p0 + i * np : s->o.p0, s->lo, s->hi, x0, msg,
                         sizeof msg) != JF_OK)
         st = fail(em, JF_ERR_ARG, "%s", msg);
+    if (st == JF_OK && c->pre && c->pre[i].status < 0)
+        st = fail(em, JF_ERR_INTERNAL, "the GPU batch did not run this fit");
     if (st == JF_OK) {
         jf_lm_config cfg = make_config(s, 0);
-        st = run_fit(s, &c->data[i], w, x0, NULL, &cfg, c->t0, &c->results[i], em, NULL);
+        st = run_fit(s, &c->data[i], w, x0, NULL, &cfg, c->t0, &c->results[i], em, NULL,
+                     c->pre ? &c->pre[i] : NULL);
     }
     c->codes[i] = st;
     free(w);
     free(x0);
     batch_progress(c);
+}
+
+/* The iterations of a GPU batch: every fit that passes its checks goes to the device in one
+ * launch; pre[i] receives its loop's result (status -1 for fits that did not pass: the CPU
+ * pass over the batch reports their errors). JF_OK, FIT_GPU_FALLBACK (not enough GPU memory:
+ * reason in fallback) or an error with the reason in why. */
+static int batch_gpu_iterations(const fit_setup *s, size_t nfits, const jf_data *data,
+                                const double *p0, jf_batch_out *pre, double *store, char *why,
+                                size_t n, char *fallback) {
+    const struct jf_model *m = s->m;
+    size_t np = m->np, nok = 0;
+    jf_batch_fit *fits = calloc(nfits, sizeof *fits);
+    size_t *map = calloc(nfits, sizeof *map);
+    double **ws = calloc(nfits, sizeof *ws);
+    double *x0 = malloc(nfits * np * sizeof *x0);
+    jf_batch_out *outs = calloc(nfits, sizeof *outs);
+    int code = JF_OK;
+    if (!fits || !map || !ws || !x0 || !outs) {
+        snprintf(why, n, "out of memory");
+        code = JF_ERR_NOMEM;
+        goto done;
+    }
+    for (size_t i = 0; i < nfits; i++) {
+        pre[i].status = -1;
+        pre[i].x = store + i * (np * np + 2 * np);
+        pre[i].A = pre[i].x + np;
+        pre[i].g = pre[i].A + np * np;
+        char msg[MSG_LEN];
+        if (check_data(s, &data[i], &ws[i], NULL) != JF_OK ||
+            jf_bounds_start(m, p0 ? p0 + i * np : s->o.p0, s->lo, s->hi, x0 + i * np, msg,
+                            sizeof msg) != JF_OK)
+            continue;
+        fits[nok].n = data[i].n;
+        fits[nok].x = data[i].x;
+        fits[nok].ldx = data[i].ldx ? data[i].ldx : data[i].n;
+        fits[nok].y = data[i].y;
+        fits[nok].w = ws[i];
+        fits[nok].x0 = x0 + i * np;
+        outs[nok] = pre[i];
+        map[nok++] = i;
+    }
+    if (nok) {
+        jf_jit_options jo;
+        memset(&jo, 0, sizeof jo);
+        jo.no_cache = s->o.no_cache;
+        jo.single_precision = s->o.single_precision;
+        jf_lm_config cfg = make_config(s, 0);
+        code = jf_batch_cuda_run(m, &jo, s->o.loss, s->o.f_scale, nok, fits, &cfg, outs, why, n);
+        if (code == JF_ERR_NOMEM && strstr(why, "GPU memory")) {
+            snprintf(fallback, MSG_LEN, "%s", why);
+            code = FIT_GPU_FALLBACK;
+        }
+        for (size_t k = 0; code == JF_OK && k < nok; k++) pre[map[k]] = outs[k];
+    }
+done:
+    for (size_t i = 0; ws && i < nfits; i++) free(ws[i]);
+    free(ws);
+    free(fits);
+    free(map);
+    free(x0);
+    free(outs);
+    return code;
 }
 
 int jf_fit_batch(const jf_model *m, size_t nfits, const jf_data *data, const double *p0,
@@ -644,7 +720,45 @@ int jf_fit_batch(const jf_model *m, size_t nfits, const jf_data *data, const dou
         setup_free(&s);
         return JF_ERR_NOMEM;
     }
-    batch_ctx c = {&s, data, p0, results, errmsgs, codes, t0, nfits, 0, t0, PTHREAD_MUTEX_INITIALIZER};
+    jf_batch_out *pre = NULL;
+    double *store = NULL;
+    if (s.gpu) {
+        size_t np = m->np;
+        char why[MSG_LEN] = "", fallback[MSG_LEN] = "";
+        pre = calloc(nfits, sizeof *pre);
+        store = malloc(nfits * (np * np + 2 * np) * sizeof *store);
+        st = pre && store ? batch_gpu_iterations(&s, nfits, data, p0, pre, store, why, sizeof why,
+                                                 fallback)
+                          : JF_ERR_NOMEM;
+        if (st == FIT_GPU_FALLBACK) { /* the CPU runs the batch */
+            char note[MSG_LEN];
+            snprintf(note, sizeof note, "cpu: fell back from the GPU: %.400s", fallback);
+            memcpy(s.device_note, note, sizeof note);
+            free(pre);
+            pre = NULL;
+        } else if (st == JF_OK) {
+            size_t len = strlen(s.device_note);
+            snprintf(s.device_note + len, sizeof s.device_note - len,
+                     "; batch: one launch, a warp per fit, then the finish on the CPU");
+        }
+        /* the finish (polish, statistics) and a fallback need the CPU kernels */
+        if (st == JF_OK || st == FIT_GPU_FALLBACK) st = setup_cpu_kernels(&s, &setup_err);
+        else if (!setup_err) setup_err = strdup(why[0] ? why : "out of memory");
+        if (st != JF_OK) {
+            if (errmsgs)
+                for (size_t i = 0; i < nfits; i++)
+                    errmsgs[i] = setup_err ? strdup(setup_err) : NULL;
+            free(setup_err);
+            free(pre);
+            free(store);
+            free(codes);
+            setup_free(&s);
+            return st;
+        }
+        st = JF_OK;
+    }
+    batch_ctx c = {&s, data, p0, results, errmsgs, codes, t0, nfits, 0, t0, PTHREAD_MUTEX_INITIALIZER,
+                   pre};
     int nt = jf_threads_resolve(s.o.nthreads);
     jf_pool *pool = (nt > 1 && nfits > 1) ? jf_pool_create((size_t)nt < nfits ? nt : (int)nfits) : NULL;
     jf_pool_run(pool, nfits, batch_task, &c);
@@ -654,6 +768,8 @@ int jf_fit_batch(const jf_model *m, size_t nfits, const jf_data *data, const dou
     st = JF_OK;
     for (size_t i = 0; i < nfits && st == JF_OK; i++) st = codes[i];
     free(codes);
+    free(pre);
+    free(store);
     setup_free(&s);
     return st;
 }

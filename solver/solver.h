@@ -262,6 +262,40 @@ JF_INTERNAL void jf_gpu_problem_free(jf_gpu_problem *gp);
 JF_INTERNAL int jf_lm_solve_cuda(jf_problem *prob, jf_gpu_problem *gp, const jf_lm_config *cfg,
                                  double *x, jf_lm_state *st, jf_gpu_stats *stats, char *why,
                                  size_t n);
+/* ---- batch_cuda.c --------------------------------------------------------------------------- */
+
+/* One fit of a GPU batch, checked: n points, x with leading dimension ldx, y, w = 1/sigma or
+ * NULL, and its starting point x0 (np values). */
+typedef struct jf_batch_fit {
+    size_t n;
+    const double *x;
+    size_t ldx;
+    const double *y;
+    const double *w;
+    const double *x0;
+} jf_batch_fit;
+
+/* What the device loop leaves for one fit (x, A and g point to caller memory: np, np², np). */
+typedef struct jf_batch_out {
+    int status;
+    size_t nfev, iterations;
+    double cost, optimality;
+    double *x, *A, *g;
+} jf_batch_out;
+
+/* 1 when a model of np parameters can be batched on the GPU (register sums: np <= 8). */
+JF_INTERNAL int jf_batch_cuda_supported(size_t np);
+/* The CUDA source of m's batch module: its kernels with jf_fit_sums, step.h, lm_core.h and the
+ * warp-per-fit kernel jf_batch_lm (malloc'd; NULL when out of memory). For test_ptx too. */
+JF_INTERNAL char *jf_batch_cuda_source(const struct jf_model *m, int loss, int single_precision);
+/* Runs the device loops of nfits fits in one launch (see batch_cuda.c) and fills out. JF_OK;
+ * JF_ERR_NOMEM when the batch does not fit in GPU memory (fall back to the CPU); another error
+ * with a one-line reason in why. */
+JF_INTERNAL int jf_batch_cuda_run(const struct jf_model *m, const jf_jit_options *jo,
+                                  jf_loss loss, double f_scale, size_t nfits,
+                                  const jf_batch_fit *fits, const jf_lm_config *cfg,
+                                  jf_batch_out *out, char *why, size_t n);
+
 /* The CUDA source of the solver module (which 0: step.h, lm_core.h and the start/judge
  * kernels) or of the WHILE condition kernel (which 1), malloc'd; for the tests that compile it
  * to PTX without a GPU. */

@@ -142,14 +142,20 @@ static void test_choose(const jf_device_info *di) {
         CHECK_CONTAINS(why, jf_device_have_gpu_solver() ? "cpu: no usable GPU (unavailable: "
                                                         : "cpu: jitfit was built without");
     }
-    /* batches stay on the CPU; asking for the GPU with one is an error */
+    /* a batch counts the work of all its fits: 10 fits of 100 points are small */
     req.nfits = 10;
+    req.npoints = 100;
     CHECK(jf_device_choose(&req, why, sizeof why) == JF_DEVICE_CPU);
-    CHECK_STREQ(why, "cpu: batches of fits run on the CPU in this build");
+    CHECK_CONTAINS(why, "cpu: small fit (estimated ");
+    /* GPU batches keep their sums in registers: at most 8 parameters */
+    req.nparams = 9;
+    CHECK(jf_device_choose(&req, why, sizeof why) == JF_DEVICE_CPU);
+    CHECK_STREQ(why, "cpu: GPU batches support up to 8 parameters");
     req.device = JF_DEVICE_GPU;
     CHECK(jf_device_choose(&req, why, sizeof why) == -JF_ERR_UNAVAILABLE);
+    CHECK_CONTAINS(why, "up to 8 parameters (this one has 9)");
     req.nfits = 1;
-    req.npoints = 100;
+    req.nparams = 3;
 
     CHECK(jf_device_choose(&req, why, sizeof why) == (di->gpu_ok ? JF_DEVICE_GPU : -JF_ERR_UNAVAILABLE));
     if (!di->gpu_ok) {

@@ -1,0 +1,219 @@
+/* GPU batches: many small independent fits in one kernel launch.
+ *
+ * All fits' data are packed into one set of columns (fit f owns points [off[f], off[f+1])) and
+ * copied once; every fit has its own jf_lmc state and workspace (solver/lm_core.h) in device
+ * memory. One launch runs everything: each warp takes a fit, its 32 lanes sum the normal
+ * equations over the fit's points (the model's jf_fit_sums, generated with the same point code
+ * as normal_eq), a shuffle reduction in fixed order gives lane 0 the totals, and lane 0 runs
+ * the very jf_lmc_start / jf_lmc_judge of the single-fit GPU solver and of the host-driven
+ * tests; the warp repeats until its fit has ended, then takes the next fit (grid-stride), so a
+ * finished fit frees its lanes and no host synchronization happens until all are done.
+ *
+ * The finish (polish, covariance, statistics) runs per fit on the host afterwards, like the
+ * CPU batch (solver/fit.c), so a GPU batch returns what single fits return.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../codegen/emit.h"
+#include "../runtime/cuda_api.h"
+#include "../runtime/jit_nvrtc.h"
+#include "lm_core.h"
+#include "solver.h"
+
+extern const char jf_embed_step_h[];
+extern const char jf_embed_lm_core_h[];
+
+/* Warps per block of the batch kernel. */
+#define WARPS_PER_BLOCK 8
+
+static const char batch_kernel[] =
+    "\n/* ---- batched LM (solver/batch_cuda.c): one warp per fit ---- */\n"
+    "extern \"C\" __global__ void __launch_bounds__(32 * " "8" ")\n"
+    "jf_batch_lm(const double *__restrict__ x, jf_index ldx, const double *__restrict__ y,\n"
+    "            const double *__restrict__ w, const jf_index *__restrict__ off, unsigned int nfits,\n"
+    "            int loss, double f_scale, jf_lmc *cs, double *wss, int *iwss)\n"
+    "{\n"
+    "    const unsigned int lane = threadIdx.x & 31u;\n"
+    "    const unsigned int nwarps = (gridDim.x * blockDim.x) >> 5;\n"
+    "    for (unsigned int f = (blockIdx.x * blockDim.x + threadIdx.x) >> 5; f < nfits; f += nwarps) {\n"
+    "        jf_lmc *c = cs + f;\n"
+    "        const unsigned long long np = c->np;\n"
+    "        jf_lmc_views v;\n"
+    "        jf_lmc_views_init(&v, wss + (unsigned long long)f * jf_lmc_ws_doubles(np),\n"
+    "                          iwss + (unsigned long long)f * jf_lmc_ws_ints(np), np);\n"
+    "        double a[JF_FIT_NACC];\n"
+    "        const double *p = v.x;\n"
+    "        int more = 1, started = 0;\n"
+    "        while (more) {\n"
+    "            jf_fit_sums(p, x, ldx, y, w, off[f], off[f + 1], lane, 32, loss, f_scale, a);\n"
+    "#pragma unroll\n"
+    "            for (unsigned int q = 0; q < JF_FIT_NACC; q++) a[q] = jf_warp_sum(a[q]);\n"
+    "            if (lane == 0) more = started ? jf_lmc_judge(c, &v, a) : jf_lmc_start(c, &v, a);\n"
+    "            started = 1;\n"
+    "            more = __shfl_sync(0xffffffffu, more, 0);\n"
+    "            __syncwarp(); /* lane 0's x_try is visible to the others */\n"
+    "            p = v.x_try;\n"
+    "        }\n"
+    "    }\n"
+    "}\n";
+
+int jf_batch_cuda_supported(size_t np) { return jf_emit_num_acc(np) <= JF_CUDA_REGISTER_SUMS; }
+
+char *jf_batch_cuda_source(const struct jf_model *m, int loss, int single_precision) {
+    jf_emit_options eo = jf_emit_options_default(JF_EMIT_CUDA);
+    eo.cuda_batch = 1;
+    eo.cuda_loss = loss;
+    eo.cuda_single = single_precision;
+    char *model = jf_emit(m, &eo);
+    if (!model) return NULL;
+    jf_buf b = {0};
+    jf_buf_puts(&b, model);
+    free(model);
+    jf_buf_puts(&b, jf_embed_step_h);
+    jf_buf_puts(&b, jf_embed_lm_core_h);
+    jf_buf_puts(&b, batch_kernel);
+    return jf_buf_take(&b);
+}
+
+/* Device buffers of a batch. */
+typedef struct batch_mem {
+    jf_devptr x, y, w, off, cs, ws, iws;
+} batch_mem;
+
+static void batch_mem_free(batch_mem *bm) {
+    jf_devptr *all[] = {&bm->x, &bm->y, &bm->w, &bm->off, &bm->cs, &bm->ws, &bm->iws};
+    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) jf_cuda_free(*all[i]);
+}
+
+int jf_batch_cuda_run(const struct jf_model *m, const jf_jit_options *jo, jf_loss loss,
+                      double f_scale, size_t nfits, const jf_batch_fit *fits,
+                      const jf_lm_config *cfg, jf_batch_out *out, char *why, size_t n) {
+    size_t np = m->np, nv = m->nv, total = 0;
+    int weighted = 0;
+    if (!jf_batch_cuda_supported(np)) {
+        snprintf(why, n, "GPU batches support models of up to 8 parameters (this one has %zu)", np);
+        return JF_ERR_UNAVAILABLE;
+    }
+    for (size_t f = 0; f < nfits; f++) {
+        total += fits[f].n;
+        weighted |= fits[f].w != NULL;
+    }
+    size_t nws = jf_lmc_ws_doubles(np), niws = jf_lmc_ws_ints(np);
+    size_t need = (total * (nv + 1 + (size_t)weighted)) * sizeof(double) +
+                  (nfits + 1) * sizeof(unsigned long long) +
+                  nfits * (sizeof(jf_lmc) + nws * sizeof(double) + niws * sizeof(int));
+    size_t fr = 0, tot = 0;
+    size_t avail = jf_cuda_mem_info(&fr, &tot) == JF_OK ? fr / 10 * 9 : (size_t)-1;
+    const char *lim = getenv("JITFIT_MAX_GPU_MEM");
+    if (lim && *lim) {
+        char *end;
+        double v = strtod(lim, &end);
+        if (end != lim && v >= 0 && (double)avail > v) avail = (size_t)v;
+    }
+    if (need > avail) {
+        snprintf(why, n, "the batch needs %.1f MiB of GPU memory, %.1f MiB are usable",
+                 (double)need / 1048576.0, (double)avail / 1048576.0);
+        return JF_ERR_NOMEM;
+    }
+
+    char *src = jf_batch_cuda_source(m, (int)loss, jo ? jo->single_precision : 0);
+    if (!src) {
+        snprintf(why, n, "out of memory");
+        return JF_ERR_NOMEM;
+    }
+    static const char *const names[] = {"jf_batch_lm"};
+    void *fn = NULL;
+    int code = jf_cuda_module_get(src, names, 1, jo, &fn, NULL, why, n, NULL, 0);
+    free(src);
+    if (code != JF_OK) return code;
+
+    /* pack: the columns of every fit one after the other; states and workspaces per fit */
+    double *hx = nv ? malloc(nv * total * sizeof *hx) : NULL;
+    double *hy = malloc(total * sizeof *hy), *hw = weighted ? malloc(total * sizeof *hw) : NULL;
+    unsigned long long *hoff = malloc((nfits + 1) * sizeof *hoff);
+    jf_lmc *hc = calloc(nfits, sizeof *hc);
+    double *hws = calloc(nfits * nws, sizeof *hws);
+    int *hiws = calloc(nfits * niws, sizeof *hiws);
+    batch_mem bm;
+    memset(&bm, 0, sizeof bm);
+    if ((nv && !hx) || !hy || (weighted && !hw) || !hoff || !hc || !hws || !hiws) {
+        snprintf(why, n, "out of memory");
+        code = JF_ERR_NOMEM;
+        goto done;
+    }
+    size_t at = 0;
+    for (size_t f = 0; f < nfits; f++) {
+        const jf_batch_fit *bf = &fits[f];
+        hoff[f] = at;
+        for (size_t j = 0; j < nv; j++)
+            memcpy(hx + j * total + at, bf->x + j * bf->ldx, bf->n * sizeof(double));
+        memcpy(hy + at, bf->y, bf->n * sizeof(double));
+        for (size_t i = 0; weighted && i < bf->n; i++) hw[at + i] = bf->w ? bf->w[i] : 1.0;
+        at += bf->n;
+        jf_lmc *c = &hc[f];
+        c->np = np;
+        c->max_nfev = cfg->max_nfev;
+        c->ftol = cfg->ftol;
+        c->xtol = cfg->xtol;
+        c->gtol = cfg->gtol;
+        c->use_x_scale = cfg->x_scale != NULL;
+        jf_lmc_views v;
+        jf_lmc_views_init(&v, hws + f * nws, hiws + f * niws, np);
+        memcpy(v.x, bf->x0, np * sizeof(double));
+        memcpy(v.lo, cfg->lo, np * sizeof(double));
+        memcpy(v.hi, cfg->hi, np * sizeof(double));
+        if (cfg->x_scale) memcpy(v.xs, cfg->x_scale, np * sizeof(double));
+    }
+    hoff[nfits] = at;
+    code = JF_OK;
+    if (nv) code = jf_cuda_alloc(&bm.x, nv * total * sizeof(double), why, n);
+    if (code == JF_OK) code = jf_cuda_alloc(&bm.y, total * sizeof(double), why, n);
+    if (code == JF_OK && weighted) code = jf_cuda_alloc(&bm.w, total * sizeof(double), why, n);
+    if (code == JF_OK) code = jf_cuda_alloc(&bm.off, (nfits + 1) * sizeof *hoff, why, n);
+    if (code == JF_OK) code = jf_cuda_alloc(&bm.cs, nfits * sizeof *hc, why, n);
+    if (code == JF_OK) code = jf_cuda_alloc(&bm.ws, nfits * nws * sizeof(double), why, n);
+    if (code == JF_OK) code = jf_cuda_alloc(&bm.iws, nfits * niws * sizeof(int), why, n);
+    if (code == JF_OK && nv) code = jf_cuda_to_device(bm.x, hx, nv * total * sizeof(double), why, n);
+    if (code == JF_OK) code = jf_cuda_to_device(bm.y, hy, total * sizeof(double), why, n);
+    if (code == JF_OK && weighted) code = jf_cuda_to_device(bm.w, hw, total * sizeof(double), why, n);
+    if (code == JF_OK) code = jf_cuda_to_device(bm.off, hoff, (nfits + 1) * sizeof *hoff, why, n);
+    if (code == JF_OK) code = jf_cuda_to_device(bm.cs, hc, nfits * sizeof *hc, why, n);
+    if (code == JF_OK) code = jf_cuda_to_device(bm.ws, hws, nfits * nws * sizeof(double), why, n);
+    if (code == JF_OK) {
+        unsigned long long ldx = total;
+        unsigned int nf = (unsigned int)nfits;
+        int loss_ = (int)loss;
+        double fs = f_scale;
+        void *args[] = {&bm.x, &ldx, &bm.y, &bm.w, &bm.off, &nf, &loss_, &fs, &bm.cs, &bm.ws, &bm.iws};
+        size_t blocks = (nfits + WARPS_PER_BLOCK - 1) / WARPS_PER_BLOCK;
+        if (blocks > 65535) blocks = 65535; /* the kernel strides over the rest */
+        code = jf_cuda_launch(fn, (unsigned)blocks, 32 * WARPS_PER_BLOCK, 0, args, why, n);
+    }
+    if (code == JF_OK) code = jf_cuda_to_host(hc, bm.cs, nfits * sizeof *hc, why, n);
+    if (code == JF_OK) code = jf_cuda_to_host(hws, bm.ws, nfits * nws * sizeof(double), why, n);
+    for (size_t f = 0; code == JF_OK && f < nfits; f++) {
+        jf_lmc_views v;
+        jf_lmc_views_init(&v, hws + f * nws, hiws + f * niws, np);
+        jf_batch_out *o = &out[f];
+        o->status = hc[f].status;
+        o->nfev = hc[f].nfev;
+        o->iterations = hc[f].iterations;
+        o->cost = hc[f].F;
+        o->optimality = hc[f].gnorm;
+        memcpy(o->x, v.x, np * sizeof(double));
+        memcpy(o->A, v.A, np * np * sizeof(double));
+        memcpy(o->g, v.g, np * sizeof(double));
+    }
+done:
+    batch_mem_free(&bm);
+    free(hx);
+    free(hy);
+    free(hw);
+    free(hoff);
+    free(hc);
+    free(hws);
+    free(hiws);
+    return code;
+}
