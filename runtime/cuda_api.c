@@ -99,6 +99,31 @@ int jf_cuda_graph_kernel(jf_cuda_graph *g, void *fn, unsigned grid, unsigned blo
     snprintf(why, n, "%s", no_headers);
     return JF_ERR_UNAVAILABLE;
 }
+int jf_cuda_graph_kernel_deps(jf_cuda_graph *g, void *fn, unsigned grid, unsigned block,
+                              void **args, void *const *deps, int ndeps, void **node_out,
+                              char *why, size_t n) {
+    (void)deps, (void)ndeps;
+    if (node_out) *node_out = NULL;
+    return jf_cuda_graph_kernel(g, fn, grid, block, args, why, n);
+}
+int jf_cuda_graph_copy_deps(jf_cuda_graph *g, jf_devptr dst, const void *src, size_t bytes,
+                            void *const *deps, int ndeps, void **node_out, char *why, size_t n) {
+    (void)g, (void)dst, (void)src, (void)bytes, (void)deps, (void)ndeps;
+    if (node_out) *node_out = NULL;
+    snprintf(why, n, "%s", no_headers);
+    return JF_ERR_UNAVAILABLE;
+}
+int jf_cuda_host_alloc(void **p, size_t bytes, char *why, size_t n) {
+    (void)bytes;
+    *p = NULL;
+    snprintf(why, n, "%s", no_headers);
+    return JF_ERR_UNAVAILABLE;
+}
+void jf_cuda_host_free(void *p) { (void)p; }
+void *jf_cuda_graph_last(jf_cuda_graph *g) {
+    (void)g;
+    return NULL;
+}
 int jf_cuda_graph_while_handle(jf_cuda_graph *g, unsigned long long *handle, char *why, size_t n) {
     (void)g;
     *handle = 0;
@@ -178,7 +203,10 @@ unsigned long jf_cuda_graph_syncs(const jf_cuda_graph *g) {
     X(cuGraphInstantiate)                                                                          \
     X(cuGraphLaunch)                                                                               \
     X(cuGraphExecDestroy)                                                                          \
-    X(cuGraphDestroy)
+    X(cuGraphDestroy)                                                                              \
+    X(cuGraphAddMemcpyNode)                                                                        \
+    X(cuMemHostAlloc)                                                                              \
+    X(cuMemFreeHost)
 
 /* The resolved driver, filled once by load_driver. */
 static struct {
@@ -496,8 +524,26 @@ void jf_cuda_graph_free(jf_cuda_graph *g) {
     free(g);
 }
 
-int jf_cuda_graph_kernel(jf_cuda_graph *g, void *fn, unsigned grid, unsigned block, void **args,
-                         char *why, size_t n) {
+/* Dependencies of a new node: the given ones, or (ndeps < 0) the previous node of the current
+ * sequence. Points deps_out at an array of *count nodes. */
+static void node_deps(jf_cuda_graph *g, void *const *deps, int ndeps, CUgraphNode *buf,
+                      const CUgraphNode **deps_out, size_t *count) {
+    CUgraphNode *last = g->body ? &g->last_body : &g->last;
+    if (ndeps < 0) {
+        *deps_out = *last ? last : NULL;
+        *count = *last ? 1 : 0;
+        return;
+    }
+    size_t k = 0;
+    for (int i = 0; i < ndeps && i < JF_CUDA_GRAPH_MAX_DEPS; i++)
+        if (deps[i]) buf[k++] = (CUgraphNode)deps[i];
+    *deps_out = k ? buf : NULL;
+    *count = k;
+}
+
+int jf_cuda_graph_kernel_deps(jf_cuda_graph *g, void *fn, unsigned grid, unsigned block,
+                              void **args, void *const *deps, int ndeps, void **node_out,
+                              char *why, size_t n) {
     CUDA_KERNEL_NODE_PARAMS kp;
     memset(&kp, 0, sizeof kp);
     kp.func = (CUfunction)fn;
@@ -506,13 +552,60 @@ int jf_cuda_graph_kernel(jf_cuda_graph *g, void *fn, unsigned grid, unsigned blo
     kp.blockDimX = block;
     kp.blockDimY = kp.blockDimZ = 1;
     kp.kernelParams = args;
-    CUgraph where = g->body ? g->body : g->graph;
-    CUgraphNode *last = g->body ? &g->last_body : &g->last;
+    CUgraphNode buf[JF_CUDA_GRAPH_MAX_DEPS];
+    const CUgraphNode *d;
+    size_t nd;
+    node_deps(g, deps, ndeps, buf, &d, &nd);
     CUgraphNode node;
-    CUresult r = cu.cuGraphAddKernelNode(&node, where, *last ? last : NULL, *last ? 1 : 0, &kp);
+    CUresult r = cu.cuGraphAddKernelNode(&node, g->body ? g->body : g->graph, d, nd, &kp);
     if (r != CUDA_SUCCESS) return fail(r, "cannot add a kernel to the CUDA graph", why, n, JF_ERR_INTERNAL);
-    *last = node;
+    *(g->body ? &g->last_body : &g->last) = node;
+    if (node_out) *node_out = node;
     return JF_OK;
+}
+
+int jf_cuda_graph_kernel(jf_cuda_graph *g, void *fn, unsigned grid, unsigned block, void **args,
+                         char *why, size_t n) {
+    return jf_cuda_graph_kernel_deps(g, fn, grid, block, args, NULL, -1, NULL, why, n);
+}
+
+int jf_cuda_graph_copy_deps(jf_cuda_graph *g, jf_devptr dst, const void *src, size_t bytes,
+                            void *const *deps, int ndeps, void **node_out, char *why, size_t n) {
+    CUDA_MEMCPY3D cp;
+    memset(&cp, 0, sizeof cp);
+    cp.srcMemoryType = CU_MEMORYTYPE_HOST;
+    cp.srcHost = src;
+    cp.dstMemoryType = CU_MEMORYTYPE_DEVICE;
+    cp.dstDevice = (CUdeviceptr)dst;
+    cp.WidthInBytes = bytes;
+    cp.Height = 1;
+    cp.Depth = 1;
+    CUgraphNode buf[JF_CUDA_GRAPH_MAX_DEPS];
+    const CUgraphNode *d;
+    size_t nd;
+    node_deps(g, deps, ndeps, buf, &d, &nd);
+    CUgraphNode node;
+    CUresult r = cu.cuGraphAddMemcpyNode(&node, g->body ? g->body : g->graph, d, nd, &cp, cu.ctx);
+    if (r != CUDA_SUCCESS) return fail(r, "cannot add a copy to the CUDA graph", why, n, JF_ERR_INTERNAL);
+    *(g->body ? &g->last_body : &g->last) = node;
+    if (node_out) *node_out = node;
+    return JF_OK;
+}
+
+void *jf_cuda_graph_last(jf_cuda_graph *g) { return g->body ? g->last_body : g->last; }
+
+int jf_cuda_host_alloc(void **p, size_t bytes, char *why, size_t n) {
+    *p = NULL;
+    int st = jf_cuda_init(why, n);
+    if (st != JF_OK) return st;
+    CUresult r = cu.cuMemHostAlloc(p, bytes ? bytes : 8, 0);
+    if (r != CUDA_SUCCESS)
+        return fail(r, "cannot allocate pinned host memory", why, n, JF_ERR_NOMEM);
+    return JF_OK;
+}
+
+void jf_cuda_host_free(void *p) {
+    if (p && cu.ok) cu.cuMemFreeHost(p);
 }
 
 int jf_cuda_graph_while_handle(jf_cuda_graph *g, unsigned long long *handle, char *why, size_t n) {

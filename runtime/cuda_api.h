@@ -96,6 +96,26 @@ JF_INTERNAL int jf_cuda_graph_new(jf_cuda_graph **g, const jf_cuda_graph *same_s
  * are copied now. */
 JF_INTERNAL int jf_cuda_graph_kernel(jf_cuda_graph *g, void *fn, unsigned grid, unsigned block,
                                      void **args, char *why, size_t n);
+/* Most dependencies of one node added with explicit dependencies. */
+#define JF_CUDA_GRAPH_MAX_DEPS 64
+/* Like jf_cuda_graph_kernel, with explicit dependencies: the node handles deps[0..ndeps) (NULL
+ * entries skipped; ndeps < 0: the previous node of the current sequence, as
+ * jf_cuda_graph_kernel). The new node becomes the sequence's last; *node_out (if not NULL)
+ * receives its handle, for later dependencies. */
+JF_INTERNAL int jf_cuda_graph_kernel_deps(jf_cuda_graph *g, void *fn, unsigned grid,
+                                          unsigned block, void **args, void *const *deps,
+                                          int ndeps, void **node_out, char *why, size_t n);
+/* A copy of bytes from host memory src (pinned: jf_cuda_host_alloc, for the copy to overlap
+ * with kernels) to dst, as a graph node with dependencies as jf_cuda_graph_kernel_deps. */
+JF_INTERNAL int jf_cuda_graph_copy_deps(jf_cuda_graph *g, jf_devptr dst, const void *src,
+                                        size_t bytes, void *const *deps, int ndeps,
+                                        void **node_out, char *why, size_t n);
+/* The last node of the current sequence (NULL when it is empty), for explicit dependencies. */
+JF_INTERNAL void *jf_cuda_graph_last(jf_cuda_graph *g);
+/* Page-locked host memory (cuMemHostAlloc), for copies that run asynchronously. JF_OK or
+ * JF_ERR_NOMEM / JF_ERR_UNAVAILABLE with the reason in why. */
+JF_INTERNAL int jf_cuda_host_alloc(void **p, size_t bytes, char *why, size_t n);
+JF_INTERNAL void jf_cuda_host_free(void *p);
 /* A condition for a WHILE node of g (a cudaGraphConditionalHandle for device code; 0 at each
  * launch until a kernel sets it). JF_ERR_UNAVAILABLE when conditional nodes are not available. */
 JF_INTERNAL int jf_cuda_graph_while_handle(jf_cuda_graph *g, unsigned long long *handle,

@@ -315,15 +315,20 @@ static int solve_gpu(const fit_setup *s, jf_problem *prob, jf_gpu_problem *gp,
         double v = strtod(lim, &end);
         if (end != lim && v >= 0 && (double)avail > v) avail = (size_t)v;
     }
-    if (need > avail) {
-        snprintf(fallback, MSG_LEN, "the data need %.1f MiB of GPU memory, %.1f MiB are usable",
-                 (double)need / 1048576.0, (double)avail / 1048576.0);
-        return FIT_GPU_FALLBACK;
-    }
-    int code = jf_gpu_problem_init(gp, prob, s->ck, m->nv);
-    if (code == JF_ERR_NOMEM) {
-        snprintf(fallback, MSG_LEN, "out of GPU memory (%.300s)", gp->why);
-        return FIT_GPU_FALLBACK;
+    int code;
+    if (need > avail) { /* stream the data through the GPU, or leave them to the CPU */
+        code = jf_gpu_problem_init_streamed(gp, prob, s->ck, m->nv, avail);
+        if (code == JF_ERR_NOMEM) {
+            snprintf(fallback, MSG_LEN, "the data need %.1f MiB of GPU memory, %.1f MiB are usable, "
+                     "and %.300s", (double)need / 1048576.0, (double)avail / 1048576.0, gp->why);
+            return FIT_GPU_FALLBACK;
+        }
+    } else {
+        code = jf_gpu_problem_init(gp, prob, s->ck, m->nv);
+        if (code == JF_ERR_NOMEM) {
+            snprintf(fallback, MSG_LEN, "out of GPU memory (%.300s)", gp->why);
+            return FIT_GPU_FALLBACK;
+        }
     }
     if (code != JF_OK) {
         snprintf(why, n, "%s", gp->why);
@@ -501,6 +506,11 @@ static int run_fit(const fit_setup *s, const jf_data *d, const double *w, const 
                      "%llu iterations (%lu blocking calls after); %s",
                      JF_LM_CUDA_UNROLL, gs.loop_syncs, gs.loop_syncs == 1 ? "" : "s",
                      gs.iterations, gs.finish_syncs, gs.note);
+        if (gp.chunk) {
+            len = strlen(b->device_note);
+            snprintf(b->device_note + len, MSG_LEN - len,
+                     "; data streamed: %zu chunks of %zu points per pass", gp.nchunks, gp.chunk);
+        }
         r->device_note = b->device_note;
     }
     *out = r;

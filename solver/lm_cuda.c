@@ -80,13 +80,43 @@ static unsigned grid_for(size_t npts) {
 }
 
 void jf_gpu_problem_free(jf_gpu_problem *gp) {
-    jf_devptr *all[] = {&gp->x, &gp->y, &gp->w, &gp->p, &gp->partial, &gp->acc, &gp->r, &gp->J};
+    jf_devptr *all[] = {&gp->x,   &gp->y, &gp->w, &gp->p,      &gp->partial,
+                        &gp->acc, &gp->r, &gp->J, &gp->buf[0], &gp->buf[1]};
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) {
         jf_cuda_free(*all[i]);
         *all[i] = 0;
     }
     free(gp->Jc);
     gp->Jc = NULL;
+    jf_cuda_host_free(gp->pinned);
+    gp->pinned = NULL;
+}
+
+/* Streaming: where chunk k's arrays start in the pinned copy and in a device buffer. */
+static const double *chunk_host(const jf_gpu_problem *gp, size_t k) {
+    return gp->pinned + k * gp->ncols * gp->chunk;
+}
+static size_t chunk_len(const jf_gpu_problem *gp, size_t k) {
+    size_t b = k * gp->chunk;
+    return gp->n - b < gp->chunk ? gp->n - b : gp->chunk;
+}
+/* The normal_eq arguments of chunk k in device buffer buf (x columns, y, w at ldx = chunk). */
+typedef struct chunk_args {
+    jf_devptr x, y, w, partial;
+    unsigned long long ldx, begin, end;
+} chunk_args;
+static chunk_args chunk_at(const jf_gpu_problem *gp, size_t k, jf_devptr buf, int weighted) {
+    chunk_args a;
+    size_t nv = gp->ncols - 1 - (gp->weighted ? 1 : 0);
+    size_t cb = gp->chunk * sizeof(double);
+    a.x = buf;
+    a.y = buf + nv * cb;
+    a.w = weighted && gp->weighted ? buf + (nv + 1) * cb : 0;
+    a.partial = gp->partial + k * (size_t)gp->grid * gp->nacc * sizeof(double);
+    a.ldx = gp->chunk;
+    a.begin = 0;
+    a.end = chunk_len(gp, k);
+    return a;
 }
 
 size_t jf_gpu_problem_bytes(size_t n, size_t np, size_t nv, int weighted) {
@@ -114,14 +144,29 @@ static int pass(jf_gpu_problem *gp, const double *p, jf_loss loss, int weighted,
     size_t wn = sizeof gp->why;
     int st = blocking(gp, jf_cuda_to_device(gp->p, p, gp->np * sizeof(double), why, wn));
     if (st != JF_OK) return st;
-    unsigned long long ldx = gp->n, begin = 0, end = gp->n;
     int loss_ = (int)loss;
     double fs = gp->f_scale;
-    jf_devptr w = weighted ? gp->w : 0, nostop = 0;
-    void *args[] = {&gp->p, &gp->x, &ldx, &gp->y, &w, &begin, &end, &loss_, &fs, &gp->partial, &nostop};
-    st = blocking(gp, jf_cuda_launch(gp->fn_normal_eq, gp->grid, JF_CUDA_BLOCK, 0, args, why, wn));
-    if (st != JF_OK) return st;
-    unsigned int nb = gp->grid;
+    jf_devptr nostop = 0;
+    if (gp->chunk) { /* streamed: one chunk at a time through the first buffer */
+        for (size_t k = 0; k < gp->nchunks; k++) {
+            chunk_args a = chunk_at(gp, k, gp->buf[0], weighted);
+            st = blocking(gp, jf_cuda_to_device(gp->buf[0], chunk_host(gp, k),
+                                                gp->ncols * gp->chunk * sizeof(double), why, wn));
+            void *args[] = {&gp->p, &a.x, &a.ldx, &a.y, &a.w, &a.begin, &a.end,
+                            &loss_, &fs, &a.partial, &nostop};
+            if (st == JF_OK)
+                st = blocking(gp, jf_cuda_launch(gp->fn_normal_eq, gp->grid, JF_CUDA_BLOCK, 0, args,
+                                                 why, wn));
+            if (st != JF_OK) return st;
+        }
+    } else {
+        unsigned long long ldx = gp->n, begin = 0, end = gp->n;
+        jf_devptr w = weighted ? gp->w : 0;
+        void *args[] = {&gp->p, &gp->x, &ldx, &gp->y, &w, &begin, &end, &loss_, &fs, &gp->partial, &nostop};
+        st = blocking(gp, jf_cuda_launch(gp->fn_normal_eq, gp->grid, JF_CUDA_BLOCK, 0, args, why, wn));
+        if (st != JF_OK) return st;
+    }
+    unsigned int nb = gp->grid * (unsigned)(gp->chunk ? gp->nchunks : 1);
     void *rargs[] = {&gp->partial, &nb, &gp->acc, &nostop};
     st = blocking(gp, jf_cuda_launch(gp->fn_reduce, 1, JF_CUDA_BLOCK, 0, rargs, why, wn));
     if (st != JF_OK) return st;
@@ -139,7 +184,11 @@ static void op_jacobian(void *ctx, const double *p, double *r, double *J) {
     char *why = gp->why;
     size_t wn = sizeof gp->why;
     int st = JF_OK;
-    if (!gp->J) { /* only small problems materialize J (the polish): allocate on first use */
+    if (gp->chunk) { /* the polish is for small problems, which are never streamed */
+        snprintf(why, wn, "no Jacobian for streamed data");
+        st = blocking(gp, JF_ERR_INTERNAL);
+    }
+    if (st == JF_OK && !gp->J) { /* only small problems materialize J (the polish) */
         st = blocking(gp, jf_cuda_alloc(&gp->r, n * sizeof(double), why, wn));
         if (st == JF_OK) st = blocking(gp, jf_cuda_alloc(&gp->J, n * np * sizeof(double), why, wn));
         if (st == JF_OK && !(gp->Jc = malloc(n * np * sizeof(double)))) st = JF_ERR_NOMEM;
@@ -172,7 +221,7 @@ static void op_residual_sums(void *ctx, const double *p, double sums[2]) {
     /* the linear-loss pass's last sum is Σ r²: weighted, then (with sigma) unweighted */
     sums[0] = sums[1] = NAN;
     if (pass(gp, p, JF_LOSS_LINEAR, 1, acc) == JF_OK) sums[1] = sums[0] = acc[gp->nacc - 1];
-    if (gp->w && pass(gp, p, JF_LOSS_LINEAR, 0, acc) == JF_OK) sums[0] = acc[gp->nacc - 1];
+    if (gp->weighted && pass(gp, p, JF_LOSS_LINEAR, 0, acc) == JF_OK) sums[0] = acc[gp->nacc - 1];
     free(acc);
 }
 
@@ -200,10 +249,81 @@ int jf_gpu_problem_init(jf_gpu_problem *gp, jf_problem *prob, const jf_cuda_kern
                                n * sizeof(double), why, wn);
     if (st == JF_OK) st = jf_cuda_alloc(&gp->y, n * sizeof(double), why, wn);
     if (st == JF_OK) st = jf_cuda_to_device(gp->y, d->y, n * sizeof(double), why, wn);
+    gp->weighted = d->w != NULL;
     if (st == JF_OK && d->w) st = jf_cuda_alloc(&gp->w, n * sizeof(double), why, wn);
     if (st == JF_OK && d->w) st = jf_cuda_to_device(gp->w, d->w, n * sizeof(double), why, wn);
     if (st == JF_OK)
         st = jf_cuda_alloc(&gp->partial, (size_t)gp->grid * gp->nacc * sizeof(double), why, wn);
+    if (st == JF_OK) st = jf_cuda_alloc(&gp->acc, gp->nacc * sizeof(double), why, wn);
+    if (st != JF_OK) {
+        char keep[sizeof gp->why];
+        memcpy(keep, gp->why, sizeof keep);
+        jf_gpu_problem_free(gp);
+        memcpy(gp->why, keep, sizeof keep);
+        return st;
+    }
+    prob->ops = &gpu_ops;
+    prob->ops_ctx = gp;
+    return JF_OK;
+}
+
+int jf_gpu_problem_init_streamed(jf_gpu_problem *gp, jf_problem *prob,
+                                 const jf_cuda_kernels *k, size_t nv, size_t avail) {
+    size_t n = prob->n, np = prob->np;
+    char *why = gp->why;
+    size_t wn = sizeof gp->why;
+    memset(gp, 0, sizeof *gp);
+    gp->n = n;
+    gp->np = np;
+    gp->nacc = prob->nacc;
+    gp->f_scale = prob->f_scale;
+    gp->fn_normal_eq = jf_cuda_kernels_function(k, JF_CUDA_NORMAL_EQ);
+    gp->fn_reduce = jf_cuda_kernels_function(k, JF_CUDA_REDUCE_BLOCKS);
+    gp->fn_jacobian_row = jf_cuda_kernels_function(k, JF_CUDA_JACOBIAN_ROW);
+    const jf_data_view *d = &prob->view;
+    gp->ncols = nv + 1 + (d->w ? 1 : 0);
+    /* the chunk: as large as two buffers in the free memory allow (the block partials and the
+     * loop state are small), but at most JF_CUDA_GRAPH_MAX_DEPS chunks (the reduction waits
+     * on every one) */
+    size_t fixed = (2 * gp->nacc + np + 4096) * sizeof(double) +
+                   (size_t)JF_CUDA_GRAPH_MAX_DEPS * JF_LM_CUDA_MAX_GRID * gp->nacc * sizeof(double);
+    size_t per_point = 2 * gp->ncols * sizeof(double);
+    size_t chunk = avail > fixed ? (avail - fixed) / per_point : 0;
+    const char *force = getenv("JITFIT_GPU_CHUNK");
+    if (force && *force) {
+        unsigned long long v = strtoull(force, NULL, 10);
+        if (v > 0 && v < chunk) chunk = (size_t)v;
+    }
+    size_t min_chunk = (n + JF_CUDA_GRAPH_MAX_DEPS - 1) / JF_CUDA_GRAPH_MAX_DEPS;
+    if (chunk < min_chunk || chunk == 0) {
+        snprintf(why, wn, "even streaming needs %.1f MiB of GPU memory, %.1f MiB are usable",
+                 (double)(fixed + min_chunk * per_point) / 1048576.0, (double)avail / 1048576.0);
+        return JF_ERR_NOMEM;
+    }
+    if (chunk > n) chunk = n;
+    gp->chunk = chunk;
+    gp->nchunks = (n + chunk - 1) / chunk;
+    gp->grid = grid_for(chunk);
+    /* chunk-major page-locked copy: chunk k holds its x columns, y and w, each `chunk` long */
+    int st = jf_cuda_host_alloc((void **)&gp->pinned,
+                                gp->nchunks * gp->ncols * chunk * sizeof(double), why, wn);
+    if (st == JF_OK) {
+        for (size_t c = 0; c < gp->nchunks; c++) {
+            double *dst = gp->pinned + c * gp->ncols * chunk;
+            size_t b = c * chunk, len = chunk_len(gp, c);
+            for (size_t j = 0; j < nv; j++)
+                memcpy(dst + j * chunk, d->x + j * d->ldx + b, len * sizeof(double));
+            memcpy(dst + nv * chunk, d->y + b, len * sizeof(double));
+            if (d->w) memcpy(dst + (nv + 1) * chunk, d->w + b, len * sizeof(double));
+        }
+    }
+    gp->weighted = d->w != NULL;
+    if (st == JF_OK) st = jf_cuda_alloc(&gp->p, np * sizeof(double), why, wn);
+    for (int b = 0; st == JF_OK && b < 2; b++)
+        st = jf_cuda_alloc(&gp->buf[b], gp->ncols * chunk * sizeof(double), why, wn);
+    if (st == JF_OK)
+        st = jf_cuda_alloc(&gp->partial,
+                           gp->nchunks * (size_t)gp->grid * gp->nacc * sizeof(double), why, wn);
     if (st == JF_OK) st = jf_cuda_alloc(&gp->acc, gp->nacc * sizeof(double), why, wn);
     if (st != JF_OK) {
         char keep[sizeof gp->why];
@@ -230,17 +350,55 @@ static void loop_mem_free(loop_mem *lm) {
     jf_cuda_free(lm->iws);
 }
 
+/* A streamed pass as graph nodes: chunk k is copied into buffer k mod 2 once the kernel that
+ * last used that buffer is done, and its normal_eq runs once it has arrived and p is final
+ * (entry), so the copy of chunk k+1 overlaps the kernel of chunk k; the reduction waits for all
+ * chunks. Each chunk has its own rows of block partials: the sums stay in a fixed order. */
+static int add_streamed_pass(jf_cuda_graph *g, jf_gpu_problem *gp, jf_devptr p, jf_loss loss,
+                             jf_devptr stop, void **reduce_deps, char *why, size_t n) {
+    int loss_ = (int)loss;
+    double fs = gp->f_scale;
+    void *entry = jf_cuda_graph_last(g), *last_use[2] = {NULL, NULL};
+    int st = JF_OK;
+    for (size_t k = 0; st == JF_OK && k < gp->nchunks; k++) {
+        int b = (int)(k & 1);
+        chunk_args a = chunk_at(gp, k, gp->buf[b], 1);
+        void *copy = NULL, *kern = NULL;
+        void *cdeps[2] = {last_use[b], entry};
+        st = jf_cuda_graph_copy_deps(g, gp->buf[b], chunk_host(gp, k),
+                                     gp->ncols * gp->chunk * sizeof(double), cdeps, 2, &copy, why, n);
+        void *kdeps[2] = {copy, entry};
+        void *args[] = {&p, &a.x, &a.ldx, &a.y, &a.w, &a.begin, &a.end, &loss_, &fs, &a.partial, &stop};
+        if (st == JF_OK)
+            st = jf_cuda_graph_kernel_deps(g, gp->fn_normal_eq, gp->grid, JF_CUDA_BLOCK, args, kdeps,
+                                           2, &kern, why, n);
+        last_use[b] = kern;
+        reduce_deps[k] = kern;
+    }
+    return st;
+}
+
 /* Appends normal_eq at device parameters p, the block reduction, then step (start or judge). */
 static int add_iteration(jf_cuda_graph *g, jf_gpu_problem *gp, const loop_mem *lm, jf_devptr p,
                          jf_loss loss, void *step, jf_devptr stop, char *why, size_t n) {
     unsigned long long ldx = gp->n, begin = 0, end = gp->n;
     int loss_ = (int)loss;
     double fs = gp->f_scale;
-    void *args[] = {&p, &gp->x, &ldx, &gp->y, &gp->w, &begin, &end, &loss_, &fs, &gp->partial, &stop};
-    int st = jf_cuda_graph_kernel(g, gp->fn_normal_eq, gp->grid, JF_CUDA_BLOCK, args, why, n);
+    int st;
     unsigned int nb = gp->grid;
     void *rargs[] = {&gp->partial, &nb, &gp->acc, &stop};
-    if (st == JF_OK) st = jf_cuda_graph_kernel(g, gp->fn_reduce, 1, JF_CUDA_BLOCK, rargs, why, n);
+    if (gp->chunk) {
+        void *rdeps[JF_CUDA_GRAPH_MAX_DEPS];
+        nb = gp->grid * (unsigned)gp->nchunks;
+        st = add_streamed_pass(g, gp, p, loss, stop, rdeps, why, n);
+        if (st == JF_OK)
+            st = jf_cuda_graph_kernel_deps(g, gp->fn_reduce, 1, JF_CUDA_BLOCK, rargs, rdeps,
+                                           (int)gp->nchunks, NULL, why, n);
+    } else {
+        void *args[] = {&p, &gp->x, &ldx, &gp->y, &gp->w, &begin, &end, &loss_, &fs, &gp->partial, &stop};
+        st = jf_cuda_graph_kernel(g, gp->fn_normal_eq, gp->grid, JF_CUDA_BLOCK, args, why, n);
+        if (st == JF_OK) st = jf_cuda_graph_kernel(g, gp->fn_reduce, 1, JF_CUDA_BLOCK, rargs, why, n);
+    }
     jf_devptr c = lm->c, ws = lm->ws, iws = lm->iws, acc = gp->acc;
     void *sargs[] = {&c, &ws, &iws, &acc};
     if (st == JF_OK) st = jf_cuda_graph_kernel(g, step, 1, 32, sargs, why, n);

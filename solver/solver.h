@@ -242,6 +242,12 @@ typedef struct jf_gpu_problem {
     jf_devptr x, y, w;           /* data (x packed with ldx = n; w 0 without sigma) */
     jf_devptr p, partial, acc;   /* parameters, block partials, accumulator */
     jf_devptr r, J;              /* residuals and Jacobian (polish only; allocated on use) */
+    size_t chunk;                /* streaming: points per chunk; 0 when the data are resident */
+    size_t nchunks;              /* streaming: chunks per pass */
+    size_t ncols;                /* streaming: arrays per chunk (x columns, y, w if weighted) */
+    int weighted;                /* the fit has weights (1/sigma) */
+    double *pinned;              /* streaming: page-locked chunk-major copy of the data */
+    jf_devptr buf[2];            /* streaming: the two device chunk buffers */
     double *Jc;                  /* host copy of the column-major J */
     unsigned long syncs_after;   /* blocking calls of the ops */
     int failed;                  /* first error of an op (a jf_status), or 0 */
@@ -255,6 +261,13 @@ JF_INTERNAL size_t jf_gpu_problem_bytes(size_t n, size_t np, size_t nv, int weig
  * JF_OK, or JF_ERR_NOMEM (device memory: fall back) / JF_ERR_UNAVAILABLE with gp->why. */
 JF_INTERNAL int jf_gpu_problem_init(jf_gpu_problem *gp, jf_problem *prob,
                                     const struct jf_cuda_kernels *k, size_t nv);
+/* The same for data larger than the device memory `avail` (bytes) allows: the data stay in
+ * page-locked host memory, chunk by chunk, and every pass streams them through two device
+ * buffers, copies overlapped with the kernels ($JITFIT_GPU_CHUNK forces the points per chunk).
+ * JF_OK, or JF_ERR_NOMEM when not even the buffers fit (fall back to the CPU). */
+JF_INTERNAL int jf_gpu_problem_init_streamed(jf_gpu_problem *gp, jf_problem *prob,
+                                             const struct jf_cuda_kernels *k, size_t nv,
+                                             size_t avail);
 JF_INTERNAL void jf_gpu_problem_free(jf_gpu_problem *gp);
 /* jf_lm_solve's contract on the GPU: the loop runs device-resident (see lm_cuda.c), then the
  * shared finish. prob must have been set up by jf_gpu_problem_init. JF_OK, or an error with

@@ -6,7 +6,8 @@
  * errors, as test_resident explains), a robust loss with bounds, sigma. Also: one host
  * synchronization per fit with WHILE graph nodes (and few without: JITFIT_GPU_NO_WHILE), two
  * runs bit-identical, single precision within 0.01 standard errors of fp64, data larger than a
- * forced memory limit fall back to the CPU with a note,
+ * forced memory limit streamed in chunks with the in-memory answer, or, when not even the chunk
+ * buffers fit, fitted on the CPU with a note,
  * `jitfit fit --device gpu -v` reports the synchronizations, and a batch of 300 fits of
  * different lengths in one launch equals the CPU batch (fp64 to 1e-10, fp32 to 0.01 s.e.).
  */
@@ -141,7 +142,28 @@ static void test_sine(void) {
     jf_fit_result_free(a);
     jf_fit_result_free(b);
 
-    /* more data than the (forced) memory limit: the CPU fits them, and says so */
+    /* more data than a (forced) memory limit that still holds two chunk buffers: streamed in
+     * chunks of 10⁵ points, the same answer as in memory (same cost; parameters as far apart as
+     * a different summation order allows without the polish) */
+    setenv("JITFIT_MAX_GPU_MEM", "14000000", 1);
+    setenv("JITFIT_GPU_CHUNK", "100000", 1);
+    a = b = NULL;
+    if (CHECK(jf_fit(m, &db, &o, &b, NULL) == JF_OK)) {
+        CHECK_CONTAINS(b->device_note, "data streamed: 10 chunks of 100000 points");
+        unsetenv("JITFIT_MAX_GPU_MEM");
+        if (CHECK(jf_fit(m, &db, &o, &a, NULL) == JF_OK)) {
+            CHECK(a->success && b->success && b->host_syncs == a->host_syncs);
+            CHECK(fabs(a->cost - b->cost) <= 1e-12 * a->cost);
+            for (int k = 0; k < 5; k++)
+                CHECK(fabs(a->params[k] - b->params[k]) <= 1e-3 * a->std_errors[k]);
+        }
+    }
+    jf_fit_result_free(a);
+    jf_fit_result_free(b);
+    unsetenv("JITFIT_GPU_CHUNK");
+
+    /* more data than the (forced) memory limit, too little even for streaming: the CPU fits
+     * them, and says so */
     setenv("JITFIT_MAX_GPU_MEM", "100000", 1);
     a = NULL;
     if (CHECK(jf_fit(m, &db, &o, &a, NULL) == JF_OK)) {
