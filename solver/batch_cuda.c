@@ -104,14 +104,7 @@ int jf_batch_cuda_run(const struct jf_model *m, const jf_jit_options *jo, jf_los
     size_t need = (total * (nv + 1 + (size_t)weighted)) * sizeof(double) +
                   (nfits + 1) * sizeof(unsigned long long) +
                   nfits * (sizeof(jf_lmc) + nws * sizeof(double) + niws * sizeof(int));
-    size_t fr = 0, tot = 0;
-    size_t avail = jf_cuda_mem_info(&fr, &tot) == JF_OK ? fr / 10 * 9 : (size_t)-1;
-    const char *lim = getenv("JITFIT_MAX_GPU_MEM");
-    if (lim && *lim) {
-        char *end;
-        double v = strtod(lim, &end);
-        if (end != lim && v >= 0 && (double)avail > v) avail = (size_t)v;
-    }
+    size_t avail = jf_gpu_usable_memory();
     if (need > avail) {
         snprintf(why, n, "the batch needs %.1f MiB of GPU memory, %.1f MiB are usable",
                  (double)need / 1048576.0, (double)avail / 1048576.0);
@@ -152,19 +145,7 @@ int jf_batch_cuda_run(const struct jf_model *m, const jf_jit_options *jo, jf_los
         memcpy(hy + at, bf->y, bf->n * sizeof(double));
         for (size_t i = 0; weighted && i < bf->n; i++) hw[at + i] = bf->w ? bf->w[i] : 1.0;
         at += bf->n;
-        jf_lmc *c = &hc[f];
-        c->np = np;
-        c->max_nfev = cfg->max_nfev;
-        c->ftol = cfg->ftol;
-        c->xtol = cfg->xtol;
-        c->gtol = cfg->gtol;
-        c->use_x_scale = cfg->x_scale != NULL;
-        jf_lmc_views v;
-        jf_lmc_views_init(&v, hws + f * nws, hiws + f * niws, np);
-        memcpy(v.x, bf->x0, np * sizeof(double));
-        memcpy(v.lo, cfg->lo, np * sizeof(double));
-        memcpy(v.hi, cfg->hi, np * sizeof(double));
-        if (cfg->x_scale) memcpy(v.xs, cfg->x_scale, np * sizeof(double));
+        jf_lmc_setup(&hc[f], hws + f * nws, hiws + f * niws, np, cfg, bf->x0);
     }
     hoff[nfits] = at;
     code = JF_OK;

@@ -306,15 +306,7 @@ static int solve_gpu(const fit_setup *s, jf_problem *prob, jf_gpu_problem *gp,
                      char *why, size_t n, char *fallback) {
     const struct jf_model *m = s->m;
     size_t need = jf_gpu_problem_bytes(prob->n, prob->np, m->nv, prob->view.w != NULL);
-    size_t fr = 0, tot = 0;
-    /* 90% of what is free now, or less when $JITFIT_MAX_GPU_MEM (bytes) says so */
-    size_t avail = jf_cuda_mem_info(&fr, &tot) == JF_OK ? fr / 10 * 9 : (size_t)-1;
-    const char *lim = getenv("JITFIT_MAX_GPU_MEM");
-    if (lim && *lim) {
-        char *end;
-        double v = strtod(lim, &end);
-        if (end != lim && v >= 0 && (double)avail > v) avail = (size_t)v;
-    }
+    size_t avail = jf_gpu_usable_memory();
     int code;
     if (need > avail) { /* stream the data through the GPU, or leave them to the CPU */
         code = jf_gpu_problem_init_streamed(gp, prob, s->ck, m->nv, avail);

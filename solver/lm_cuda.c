@@ -119,6 +119,18 @@ static chunk_args chunk_at(const jf_gpu_problem *gp, size_t k, jf_devptr buf, in
     return a;
 }
 
+size_t jf_gpu_usable_memory(void) {
+    size_t fr = 0, tot = 0;
+    size_t avail = jf_cuda_mem_info(&fr, &tot) == JF_OK ? fr / 10 * 9 : (size_t)-1;
+    const char *lim = getenv("JITFIT_MAX_GPU_MEM");
+    if (lim && *lim) {
+        char *end;
+        double v = strtod(lim, &end);
+        if (end != lim && v >= 0 && (double)avail > v) avail = (size_t)v;
+    }
+    return avail;
+}
+
 size_t jf_gpu_problem_bytes(size_t n, size_t np, size_t nv, int weighted) {
     size_t nacc = np * (np + 1) / 2 + np + 1;
     size_t per_point = nv + 1 + (weighted ? 1 : 0);
@@ -227,34 +239,22 @@ static void op_residual_sums(void *ctx, const double *p, double sums[2]) {
 
 static const jf_problem_ops gpu_ops = {op_normal_eq, op_jacobian, op_residual_sums};
 
-int jf_gpu_problem_init(jf_gpu_problem *gp, jf_problem *prob, const jf_cuda_kernels *k,
-                        size_t nv) {
-    size_t n = prob->n, np = prob->np;
-    char *why = gp->why;
-    size_t wn = sizeof gp->why;
+/* The part of both set-ups that does not depend on where the data live. */
+static void begin_init(jf_gpu_problem *gp, const jf_problem *prob, const jf_cuda_kernels *k) {
     memset(gp, 0, sizeof *gp);
-    gp->n = n;
-    gp->np = np;
+    gp->n = prob->n;
+    gp->np = prob->np;
     gp->nacc = prob->nacc;
     gp->f_scale = prob->f_scale;
-    gp->grid = grid_for(n);
+    gp->weighted = prob->view.w != NULL;
     gp->fn_normal_eq = jf_cuda_kernels_function(k, JF_CUDA_NORMAL_EQ);
     gp->fn_reduce = jf_cuda_kernels_function(k, JF_CUDA_REDUCE_BLOCKS);
     gp->fn_jacobian_row = jf_cuda_kernels_function(k, JF_CUDA_JACOBIAN_ROW);
-    const jf_data_view *d = &prob->view;
-    int st = jf_cuda_alloc(&gp->p, np * sizeof(double), why, wn);
-    if (st == JF_OK && nv) st = jf_cuda_alloc(&gp->x, nv * n * sizeof(double), why, wn);
-    for (size_t j = 0; st == JF_OK && j < nv; j++) /* columns packed with ldx = n */
-        st = jf_cuda_to_device(gp->x + j * n * sizeof(double), d->x + j * d->ldx,
-                               n * sizeof(double), why, wn);
-    if (st == JF_OK) st = jf_cuda_alloc(&gp->y, n * sizeof(double), why, wn);
-    if (st == JF_OK) st = jf_cuda_to_device(gp->y, d->y, n * sizeof(double), why, wn);
-    gp->weighted = d->w != NULL;
-    if (st == JF_OK && d->w) st = jf_cuda_alloc(&gp->w, n * sizeof(double), why, wn);
-    if (st == JF_OK && d->w) st = jf_cuda_to_device(gp->w, d->w, n * sizeof(double), why, wn);
-    if (st == JF_OK)
-        st = jf_cuda_alloc(&gp->partial, (size_t)gp->grid * gp->nacc * sizeof(double), why, wn);
-    if (st == JF_OK) st = jf_cuda_alloc(&gp->acc, gp->nacc * sizeof(double), why, wn);
+}
+
+/* Ends a set-up: on success the problem's passes run on the device; on failure everything is
+ * released (the reason stays in gp->why). */
+static int attach(jf_gpu_problem *gp, jf_problem *prob, int st) {
     if (st != JF_OK) {
         char keep[sizeof gp->why];
         memcpy(keep, gp->why, sizeof keep);
@@ -267,19 +267,35 @@ int jf_gpu_problem_init(jf_gpu_problem *gp, jf_problem *prob, const jf_cuda_kern
     return JF_OK;
 }
 
+int jf_gpu_problem_init(jf_gpu_problem *gp, jf_problem *prob, const jf_cuda_kernels *k,
+                        size_t nv) {
+    size_t n = prob->n, np = prob->np;
+    char *why = gp->why;
+    size_t wn = sizeof gp->why;
+    begin_init(gp, prob, k);
+    gp->grid = grid_for(n);
+    const jf_data_view *d = &prob->view;
+    int st = jf_cuda_alloc(&gp->p, np * sizeof(double), why, wn);
+    if (st == JF_OK && nv) st = jf_cuda_alloc(&gp->x, nv * n * sizeof(double), why, wn);
+    for (size_t j = 0; st == JF_OK && j < nv; j++) /* columns packed with ldx = n */
+        st = jf_cuda_to_device(gp->x + j * n * sizeof(double), d->x + j * d->ldx,
+                               n * sizeof(double), why, wn);
+    if (st == JF_OK) st = jf_cuda_alloc(&gp->y, n * sizeof(double), why, wn);
+    if (st == JF_OK) st = jf_cuda_to_device(gp->y, d->y, n * sizeof(double), why, wn);
+    if (st == JF_OK && d->w) st = jf_cuda_alloc(&gp->w, n * sizeof(double), why, wn);
+    if (st == JF_OK && d->w) st = jf_cuda_to_device(gp->w, d->w, n * sizeof(double), why, wn);
+    if (st == JF_OK)
+        st = jf_cuda_alloc(&gp->partial, (size_t)gp->grid * gp->nacc * sizeof(double), why, wn);
+    if (st == JF_OK) st = jf_cuda_alloc(&gp->acc, gp->nacc * sizeof(double), why, wn);
+    return attach(gp, prob, st);
+}
+
 int jf_gpu_problem_init_streamed(jf_gpu_problem *gp, jf_problem *prob,
                                  const jf_cuda_kernels *k, size_t nv, size_t avail) {
     size_t n = prob->n, np = prob->np;
     char *why = gp->why;
     size_t wn = sizeof gp->why;
-    memset(gp, 0, sizeof *gp);
-    gp->n = n;
-    gp->np = np;
-    gp->nacc = prob->nacc;
-    gp->f_scale = prob->f_scale;
-    gp->fn_normal_eq = jf_cuda_kernels_function(k, JF_CUDA_NORMAL_EQ);
-    gp->fn_reduce = jf_cuda_kernels_function(k, JF_CUDA_REDUCE_BLOCKS);
-    gp->fn_jacobian_row = jf_cuda_kernels_function(k, JF_CUDA_JACOBIAN_ROW);
+    begin_init(gp, prob, k);
     const jf_data_view *d = &prob->view;
     gp->ncols = nv + 1 + (d->w ? 1 : 0);
     /* the chunk: as large as two buffers in the free memory allow (the block partials and the
@@ -317,7 +333,6 @@ int jf_gpu_problem_init_streamed(jf_gpu_problem *gp, jf_problem *prob,
             if (d->w) memcpy(dst + (nv + 1) * chunk, d->w + b, len * sizeof(double));
         }
     }
-    gp->weighted = d->w != NULL;
     if (st == JF_OK) st = jf_cuda_alloc(&gp->p, np * sizeof(double), why, wn);
     for (int b = 0; st == JF_OK && b < 2; b++)
         st = jf_cuda_alloc(&gp->buf[b], gp->ncols * chunk * sizeof(double), why, wn);
@@ -325,16 +340,7 @@ int jf_gpu_problem_init_streamed(jf_gpu_problem *gp, jf_problem *prob,
         st = jf_cuda_alloc(&gp->partial,
                            gp->nchunks * (size_t)gp->grid * gp->nacc * sizeof(double), why, wn);
     if (st == JF_OK) st = jf_cuda_alloc(&gp->acc, gp->nacc * sizeof(double), why, wn);
-    if (st != JF_OK) {
-        char keep[sizeof gp->why];
-        memcpy(keep, gp->why, sizeof keep);
-        jf_gpu_problem_free(gp);
-        memcpy(gp->why, keep, sizeof keep);
-        return st;
-    }
-    prob->ops = &gpu_ops;
-    prob->ops_ctx = gp;
-    return JF_OK;
+    return attach(gp, prob, st);
 }
 
 /* ---- the loop ------------------------------------------------------------------------------- */
@@ -500,13 +506,6 @@ int jf_lm_solve_cuda(jf_problem *prob, jf_gpu_problem *gp, const jf_lm_config *c
     double *ws = calloc(nws, sizeof *ws);
     int *iws = calloc(niws, sizeof *iws); /* only for the views: the device has its own */
     jf_lmc c;
-    memset(&c, 0, sizeof c);
-    c.np = np;
-    c.max_nfev = cfg->max_nfev;
-    c.ftol = cfg->ftol;
-    c.xtol = cfg->xtol;
-    c.gtol = cfg->gtol;
-    c.use_x_scale = cfg->x_scale != NULL;
     loop_mem lm;
     memset(&lm, 0, sizeof lm);
     if (!ws || !iws) {
@@ -515,12 +514,9 @@ int jf_lm_solve_cuda(jf_problem *prob, jf_gpu_problem *gp, const jf_lm_config *c
         snprintf(why, n, "out of memory");
         return JF_ERR_NOMEM;
     }
+    jf_lmc_setup(&c, ws, iws, np, cfg, x);
     jf_lmc_views v;
     jf_lmc_views_init(&v, ws, iws, np);
-    memcpy(v.x, x, np * sizeof(double));
-    memcpy(v.lo, cfg->lo, np * sizeof(double));
-    memcpy(v.hi, cfg->hi, np * sizeof(double));
-    if (cfg->x_scale) memcpy(v.xs, cfg->x_scale, np * sizeof(double));
     code = jf_cuda_alloc(&lm.c, sizeof c, why, n);
     if (code == JF_OK) code = jf_cuda_alloc(&lm.ws, nws * sizeof(double), why, n);
     if (code == JF_OK) code = jf_cuda_alloc(&lm.iws, niws * sizeof(int), why, n);
@@ -537,14 +533,8 @@ int jf_lm_solve_cuda(jf_problem *prob, jf_gpu_problem *gp, const jf_lm_config *c
         return code;
     }
     stats->iterations = c.iterations;
-    memcpy(x, v.x, np * sizeof(double));
-    st->status = c.status;
-    st->nfev = c.nfev;
-    st->iterations = c.iterations;
-    st->cost = c.F;
-    st->optimality = c.status == JF_LMC_NONFINITE ? NAN : c.gnorm;
     gp->syncs_after = 0;
-    code = jf_lm_finish(prob, cfg, x, st, v.A, v.g);
+    code = jf_lmc_finish(prob, cfg, &c, ws, iws, x, st);
     stats->finish_syncs = gp->syncs_after;
     free(ws);
     free(iws);

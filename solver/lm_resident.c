@@ -27,6 +27,37 @@ static void report(const jf_lm_config *cfg, const jf_lmc *c, int first) {
     cfg->progress(cfg->progress_ctx, &info);
 }
 
+void jf_lmc_setup(jf_lmc *c, double *ws, int *iws, size_t np, const jf_lm_config *cfg,
+                  const double *x) {
+    memset(c, 0, sizeof *c);
+    c->np = np;
+    c->max_nfev = cfg->max_nfev;
+    c->ftol = cfg->ftol;
+    c->xtol = cfg->xtol;
+    c->gtol = cfg->gtol;
+    c->use_x_scale = cfg->x_scale != NULL;
+    jf_lmc_views v;
+    jf_lmc_views_init(&v, ws, iws, np);
+    memcpy(v.x, x, np * sizeof(double));
+    memcpy(v.lo, cfg->lo, np * sizeof(double));
+    memcpy(v.hi, cfg->hi, np * sizeof(double));
+    if (cfg->x_scale) memcpy(v.xs, cfg->x_scale, np * sizeof(double));
+}
+
+int jf_lmc_finish(jf_problem *prob, const jf_lm_config *cfg, const struct jf_lmc *c, double *ws,
+                  int *iws, double *x, jf_lm_state *st) {
+    size_t np = prob->np;
+    jf_lmc_views v;
+    jf_lmc_views_init(&v, ws, iws, np);
+    memcpy(x, v.x, np * sizeof(double));
+    st->status = c->status;
+    st->nfev = c->nfev;
+    st->iterations = c->iterations;
+    st->cost = c->F;
+    st->optimality = c->status == JF_LMC_NONFINITE ? NAN : c->gnorm;
+    return jf_lm_finish(prob, cfg, x, st, v.A, v.g);
+}
+
 int jf_lm_solve_resident(jf_problem *prob, const jf_lm_config *cfg, double *x, jf_lm_state *st) {
     memset(st, 0, sizeof *st);
     size_t np = prob->np;
@@ -40,19 +71,9 @@ int jf_lm_solve_resident(jf_problem *prob, const jf_lm_config *cfg, double *x, j
         return JF_ERR_NOMEM;
     }
     jf_lmc c;
-    memset(&c, 0, sizeof c);
-    c.np = np;
-    c.max_nfev = cfg->max_nfev;
-    c.ftol = cfg->ftol;
-    c.xtol = cfg->xtol;
-    c.gtol = cfg->gtol;
-    c.use_x_scale = cfg->x_scale != NULL;
+    jf_lmc_setup(&c, ws, iws, np, cfg, x);
     jf_lmc_views v;
     jf_lmc_views_init(&v, ws, iws, np);
-    memcpy(v.x, x, np * sizeof(double));
-    memcpy(v.lo, cfg->lo, np * sizeof(double));
-    memcpy(v.hi, cfg->hi, np * sizeof(double));
-    if (cfg->x_scale) memcpy(v.xs, cfg->x_scale, np * sizeof(double));
 
     jf_problem_normal_eq(prob, v.x, prob->loss, acc);
     int more = jf_lmc_start(&c, &v, acc);
@@ -62,13 +83,7 @@ int jf_lm_solve_resident(jf_problem *prob, const jf_lm_config *cfg, double *x, j
         more = jf_lmc_judge(&c, &v, acc);
         report(cfg, &c, 0);
     }
-    memcpy(x, v.x, np * sizeof(double));
-    st->status = c.status;
-    st->nfev = c.nfev;
-    st->iterations = c.iterations;
-    st->cost = c.F;
-    st->optimality = c.status == JF_LMC_NONFINITE ? NAN : c.gnorm;
-    int code = jf_lm_finish(prob, cfg, x, st, v.A, v.g);
+    int code = jf_lmc_finish(prob, cfg, &c, ws, iws, x, st);
     free(ws);
     free(iws);
     free(acc);

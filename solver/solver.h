@@ -195,6 +195,17 @@ JF_INTERNAL void jf_lm_state_free(jf_lm_state *st);
 JF_INTERNAL int jf_lm_finish(jf_problem *prob, const jf_lm_config *cfg, double *x,
                              jf_lm_state *st, const double *A, const double *g);
 
+/* A run's settings and starting state: c from cfg, and in the workspace ws/iws of np
+ * parameters the point x, the bounds and x_scale (for the host driver, the GPU solver and
+ * each fit of a GPU batch alike). */
+struct jf_lmc;
+JF_INTERNAL void jf_lmc_setup(struct jf_lmc *c, double *ws, int *iws, size_t np,
+                              const jf_lm_config *cfg, const double *x);
+/* The end of a run of the state machine: x and st from c and the workspace, then jf_lm_finish.
+ * JF_OK or JF_ERR_NOMEM. */
+JF_INTERNAL int jf_lmc_finish(jf_problem *prob, const jf_lm_config *cfg, const struct jf_lmc *c,
+                              double *ws, int *iws, double *x, jf_lm_state *st);
+
 /* ---- fit.c --------------------------------------------------------------------------------- */
 
 /* 1: CPU fits run jf_lm_solve_resident instead of jf_lm_solve (tests set it to check the GPU
@@ -254,6 +265,9 @@ typedef struct jf_gpu_problem {
     char why[512];               /* its reason */
 } jf_gpu_problem;
 
+/* Device memory a fit may use: 90 % of what is free now, or $JITFIT_MAX_GPU_MEM bytes if
+ * smaller (SIZE_MAX when the driver cannot say). */
+JF_INTERNAL size_t jf_gpu_usable_memory(void);
 /* Device memory a fit of n points needs (data, partials, loop state), for the out-of-memory
  * decision before anything is allocated. */
 JF_INTERNAL size_t jf_gpu_problem_bytes(size_t n, size_t np, size_t nv, int weighted);
