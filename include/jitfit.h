@@ -274,9 +274,12 @@ typedef struct jf_fit_options {
                               Jacobian's column norms (MINPACK's mode 1, scipy x_scale='jac') */
     jf_device device;      /* where to run (default auto) */
     int nthreads;          /* worker threads over the data; 0: all cores */
-    int backend;           /* CPU kernels: JF_BACKEND_C (default) or JF_BACKEND_INTERP */
+    int backend;           /* JF_BACKEND_C (default) or JF_BACKEND_INTERP for the CPU kernels;
+                              JF_BACKEND_CUDA means the GPU (device gpu; with device cpu an
+                              argument error) */
     int no_cache;          /* 1: do not use the on-disk kernel cache */
-    void (*progress)(void *ctx, const jf_iteration_info *info); /* per-iteration callback */
+    void (*progress)(void *ctx, const jf_iteration_info *info); /* per-iteration callback (CPU
+                              fits; a GPU fit iterates on the device and never calls it) */
     void *progress_ctx;    /* passed to progress */
     void (*batch_progress)(void *ctx, size_t done, size_t total); /* jf_fit_batch only: called
                               as fits finish, from one thread at a time (not necessarily the
