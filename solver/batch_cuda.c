@@ -136,18 +136,9 @@ int jf_batch_cuda_run(const struct jf_model *m, const jf_jit_options *jo, jf_los
         code = JF_ERR_NOMEM;
         goto done;
     }
-    size_t at = 0;
-    for (size_t f = 0; f < nfits; f++) {
-        const jf_batch_fit *bf = &fits[f];
-        hoff[f] = at;
-        for (size_t j = 0; j < nv; j++)
-            memcpy(hx + j * total + at, bf->x + j * bf->ldx, bf->n * sizeof(double));
-        memcpy(hy + at, bf->y, bf->n * sizeof(double));
-        for (size_t i = 0; weighted && i < bf->n; i++) hw[at + i] = bf->w ? bf->w[i] : 1.0;
-        at += bf->n;
-        jf_lmc_setup(&hc[f], hws + f * nws, hiws + f * niws, np, cfg, bf->x0);
-    }
-    hoff[nfits] = at;
+    jf_batch_pack(fits, nfits, nv, total, hx, hy, hw, hoff);
+    for (size_t f = 0; f < nfits; f++)
+        jf_lmc_setup(&hc[f], hws + f * nws, hiws + f * niws, np, cfg, fits[f].x0);
     code = JF_OK;
     if (nv) code = jf_cuda_alloc(&bm.x, nv * total * sizeof(double), why, n);
     if (code == JF_OK) code = jf_cuda_alloc(&bm.y, total * sizeof(double), why, n);

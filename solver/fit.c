@@ -501,7 +501,7 @@ static int run_fit(const fit_setup *s, const jf_data *d, const double *w, const 
         if (gp.chunk) {
             len = strlen(b->device_note);
             snprintf(b->device_note + len, MSG_LEN - len,
-                     "; data streamed: %zu chunks of %zu points per pass", gp.nchunks, gp.chunk);
+                     "; data streamed: %zu chunks of %zu points per pass", gp.lay.nchunks, gp.chunk);
         }
         r->device_note = b->device_note;
     }

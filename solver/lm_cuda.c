@@ -92,30 +92,26 @@ void jf_gpu_problem_free(jf_gpu_problem *gp) {
     gp->pinned = NULL;
 }
 
-/* Streaming: where chunk k's arrays start in the pinned copy and in a device buffer. */
+/* Streaming: chunk k in the pinned copy, and its kernel arguments in device buffer buf. */
 static const double *chunk_host(const jf_gpu_problem *gp, size_t k) {
-    return gp->pinned + k * gp->ncols * gp->chunk;
+    return gp->pinned + k * gp->lay.ncols * gp->chunk;
 }
-static size_t chunk_len(const jf_gpu_problem *gp, size_t k) {
-    size_t b = k * gp->chunk;
-    return gp->n - b < gp->chunk ? gp->n - b : gp->chunk;
-}
-/* The normal_eq arguments of chunk k in device buffer buf (x columns, y, w at ldx = chunk). */
 typedef struct chunk_args {
     jf_devptr x, y, w, partial;
     unsigned long long ldx, begin, end;
 } chunk_args;
 static chunk_args chunk_at(const jf_gpu_problem *gp, size_t k, jf_devptr buf, int weighted) {
+    /* the offsets of the host-side layout (gpu_layout.c, tested with the CPU kernels) */
+    size_t yo, wo;
+    int has_w = jf_stream_offsets(&gp->lay, weighted, &yo, &wo);
     chunk_args a;
-    size_t nv = gp->ncols - 1 - (gp->weighted ? 1 : 0);
-    size_t cb = gp->chunk * sizeof(double);
     a.x = buf;
-    a.y = buf + nv * cb;
-    a.w = weighted && gp->weighted ? buf + (nv + 1) * cb : 0;
+    a.y = buf + yo * sizeof(double);
+    a.w = has_w ? buf + wo * sizeof(double) : 0;
     a.partial = gp->partial + k * (size_t)gp->grid * gp->nacc * sizeof(double);
-    a.ldx = gp->chunk;
+    a.ldx = gp->lay.chunk;
     a.begin = 0;
-    a.end = chunk_len(gp, k);
+    a.end = jf_stream_chunk_len(&gp->lay, k);
     return a;
 }
 
@@ -160,10 +156,10 @@ static int pass(jf_gpu_problem *gp, const double *p, jf_loss loss, int weighted,
     double fs = gp->f_scale;
     jf_devptr nostop = 0;
     if (gp->chunk) { /* streamed: one chunk at a time through the first buffer */
-        for (size_t k = 0; k < gp->nchunks; k++) {
+        for (size_t k = 0; k < gp->lay.nchunks; k++) {
             chunk_args a = chunk_at(gp, k, gp->buf[0], weighted);
             st = blocking(gp, jf_cuda_to_device(gp->buf[0], chunk_host(gp, k),
-                                                gp->ncols * gp->chunk * sizeof(double), why, wn));
+                                                gp->lay.ncols * gp->chunk * sizeof(double), why, wn));
             void *args[] = {&gp->p, &a.x, &a.ldx, &a.y, &a.w, &a.begin, &a.end,
                             &loss_, &fs, &a.partial, &nostop};
             if (st == JF_OK)
@@ -178,7 +174,7 @@ static int pass(jf_gpu_problem *gp, const double *p, jf_loss loss, int weighted,
         st = blocking(gp, jf_cuda_launch(gp->fn_normal_eq, gp->grid, JF_CUDA_BLOCK, 0, args, why, wn));
         if (st != JF_OK) return st;
     }
-    unsigned int nb = gp->grid * (unsigned)(gp->chunk ? gp->nchunks : 1);
+    unsigned int nb = gp->grid * (unsigned)(gp->chunk ? gp->lay.nchunks : 1);
     void *rargs[] = {&gp->partial, &nb, &gp->acc, &nostop};
     st = blocking(gp, jf_cuda_launch(gp->fn_reduce, 1, JF_CUDA_BLOCK, 0, rargs, why, wn));
     if (st != JF_OK) return st;
@@ -297,13 +293,10 @@ int jf_gpu_problem_init_streamed(jf_gpu_problem *gp, jf_problem *prob,
     size_t wn = sizeof gp->why;
     begin_init(gp, prob, k);
     const jf_data_view *d = &prob->view;
-    gp->ncols = nv + 1 + (d->w ? 1 : 0);
-    /* the chunk: as large as two buffers in the free memory allow (the block partials and the
-     * loop state are small), but at most JF_CUDA_GRAPH_MAX_DEPS chunks (the reduction waits
-     * on every one) */
+    jf_stream_layout_init(&gp->lay, n, nv, d->w != NULL, 1);
     size_t fixed = (2 * gp->nacc + np + 4096) * sizeof(double) +
                    (size_t)JF_CUDA_GRAPH_MAX_DEPS * JF_LM_CUDA_MAX_GRID * gp->nacc * sizeof(double);
-    size_t per_point = 2 * gp->ncols * sizeof(double);
+    size_t per_point = 2 * gp->lay.ncols * sizeof(double);
     size_t chunk = avail > fixed ? (avail - fixed) / per_point : 0;
     const char *force = getenv("JITFIT_GPU_CHUNK");
     if (force && *force) {
@@ -318,27 +311,17 @@ int jf_gpu_problem_init_streamed(jf_gpu_problem *gp, jf_problem *prob,
     }
     if (chunk > n) chunk = n;
     gp->chunk = chunk;
-    gp->nchunks = (n + chunk - 1) / chunk;
+    jf_stream_layout_init(&gp->lay, n, nv, d->w != NULL, chunk);
     gp->grid = grid_for(chunk);
-    /* chunk-major page-locked copy: chunk k holds its x columns, y and w, each `chunk` long */
     int st = jf_cuda_host_alloc((void **)&gp->pinned,
-                                gp->nchunks * gp->ncols * chunk * sizeof(double), why, wn);
-    if (st == JF_OK) {
-        for (size_t c = 0; c < gp->nchunks; c++) {
-            double *dst = gp->pinned + c * gp->ncols * chunk;
-            size_t b = c * chunk, len = chunk_len(gp, c);
-            for (size_t j = 0; j < nv; j++)
-                memcpy(dst + j * chunk, d->x + j * d->ldx + b, len * sizeof(double));
-            memcpy(dst + nv * chunk, d->y + b, len * sizeof(double));
-            if (d->w) memcpy(dst + (nv + 1) * chunk, d->w + b, len * sizeof(double));
-        }
-    }
+                                gp->lay.nchunks * gp->lay.ncols * chunk * sizeof(double), why, wn);
+    if (st == JF_OK) jf_stream_fill(&gp->lay, d, gp->pinned);
     if (st == JF_OK) st = jf_cuda_alloc(&gp->p, np * sizeof(double), why, wn);
     for (int b = 0; st == JF_OK && b < 2; b++)
-        st = jf_cuda_alloc(&gp->buf[b], gp->ncols * chunk * sizeof(double), why, wn);
+        st = jf_cuda_alloc(&gp->buf[b], gp->lay.ncols * chunk * sizeof(double), why, wn);
     if (st == JF_OK)
         st = jf_cuda_alloc(&gp->partial,
-                           gp->nchunks * (size_t)gp->grid * gp->nacc * sizeof(double), why, wn);
+                           gp->lay.nchunks * (size_t)gp->grid * gp->nacc * sizeof(double), why, wn);
     if (st == JF_OK) st = jf_cuda_alloc(&gp->acc, gp->nacc * sizeof(double), why, wn);
     return attach(gp, prob, st);
 }
@@ -366,13 +349,13 @@ static int add_streamed_pass(jf_cuda_graph *g, jf_gpu_problem *gp, jf_devptr p, 
     double fs = gp->f_scale;
     void *entry = jf_cuda_graph_last(g), *last_use[2] = {NULL, NULL};
     int st = JF_OK;
-    for (size_t k = 0; st == JF_OK && k < gp->nchunks; k++) {
+    for (size_t k = 0; st == JF_OK && k < gp->lay.nchunks; k++) {
         int b = (int)(k & 1);
         chunk_args a = chunk_at(gp, k, gp->buf[b], 1);
         void *copy = NULL, *kern = NULL;
         void *cdeps[2] = {last_use[b], entry};
         st = jf_cuda_graph_copy_deps(g, gp->buf[b], chunk_host(gp, k),
-                                     gp->ncols * gp->chunk * sizeof(double), cdeps, 2, &copy, why, n);
+                                     gp->lay.ncols * gp->chunk * sizeof(double), cdeps, 2, &copy, why, n);
         void *kdeps[2] = {copy, entry};
         void *args[] = {&p, &a.x, &a.ldx, &a.y, &a.w, &a.begin, &a.end, &loss_, &fs, &a.partial, &stop};
         if (st == JF_OK)
@@ -395,11 +378,11 @@ static int add_iteration(jf_cuda_graph *g, jf_gpu_problem *gp, const loop_mem *l
     void *rargs[] = {&gp->partial, &nb, &gp->acc, &stop};
     if (gp->chunk) {
         void *rdeps[JF_CUDA_GRAPH_MAX_DEPS];
-        nb = gp->grid * (unsigned)gp->nchunks;
+        nb = gp->grid * (unsigned)gp->lay.nchunks;
         st = add_streamed_pass(g, gp, p, loss, stop, rdeps, why, n);
         if (st == JF_OK)
             st = jf_cuda_graph_kernel_deps(g, gp->fn_reduce, 1, JF_CUDA_BLOCK, rargs, rdeps,
-                                           (int)gp->nchunks, NULL, why, n);
+                                           (int)gp->lay.nchunks, NULL, why, n);
     } else {
         void *args[] = {&p, &gp->x, &ldx, &gp->y, &gp->w, &begin, &end, &loss_, &fs, &gp->partial, &stop};
         st = jf_cuda_graph_kernel(g, gp->fn_normal_eq, gp->grid, JF_CUDA_BLOCK, args, why, n);

@@ -220,6 +220,40 @@ JF_INTERNAL extern int jf_fit_host_resident;
 JF_INTERNAL int jf_lm_solve_resident(jf_problem *prob, const jf_lm_config *cfg, double *x,
                                      jf_lm_state *st);
 
+/* ---- gpu_layout.c --------------------------------------------------------------------------- */
+
+/* The chunking of streamed data (see gpu_layout.c). */
+typedef struct jf_stream_layout {
+    size_t n, nv;       /* points, variables */
+    int weighted;       /* weights are streamed too */
+    size_t ncols;       /* arrays per chunk: nv + 1 (+ 1 weighted) */
+    size_t chunk;       /* points per chunk */
+    size_t nchunks;     /* chunks */
+} jf_stream_layout;
+
+JF_INTERNAL void jf_stream_layout_init(jf_stream_layout *l, size_t n, size_t nv, int weighted,
+                                       size_t chunk);
+/* Points in chunk k (the last one may be short). */
+JF_INTERNAL size_t jf_stream_chunk_len(const jf_stream_layout *l, size_t k);
+/* Writes the chunk-major copy of d (nchunks × ncols × chunk doubles) into dst. */
+JF_INTERNAL void jf_stream_fill(const jf_stream_layout *l, const jf_data_view *d, double *dst);
+/* Where y and w start in a chunk buffer (in doubles); 1 when w is to be used (weighted and the
+ * layout has weights). */
+JF_INTERNAL int jf_stream_offsets(const jf_stream_layout *l, int weighted, size_t *y_off,
+                                  size_t *w_off);
+/* The view of one chunk held in chunk_buf (x at ldx = chunk, y, and w when weighted and the
+ * layout has weights), as the kernels read it. */
+JF_INTERNAL jf_data_view jf_stream_view(const jf_stream_layout *l, const double *chunk_buf,
+                                        int weighted);
+
+struct jf_batch_fit;
+/* Packs the fits' data one after the other into x (nv columns of total points), y and w (when
+ * not NULL; 1 for fits without weights), off[0..nfits] the fits' first points. Returns the
+ * points packed (total). */
+JF_INTERNAL size_t jf_batch_pack(const struct jf_batch_fit *fits, size_t nfits, size_t nv,
+                                 size_t total, double *x, double *y, double *w,
+                                 unsigned long long *off);
+
 /* ---- lm_cuda.c ------------------------------------------------------------------------------ */
 
 struct jf_cuda_kernels;
@@ -254,8 +288,7 @@ typedef struct jf_gpu_problem {
     jf_devptr p, partial, acc;   /* parameters, block partials, accumulator */
     jf_devptr r, J;              /* residuals and Jacobian (polish only; allocated on use) */
     size_t chunk;                /* streaming: points per chunk; 0 when the data are resident */
-    size_t nchunks;              /* streaming: chunks per pass */
-    size_t ncols;                /* streaming: arrays per chunk (x columns, y, w if weighted) */
+    jf_stream_layout lay;        /* streaming: the chunk layout */
     int weighted;                /* the fit has weights (1/sigma) */
     double *pinned;              /* streaming: page-locked chunk-major copy of the data */
     jf_devptr buf[2];            /* streaming: the two device chunk buffers */

@@ -1,0 +1,72 @@
+/* How the GPU solvers lay data out in memory, in plain C (no CUDA), so that tests check the
+ * arithmetic on the host with the CPU kernels.
+ *
+ * Streaming (lm_cuda.c): chunk k of `chunk` points is one block of ncols arrays, each `chunk`
+ * long: the nv columns of x, then y, then the weights when the fit has them. The page-locked
+ * host copy is the chunks one after the other; a device buffer holds one chunk in the same
+ * layout, so one copy moves a chunk and the kernel reads it with ldx = chunk.
+ *
+ * Batches (batch_cuda.c): the fits' points one after the other in each array (x columns of
+ * `total` points, y, w), fit f owning [off[f], off[f+1]); a fit without weights gets 1.
+ */
+#include <string.h>
+
+#include "solver.h"
+
+void jf_stream_layout_init(jf_stream_layout *l, size_t n, size_t nv, int weighted, size_t chunk) {
+    l->n = n;
+    l->nv = nv;
+    l->weighted = weighted;
+    l->ncols = nv + 1 + (weighted ? 1 : 0);
+    l->chunk = chunk;
+    l->nchunks = chunk ? (n + chunk - 1) / chunk : 0;
+}
+
+size_t jf_stream_chunk_len(const jf_stream_layout *l, size_t k) {
+    size_t b = k * l->chunk;
+    return l->n - b < l->chunk ? l->n - b : l->chunk;
+}
+
+void jf_stream_fill(const jf_stream_layout *l, const jf_data_view *d, double *dst) {
+    for (size_t k = 0; k < l->nchunks; k++) {
+        double *c = dst + k * l->ncols * l->chunk;
+        size_t b = k * l->chunk, len = jf_stream_chunk_len(l, k);
+        for (size_t j = 0; j < l->nv; j++)
+            memcpy(c + j * l->chunk, d->x + j * d->ldx + b, len * sizeof(double));
+        memcpy(c + l->nv * l->chunk, d->y + b, len * sizeof(double));
+        if (l->weighted) memcpy(c + (l->nv + 1) * l->chunk, d->w + b, len * sizeof(double));
+    }
+}
+
+int jf_stream_offsets(const jf_stream_layout *l, int weighted, size_t *y_off, size_t *w_off) {
+    *y_off = l->nv * l->chunk;
+    *w_off = (l->nv + 1) * l->chunk;
+    return weighted && l->weighted;
+}
+
+jf_data_view jf_stream_view(const jf_stream_layout *l, const double *chunk_buf, int weighted) {
+    size_t yo, wo;
+    int has_w = jf_stream_offsets(l, weighted, &yo, &wo);
+    jf_data_view v;
+    v.x = chunk_buf;
+    v.ldx = l->chunk;
+    v.y = chunk_buf + yo;
+    v.w = has_w ? chunk_buf + wo : NULL;
+    return v;
+}
+
+size_t jf_batch_pack(const jf_batch_fit *fits, size_t nfits, size_t nv, size_t total, double *x,
+                     double *y, double *w, unsigned long long *off) {
+    size_t at = 0;
+    for (size_t f = 0; f < nfits; f++) {
+        const jf_batch_fit *bf = &fits[f];
+        off[f] = at;
+        for (size_t j = 0; j < nv; j++)
+            memcpy(x + j * total + at, bf->x + j * bf->ldx, bf->n * sizeof(double));
+        memcpy(y + at, bf->y, bf->n * sizeof(double));
+        for (size_t i = 0; w && i < bf->n; i++) w[at + i] = bf->w ? bf->w[i] : 1.0;
+        at += bf->n;
+    }
+    off[nfits] = at;
+    return at;
+}
