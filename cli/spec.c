@@ -17,7 +17,7 @@
 const char *const jf_spec_keys[] = {
     "model", "data", "columns", "y", "sigma", "absolute_sigma", "p0", "bounds", "param NAME",
     "loss", "f_scale", "ftol", "xtol", "gtol", "max_nfev", "device", "backend", "threads",
-    "precision", "no_cache", "vector_math", "nan_policy", "group", "p0_file", "output", "plot", "json", "verbose", NULL};
+    "precision", "max_gpu_mem", "no_cache", "vector_math", "nan_policy", "group", "p0_file", "output", "plot", "json", "verbose", NULL};
 
 void jf_spec_init(jf_spec *s) {
     memset(s, 0, sizeof *s);
@@ -101,6 +101,36 @@ static int parse_count(const char *s, unsigned long long max, unsigned long long
     if (errno || v > max) return -1;
     *out = v;
     return 0;
+}
+
+/* A memory size: a positive number of bytes with an optional unit, as GNU tools read them:
+ * K, M, G, T (or KiB, MiB, GiB, TiB) are powers of 1024, kB, MB, GB, TB powers of 1000
+ * (case-insensitive, except that a lone B or none means bytes). At least one byte. */
+static int parse_size(const char *s, size_t *out) {
+    static const struct {
+        const char *unit;
+        double factor;
+    } units[] = {{"", 1}, {"b", 1}, {"k", 0x1p10}, {"kib", 0x1p10}, {"kb", 1e3},
+                 {"m", 0x1p20}, {"mib", 0x1p20}, {"mb", 1e6}, {"g", 0x1p30}, {"gib", 0x1p30},
+                 {"gb", 1e9}, {"t", 0x1p40}, {"tib", 0x1p40}, {"tb", 1e12}};
+    size_t len = strlen(s), u = len;
+    while (u > 0 && ((s[u - 1] >= 'a' && s[u - 1] <= 'z') || (s[u - 1] >= 'A' && s[u - 1] <= 'Z')))
+        u--;
+    if (u == 0 || u > 63) return -1;
+    char num[64];
+    memcpy(num, s, u);
+    num[u] = '\0';
+    if (strspn(num, "0123456789.eE+-") != u) return -1; /* decimal only: no hex, no spaces */
+    double v;
+    if (jf_cli_parse_double(num, &v) != 0 || !isfinite(v) || v <= 0) return -1;
+    for (size_t i = 0; i < sizeof units / sizeof units[0]; i++)
+        if (strcasecmp(s + u, units[i].unit) == 0) {
+            double bytes = floor(v * units[i].factor);
+            if (!(bytes >= 1) || bytes >= 0x1p63) return -1;
+            *out = (size_t)bytes;
+            return 0;
+        }
+    return -1;
 }
 
 static int parse_bool(const char *v, int *out) {
@@ -305,6 +335,11 @@ jf_spec_rc jf_spec_set(jf_spec *s, const char *key, const char *v, const char *o
         if (strcmp(v, "double") == 0) o->single_precision = 0;
         else if (strcmp(v, "single") == 0) o->single_precision = 1;
         else BAD("unknown precision '%s' (use double or single)", v);
+        return JF_SPEC_OK;
+    }
+    if (strcmp(key, "max_gpu_mem") == 0) {
+        if (parse_size(v, &o->max_gpu_mem) != 0)
+            BAD("'%s' is not a memory size (bytes, or a number with K, M, G, T or kB, MB, GB, TB)", v);
         return JF_SPEC_OK;
     }
     if (strcmp(key, "device") == 0) {

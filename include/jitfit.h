@@ -294,6 +294,11 @@ typedef struct jf_fit_options {
                               ulp each, not bit-identical to the interpreter; needs AVX2 or
                               AVX-512 and libsleef, else the exact kernels run and the result's
                               warning says why); 0 (default): exact */
+    size_t max_gpu_mem;    /* GPU fits: use at most this many bytes of device memory (besides
+                              the kernels); 0 (default): 90 % of the free memory. A single fit
+                              whose data need more is streamed through the GPU in chunks; a
+                              GPU batch that needs more runs on the CPU. $JITFIT_MAX_GPU_MEM
+                              (bytes), when smaller, also applies */
 } jf_fit_options;
 
 /* The default options. */

@@ -89,7 +89,8 @@ static void batch_mem_free(batch_mem *bm) {
 
 int jf_batch_cuda_run(const struct jf_model *m, const jf_jit_options *jo, jf_loss loss,
                       double f_scale, size_t nfits, const jf_batch_fit *fits,
-                      const jf_lm_config *cfg, jf_batch_out *out, char *why, size_t n) {
+                      const jf_lm_config *cfg, size_t max_mem, jf_batch_out *out, char *why,
+                      size_t n) {
     size_t np = m->np, nv = m->nv, total = 0;
     int weighted = 0;
     if (!jf_batch_cuda_supported(np)) {
@@ -104,7 +105,7 @@ int jf_batch_cuda_run(const struct jf_model *m, const jf_jit_options *jo, jf_los
     size_t need = (total * (nv + 1 + (size_t)weighted)) * sizeof(double) +
                   (nfits + 1) * sizeof(unsigned long long) +
                   nfits * (sizeof(jf_lmc) + nws * sizeof(double) + niws * sizeof(int));
-    size_t avail = jf_gpu_usable_memory();
+    size_t avail = jf_gpu_usable_memory(max_mem);
     if (need > avail) {
         snprintf(why, n, "the batch needs %.1f MiB of GPU memory, %.1f MiB are usable",
                  (double)need / 1048576.0, (double)avail / 1048576.0);

@@ -306,8 +306,16 @@ static int solve_gpu(const fit_setup *s, jf_problem *prob, jf_gpu_problem *gp,
                      char *why, size_t n, char *fallback) {
     const struct jf_model *m = s->m;
     size_t need = jf_gpu_problem_bytes(prob->n, prob->np, m->nv, prob->view.w != NULL);
-    size_t avail = jf_gpu_usable_memory();
+    size_t avail = jf_gpu_usable_memory(s->o.max_gpu_mem);
     int code;
+    if (need > avail && prob->loss == JF_LOSS_LINEAR && prob->n * prob->np <= JF_LM_MATERIALIZE_MAX) {
+        /* the finish of such a fit materializes J (the polish), which streamed data cannot
+         * give; a fit this small costs the CPU milliseconds */
+        snprintf(fallback, MSG_LEN, "the data need %.1f MiB of GPU memory, %.1f MiB are usable, "
+                 "and a fit this small (points x parameters <= %zu) is not streamed",
+                 (double)need / 1048576.0, (double)avail / 1048576.0, JF_LM_MATERIALIZE_MAX);
+        return FIT_GPU_FALLBACK;
+    }
     if (need > avail) { /* stream the data through the GPU, or leave them to the CPU */
         code = jf_gpu_problem_init_streamed(gp, prob, s->ck, m->nv, avail);
         if (code == JF_ERR_NOMEM) {
@@ -677,7 +685,8 @@ static int batch_gpu_iterations(const fit_setup *s, size_t nfits, const jf_data 
         jo.no_cache = s->o.no_cache;
         jo.single_precision = s->o.single_precision;
         jf_lm_config cfg = make_config(s, 0);
-        code = jf_batch_cuda_run(m, &jo, s->o.loss, s->o.f_scale, nok, fits, &cfg, outs, why, n);
+        code = jf_batch_cuda_run(m, &jo, s->o.loss, s->o.f_scale, nok, fits, &cfg, s->o.max_gpu_mem,
+                                 outs, why, n);
         if (code == JF_ERR_NOMEM && strstr(why, "GPU memory")) {
             snprintf(fallback, MSG_LEN, "%s", why);
             code = FIT_GPU_FALLBACK;

@@ -115,9 +115,10 @@ static chunk_args chunk_at(const jf_gpu_problem *gp, size_t k, jf_devptr buf, in
     return a;
 }
 
-size_t jf_gpu_usable_memory(void) {
+size_t jf_gpu_usable_memory(size_t limit) {
     size_t fr = 0, tot = 0;
     size_t avail = jf_cuda_mem_info(&fr, &tot) == JF_OK ? fr / 10 * 9 : (size_t)-1;
+    if (limit && limit < avail) avail = limit;
     const char *lim = getenv("JITFIT_MAX_GPU_MEM");
     if (lim && *lim) {
         char *end;
@@ -192,7 +193,7 @@ static void op_jacobian(void *ctx, const double *p, double *r, double *J) {
     char *why = gp->why;
     size_t wn = sizeof gp->why;
     int st = JF_OK;
-    if (gp->chunk) { /* the polish is for small problems, which are never streamed */
+    if (gp->chunk) { /* only the polish asks, and solve_gpu (fit.c) never streams a polished fit */
         snprintf(why, wn, "no Jacobian for streamed data");
         st = blocking(gp, JF_ERR_INTERNAL);
     }

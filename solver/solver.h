@@ -298,9 +298,10 @@ typedef struct jf_gpu_problem {
     char why[512];               /* its reason */
 } jf_gpu_problem;
 
-/* Device memory a fit may use: 90 % of what is free now, or $JITFIT_MAX_GPU_MEM bytes if
- * smaller (SIZE_MAX when the driver cannot say). */
-JF_INTERNAL size_t jf_gpu_usable_memory(void);
+/* Device memory a fit may use: 90 % of what is free now, or limit bytes (jf_fit_options.
+ * max_gpu_mem; 0: none) or $JITFIT_MAX_GPU_MEM bytes if smaller (SIZE_MAX when the driver
+ * cannot say and no limit is set). */
+JF_INTERNAL size_t jf_gpu_usable_memory(size_t limit);
 /* Device memory a fit of n points needs (data, partials, loop state), for the out-of-memory
  * decision before anything is allocated. */
 JF_INTERNAL size_t jf_gpu_problem_bytes(size_t n, size_t np, size_t nv, int weighted);
@@ -349,12 +350,12 @@ JF_INTERNAL int jf_batch_cuda_supported(size_t np);
  * warp-per-fit kernel jf_batch_lm (malloc'd; NULL when out of memory). For test_ptx too. */
 JF_INTERNAL char *jf_batch_cuda_source(const struct jf_model *m, int loss, int single_precision);
 /* Runs the device loops of nfits fits in one launch (see batch_cuda.c) and fills out. JF_OK;
- * JF_ERR_NOMEM when the batch does not fit in GPU memory (fall back to the CPU); another error
- * with a one-line reason in why. */
+ * JF_ERR_NOMEM when the batch does not fit in GPU memory (at most max_mem bytes, 0: no limit
+ * but the free memory; fall back to the CPU); another error with a one-line reason in why. */
 JF_INTERNAL int jf_batch_cuda_run(const struct jf_model *m, const jf_jit_options *jo,
                                   jf_loss loss, double f_scale, size_t nfits,
                                   const jf_batch_fit *fits, const jf_lm_config *cfg,
-                                  jf_batch_out *out, char *why, size_t n);
+                                  size_t max_mem, jf_batch_out *out, char *why, size_t n);
 
 /* The CUDA source of the solver module (which 0: step.h, lm_core.h and the start/judge
  * kernels) or of the WHILE condition kernel (which 1), malloc'd; for the tests that compile it

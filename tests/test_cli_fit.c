@@ -428,6 +428,7 @@ static void test_usage(void) {
         {"--max-nfev 0 " EXAMPLE_JF " " EXAMPLE_CSV, "--max-nfev: '0' is not a positive integer"},
         {"--max-nfev 1.5 " EXAMPLE_JF " " EXAMPLE_CSV, "--max-nfev: '1.5' is not a positive"},
         {"--threads -2 " EXAMPLE_JF " " EXAMPLE_CSV, "--threads: '-2' is not a thread count"},
+        {"--max-gpu-mem 0 " EXAMPLE_JF " " EXAMPLE_CSV, "--max-gpu-mem: '0' is not a memory size"},
         {"--device tpu " EXAMPLE_JF " " EXAMPLE_CSV, "--device: unknown device 'tpu'"},
         {"--backend cuda " EXAMPLE_JF " " EXAMPLE_CSV, "--backend: unknown backend 'cuda'"},
         {EXAMPLE_JF " " EXAMPLE_CSV " --ftol", "option --ftol needs a value"},

@@ -144,13 +144,13 @@ static void test_sine(void) {
 
     /* more data than a (forced) memory limit that still holds two chunk buffers: streamed in
      * chunks of 10⁵ points, the same answer as in memory (same cost; parameters as far apart as
-     * a different summation order allows without the polish) */
-    setenv("JITFIT_MAX_GPU_MEM", "14000000", 1);
+     * a different summation order allows without the polish); the limit is the option's */
     setenv("JITFIT_GPU_CHUNK", "100000", 1);
     a = b = NULL;
-    if (CHECK(jf_fit(m, &db, &o, &b, NULL) == JF_OK)) {
+    jf_fit_options omem = o;
+    omem.max_gpu_mem = 14000000;
+    if (CHECK(jf_fit(m, &db, &omem, &b, NULL) == JF_OK)) {
         CHECK_CONTAINS(b->device_note, "data streamed: 10 chunks of 100000 points");
-        unsetenv("JITFIT_MAX_GPU_MEM");
         if (CHECK(jf_fit(m, &db, &o, &a, NULL) == JF_OK)) {
             CHECK(a->success && b->success && b->host_syncs == a->host_syncs);
             CHECK(fabs(a->cost - b->cost) <= 1e-12 * a->cost);
@@ -169,6 +169,18 @@ static void test_sine(void) {
     if (CHECK(jf_fit(m, &db, &o, &a, NULL) == JF_OK)) {
         CHECK(a->success && a->backend != JF_BACKEND_CUDA && a->host_syncs == 0);
         CHECK_CONTAINS(a->device_note, "cpu: fell back from the GPU: the data need ");
+    }
+    jf_fit_result_free(a);
+    /* a small fit (polished: its finish needs the whole Jacobian) is never streamed: the CPU
+     * fits it, and says why */
+    static double xsm[2000], ysm[2000], ssm[2000];
+    sine(2000, xsm, ysm, ssm);
+    jf_data small = {2000, xsm, 0, ysm, NULL};
+    setenv("JITFIT_MAX_GPU_MEM", "1000", 1);
+    a = NULL;
+    if (CHECK(jf_fit(m, &small, &o, &a, NULL) == JF_OK)) {
+        CHECK(a->success && a->backend != JF_BACKEND_CUDA);
+        CHECK_CONTAINS(a->device_note, "is not streamed");
     }
     jf_fit_result_free(a);
     unsetenv("JITFIT_MAX_GPU_MEM");
