@@ -7,6 +7,11 @@
  */
 #include "cuda_api.h"
 
+#include <stdint.h>
+#include <stdlib.h>
+
+#include "cuda_emu.h"
+
 #include <stdio.h>
 #include <string.h>
 
@@ -14,63 +19,63 @@
 
 static const char no_headers[] = "unavailable: jitfit was built without the CUDA headers";
 
-int jf_cuda_status(char *buf, size_t n) {
+static int drv_status(char *buf, size_t n) {
     snprintf(buf, n, "%s", no_headers);
     return 0;
 }
-int jf_cuda_init(char *why, size_t n) {
+static int drv_init(char *why, size_t n) {
     snprintf(why, n, "%s", no_headers);
     return JF_ERR_UNAVAILABLE;
 }
-void jf_cuda_arch(int *major, int *minor) {
+static void drv_arch(int *major, int *minor) {
     *major = 0;
     *minor = 0;
 }
-void jf_cuda_driver_facts_get(jf_cuda_driver_facts *out) {
+static void drv_driver_facts_get(jf_cuda_driver_facts *out) {
     memset(out, 0, sizeof *out);
     snprintf(out->why, sizeof out->why, "%s", no_headers);
 }
-int jf_cuda_gpu_facts_get(int ordinal, jf_cuda_gpu_facts *out, char *why, size_t n) {
+static int drv_gpu_facts_get(int ordinal, jf_cuda_gpu_facts *out, char *why, size_t n) {
     (void)ordinal;
     memset(out, 0, sizeof *out);
     snprintf(why, n, "%s", no_headers);
     return JF_ERR_UNAVAILABLE;
 }
-int jf_cuda_module_load(const void *image, void **module, char *why, size_t n) {
+static int drv_module_load(const void *image, void **module, char *why, size_t n) {
     (void)image;
     *module = NULL;
     snprintf(why, n, "%s", no_headers);
     return JF_ERR_UNAVAILABLE;
 }
-void jf_cuda_module_unload(void *module) { (void)module; }
-void *jf_cuda_module_function(void *module, const char *name, char *why, size_t n) {
+static void drv_module_unload(void *module) { (void)module; }
+static void *drv_module_function(void *module, const char *name, char *why, size_t n) {
     (void)module;
     (void)name;
     snprintf(why, n, "%s", no_headers);
     return NULL;
 }
-int jf_cuda_alloc(jf_devptr *p, size_t bytes, char *why, size_t n) {
+static int drv_alloc(jf_devptr *p, size_t bytes, char *why, size_t n) {
     (void)bytes;
     *p = 0;
     snprintf(why, n, "%s", no_headers);
     return JF_ERR_UNAVAILABLE;
 }
-void jf_cuda_free(jf_devptr p) { (void)p; }
-int jf_cuda_to_device(jf_devptr dst, const void *src, size_t bytes, char *why, size_t n) {
+static void drv_free(jf_devptr p) { (void)p; }
+static int drv_to_device(jf_devptr dst, const void *src, size_t bytes, char *why, size_t n) {
     (void)dst;
     (void)src;
     (void)bytes;
     snprintf(why, n, "%s", no_headers);
     return JF_ERR_UNAVAILABLE;
 }
-int jf_cuda_to_host(void *dst, jf_devptr src, size_t bytes, char *why, size_t n) {
+static int drv_to_host(void *dst, jf_devptr src, size_t bytes, char *why, size_t n) {
     (void)dst;
     (void)src;
     (void)bytes;
     snprintf(why, n, "%s", no_headers);
     return JF_ERR_UNAVAILABLE;
 }
-int jf_cuda_launch(void *fn, unsigned grid, unsigned block, unsigned shmem, void **args, char *why,
+static int drv_launch(void *fn, unsigned grid, unsigned block, unsigned shmem, void **args, char *why,
                    size_t n) {
     (void)fn;
     (void)grid;
@@ -81,84 +86,79 @@ int jf_cuda_launch(void *fn, unsigned grid, unsigned block, unsigned shmem, void
     return JF_ERR_UNAVAILABLE;
 }
 
-int jf_cuda_cond_nodes(void) { return 0; }
-int jf_cuda_mem_info(size_t *free_bytes, size_t *total_bytes) {
+static int drv_cond_nodes(void) { return 0; }
+static int drv_mem_info(size_t *free_bytes, size_t *total_bytes) {
     *free_bytes = *total_bytes = 0;
     return JF_ERR_UNAVAILABLE;
 }
-int jf_cuda_graph_new(jf_cuda_graph **out, const jf_cuda_graph *same_stream, char *why, size_t n) {
+static int drv_graph_new(jf_cuda_graph **out, const jf_cuda_graph *same_stream, char *why, size_t n) {
     (void)same_stream;
     *out = NULL;
     snprintf(why, n, "%s", no_headers);
     return JF_ERR_UNAVAILABLE;
 }
-void jf_cuda_graph_free(jf_cuda_graph *g) { (void)g; }
-int jf_cuda_graph_kernel(jf_cuda_graph *g, void *fn, unsigned grid, unsigned block, void **args,
-                         char *why, size_t n) {
-    (void)g, (void)fn, (void)grid, (void)block, (void)args;
+static void drv_graph_free(jf_cuda_graph *g) { (void)g; }
+static int drv_graph_kernel_deps(jf_cuda_graph *g, void *fn, unsigned grid, unsigned block,
+                              void **args, void *const *deps, int ndeps, void **node_out,
+                              char *why, size_t n) {
+    (void)g, (void)fn, (void)grid, (void)block, (void)args, (void)deps, (void)ndeps;
+    if (node_out) *node_out = NULL;
     snprintf(why, n, "%s", no_headers);
     return JF_ERR_UNAVAILABLE;
 }
-int jf_cuda_graph_kernel_deps(jf_cuda_graph *g, void *fn, unsigned grid, unsigned block,
-                              void **args, void *const *deps, int ndeps, void **node_out,
-                              char *why, size_t n) {
-    (void)deps, (void)ndeps;
-    if (node_out) *node_out = NULL;
-    return jf_cuda_graph_kernel(g, fn, grid, block, args, why, n);
-}
-int jf_cuda_graph_copy_deps(jf_cuda_graph *g, jf_devptr dst, const void *src, size_t bytes,
+static int drv_graph_copy_deps(jf_cuda_graph *g, jf_devptr dst, const void *src, size_t bytes,
                             void *const *deps, int ndeps, void **node_out, char *why, size_t n) {
     (void)g, (void)dst, (void)src, (void)bytes, (void)deps, (void)ndeps;
     if (node_out) *node_out = NULL;
     snprintf(why, n, "%s", no_headers);
     return JF_ERR_UNAVAILABLE;
 }
-int jf_cuda_host_alloc(void **p, size_t bytes, char *why, size_t n) {
+static int drv_host_alloc(void **p, size_t bytes, char *why, size_t n) {
     (void)bytes;
     *p = NULL;
     snprintf(why, n, "%s", no_headers);
     return JF_ERR_UNAVAILABLE;
 }
-void jf_cuda_host_free(void *p) { (void)p; }
-void *jf_cuda_graph_last(jf_cuda_graph *g) {
+static void drv_host_free(void *p) { (void)p; }
+static void *drv_graph_last(jf_cuda_graph *g) {
     (void)g;
     return NULL;
 }
-int jf_cuda_graph_while_handle(jf_cuda_graph *g, unsigned long long *handle, char *why, size_t n) {
+static int drv_graph_while_handle(jf_cuda_graph *g, unsigned long long *handle, char *why, size_t n) {
     (void)g;
     *handle = 0;
     snprintf(why, n, "%s", no_headers);
     return JF_ERR_UNAVAILABLE;
 }
-int jf_cuda_graph_while_begin(jf_cuda_graph *g, unsigned long long handle, char *why, size_t n) {
+static int drv_graph_while_begin(jf_cuda_graph *g, unsigned long long handle, char *why, size_t n) {
     (void)g;
     (void)handle;
     snprintf(why, n, "%s", no_headers);
     return JF_ERR_UNAVAILABLE;
 }
-void jf_cuda_graph_while_end(jf_cuda_graph *g) { (void)g; }
-int jf_cuda_graph_instantiate(jf_cuda_graph *g, char *why, size_t n) {
+static void drv_graph_while_end(jf_cuda_graph *g) { (void)g; }
+static int drv_graph_instantiate(jf_cuda_graph *g, char *why, size_t n) {
     (void)g;
     snprintf(why, n, "%s", no_headers);
     return JF_ERR_UNAVAILABLE;
 }
-int jf_cuda_graph_launch(jf_cuda_graph *g, char *why, size_t n) {
-    return jf_cuda_graph_instantiate(g, why, n);
+static int drv_graph_launch(jf_cuda_graph *g, char *why, size_t n) {
+    return drv_graph_instantiate(g, why, n);
 }
-int jf_cuda_graph_to_device(jf_cuda_graph *g, jf_devptr dst, const void *src, size_t bytes,
+static int drv_graph_to_device(jf_cuda_graph *g, jf_devptr dst, const void *src, size_t bytes,
                             char *why, size_t n) {
     (void)dst, (void)src, (void)bytes;
-    return jf_cuda_graph_instantiate(g, why, n);
+    return drv_graph_instantiate(g, why, n);
 }
-int jf_cuda_graph_to_host(jf_cuda_graph *g, void *dst, jf_devptr src, size_t bytes, char *why,
+static int drv_graph_to_host(jf_cuda_graph *g, void *dst, jf_devptr src, size_t bytes, char *why,
                           size_t n) {
     (void)dst, (void)src, (void)bytes;
-    return jf_cuda_graph_instantiate(g, why, n);
+    return drv_graph_instantiate(g, why, n);
 }
-int jf_cuda_graph_sync(jf_cuda_graph *g, char *why, size_t n) {
-    return jf_cuda_graph_instantiate(g, why, n);
+static int drv_graph_sync(jf_cuda_graph *g, char *why, size_t n) {
+    return drv_graph_instantiate(g, why, n);
 }
-unsigned long jf_cuda_graph_syncs(const jf_cuda_graph *g) {
+static unsigned long drv_graph_syncs(const jf_cuda_graph *g) {
     (void)g;
     return 0;
 }
@@ -323,7 +323,7 @@ static void load_driver(void) {
     cu.ok = 1;
 }
 
-int jf_cuda_init(char *why, size_t n) {
+static int drv_init(char *why, size_t n) {
     pthread_once(&cu_once, load_driver);
     if (!cu.ok) {
         snprintf(why, n, "%s", cu.why);
@@ -338,9 +338,9 @@ int jf_cuda_init(char *why, size_t n) {
     return JF_OK;
 }
 
-int jf_cuda_status(char *buf, size_t n) {
+static int drv_status(char *buf, size_t n) {
     char why[256];
-    if (jf_cuda_init(why, sizeof why) != JF_OK) {
+    if (drv_init(why, sizeof why) != JF_OK) {
         snprintf(buf, n, "%s", why);
         return 0;
     }
@@ -348,7 +348,7 @@ int jf_cuda_status(char *buf, size_t n) {
     return 1;
 }
 
-void jf_cuda_arch(int *major, int *minor) {
+static void drv_arch(int *major, int *minor) {
     *major = cu.major;
     *minor = cu.minor;
 }
@@ -358,7 +358,7 @@ static int fail(CUresult r, const char *what, char *why, size_t n, int status) {
     return status;
 }
 
-void jf_cuda_driver_facts_get(jf_cuda_driver_facts *out) {
+static void drv_driver_facts_get(jf_cuda_driver_facts *out) {
     pthread_once(&cu_once, load_driver);
     memset(out, 0, sizeof *out);
     out->loaded = cu.loaded;
@@ -368,7 +368,7 @@ void jf_cuda_driver_facts_get(jf_cuda_driver_facts *out) {
     if (!cu.ok) snprintf(out->why, sizeof out->why, "%s", cu.why);
 }
 
-int jf_cuda_gpu_facts_get(int ordinal, jf_cuda_gpu_facts *out, char *why, size_t n) {
+static int drv_gpu_facts_get(int ordinal, jf_cuda_gpu_facts *out, char *why, size_t n) {
     memset(out, 0, sizeof *out);
     pthread_once(&cu_once, load_driver);
     if (!cu.loaded || ordinal < 0 || ordinal >= cu.count) {
@@ -399,9 +399,9 @@ int jf_cuda_gpu_facts_get(int ordinal, jf_cuda_gpu_facts *out, char *why, size_t
     return JF_OK;
 }
 
-int jf_cuda_module_load(const void *image, void **module, char *why, size_t n) {
+static int drv_module_load(const void *image, void **module, char *why, size_t n) {
     *module = NULL;
-    int st = jf_cuda_init(why, n);
+    int st = drv_init(why, n);
     if (st != JF_OK) return st;
     CUmodule mod;
     CUresult r = cu.cuModuleLoadData(&mod, image);
@@ -410,11 +410,11 @@ int jf_cuda_module_load(const void *image, void **module, char *why, size_t n) {
     return JF_OK;
 }
 
-void jf_cuda_module_unload(void *module) {
+static void drv_module_unload(void *module) {
     if (module && cu.ok) cu.cuModuleUnload((CUmodule)module);
 }
 
-void *jf_cuda_module_function(void *module, const char *name, char *why, size_t n) {
+static void *drv_module_function(void *module, const char *name, char *why, size_t n) {
     CUfunction fn = NULL;
     CUresult r = cu.ok ? cu.cuModuleGetFunction(&fn, (CUmodule)module, name) : CUDA_ERROR_NOT_INITIALIZED;
     if (r != CUDA_SUCCESS) {
@@ -426,9 +426,9 @@ void *jf_cuda_module_function(void *module, const char *name, char *why, size_t 
     return fn;
 }
 
-int jf_cuda_alloc(jf_devptr *p, size_t bytes, char *why, size_t n) {
+static int drv_alloc(jf_devptr *p, size_t bytes, char *why, size_t n) {
     *p = 0;
-    int st = jf_cuda_init(why, n);
+    int st = drv_init(why, n);
     if (st != JF_OK) return st;
     CUdeviceptr d;
     CUresult r = cu.cuMemAlloc(&d, bytes ? bytes : 8);
@@ -439,23 +439,23 @@ int jf_cuda_alloc(jf_devptr *p, size_t bytes, char *why, size_t n) {
     return JF_OK;
 }
 
-void jf_cuda_free(jf_devptr p) {
+static void drv_free(jf_devptr p) {
     if (p && cu.ok) cu.cuMemFree((CUdeviceptr)p);
 }
 
-int jf_cuda_to_device(jf_devptr dst, const void *src, size_t bytes, char *why, size_t n) {
+static int drv_to_device(jf_devptr dst, const void *src, size_t bytes, char *why, size_t n) {
     if (!bytes) return JF_OK;
     CUresult r = cu.cuMemcpyHtoD((CUdeviceptr)dst, src, bytes);
     return r == CUDA_SUCCESS ? JF_OK : fail(r, "copy to the device failed", why, n, JF_ERR_INTERNAL);
 }
 
-int jf_cuda_to_host(void *dst, jf_devptr src, size_t bytes, char *why, size_t n) {
+static int drv_to_host(void *dst, jf_devptr src, size_t bytes, char *why, size_t n) {
     if (!bytes) return JF_OK;
     CUresult r = cu.cuMemcpyDtoH(dst, (CUdeviceptr)src, bytes);
     return r == CUDA_SUCCESS ? JF_OK : fail(r, "copy from the device failed", why, n, JF_ERR_INTERNAL);
 }
 
-int jf_cuda_launch(void *fn, unsigned grid, unsigned block, unsigned shmem, void **args, char *why,
+static int drv_launch(void *fn, unsigned grid, unsigned block, unsigned shmem, void **args, char *why,
                    size_t n) {
     CUresult r = cu.cuLaunchKernel((CUfunction)fn, grid, 1, 1, block, 1, 1, shmem, NULL, args, NULL);
     if (r == CUDA_SUCCESS) r = cu.cuCtxSynchronize();
@@ -475,7 +475,9 @@ struct jf_cuda_graph {
     int own_stream;      /* 1: the stream is this graph's to destroy */
 };
 
-int jf_cuda_cond_nodes(void) {
+static void drv_graph_free(jf_cuda_graph *g);
+
+static int drv_cond_nodes(void) {
 #if CUDA_VERSION >= 12040
     return cu.ok && cu.graph_add_node != NULL && cu.version >= 12040;
 #else
@@ -483,16 +485,16 @@ int jf_cuda_cond_nodes(void) {
 #endif
 }
 
-int jf_cuda_mem_info(size_t *free_bytes, size_t *total_bytes) {
+static int drv_mem_info(size_t *free_bytes, size_t *total_bytes) {
     char why[256];
     *free_bytes = *total_bytes = 0;
-    if (jf_cuda_init(why, sizeof why) != JF_OK) return JF_ERR_UNAVAILABLE;
+    if (drv_init(why, sizeof why) != JF_OK) return JF_ERR_UNAVAILABLE;
     return cu.cuMemGetInfo(free_bytes, total_bytes) == CUDA_SUCCESS ? JF_OK : JF_ERR_UNAVAILABLE;
 }
 
-int jf_cuda_graph_new(jf_cuda_graph **out, const jf_cuda_graph *same_stream, char *why, size_t n) {
+static int drv_graph_new(jf_cuda_graph **out, const jf_cuda_graph *same_stream, char *why, size_t n) {
     *out = NULL;
-    int st = jf_cuda_init(why, n);
+    int st = drv_init(why, n);
     if (st != JF_OK) return st;
     jf_cuda_graph *g = calloc(1, sizeof *g);
     if (!g) {
@@ -507,14 +509,14 @@ int jf_cuda_graph_new(jf_cuda_graph **out, const jf_cuda_graph *same_stream, cha
     }
     if (r == CUDA_SUCCESS) r = cu.cuGraphCreate(&g->graph, 0);
     if (r != CUDA_SUCCESS) {
-        jf_cuda_graph_free(g);
+        drv_graph_free(g);
         return fail(r, "cannot create a CUDA graph", why, n, JF_ERR_INTERNAL);
     }
     *out = g;
     return JF_OK;
 }
 
-void jf_cuda_graph_free(jf_cuda_graph *g) {
+static void drv_graph_free(jf_cuda_graph *g) {
     if (!g) return;
     if (cu.ok) {
         if (g->exec) cu.cuGraphExecDestroy(g->exec);
@@ -541,7 +543,7 @@ static void node_deps(jf_cuda_graph *g, void *const *deps, int ndeps, CUgraphNod
     *count = k;
 }
 
-int jf_cuda_graph_kernel_deps(jf_cuda_graph *g, void *fn, unsigned grid, unsigned block,
+static int drv_graph_kernel_deps(jf_cuda_graph *g, void *fn, unsigned grid, unsigned block,
                               void **args, void *const *deps, int ndeps, void **node_out,
                               char *why, size_t n) {
     CUDA_KERNEL_NODE_PARAMS kp;
@@ -564,12 +566,8 @@ int jf_cuda_graph_kernel_deps(jf_cuda_graph *g, void *fn, unsigned grid, unsigne
     return JF_OK;
 }
 
-int jf_cuda_graph_kernel(jf_cuda_graph *g, void *fn, unsigned grid, unsigned block, void **args,
-                         char *why, size_t n) {
-    return jf_cuda_graph_kernel_deps(g, fn, grid, block, args, NULL, -1, NULL, why, n);
-}
 
-int jf_cuda_graph_copy_deps(jf_cuda_graph *g, jf_devptr dst, const void *src, size_t bytes,
+static int drv_graph_copy_deps(jf_cuda_graph *g, jf_devptr dst, const void *src, size_t bytes,
                             void *const *deps, int ndeps, void **node_out, char *why, size_t n) {
     CUDA_MEMCPY3D cp;
     memset(&cp, 0, sizeof cp);
@@ -592,11 +590,11 @@ int jf_cuda_graph_copy_deps(jf_cuda_graph *g, jf_devptr dst, const void *src, si
     return JF_OK;
 }
 
-void *jf_cuda_graph_last(jf_cuda_graph *g) { return g->body ? g->last_body : g->last; }
+static void *drv_graph_last(jf_cuda_graph *g) { return g->body ? g->last_body : g->last; }
 
-int jf_cuda_host_alloc(void **p, size_t bytes, char *why, size_t n) {
+static int drv_host_alloc(void **p, size_t bytes, char *why, size_t n) {
     *p = NULL;
-    int st = jf_cuda_init(why, n);
+    int st = drv_init(why, n);
     if (st != JF_OK) return st;
     CUresult r = cu.cuMemHostAlloc(p, bytes ? bytes : 8, 0);
     if (r != CUDA_SUCCESS)
@@ -604,14 +602,14 @@ int jf_cuda_host_alloc(void **p, size_t bytes, char *why, size_t n) {
     return JF_OK;
 }
 
-void jf_cuda_host_free(void *p) {
+static void drv_host_free(void *p) {
     if (p && cu.ok) cu.cuMemFreeHost(p);
 }
 
-int jf_cuda_graph_while_handle(jf_cuda_graph *g, unsigned long long *handle, char *why, size_t n) {
+static int drv_graph_while_handle(jf_cuda_graph *g, unsigned long long *handle, char *why, size_t n) {
     *handle = 0;
 #if CUDA_VERSION >= 12040
-    if (!jf_cuda_cond_nodes()) {
+    if (!drv_cond_nodes()) {
         snprintf(why, n, "conditional graph nodes are not available");
         return JF_ERR_UNAVAILABLE;
     }
@@ -629,9 +627,9 @@ int jf_cuda_graph_while_handle(jf_cuda_graph *g, unsigned long long *handle, cha
 #endif
 }
 
-int jf_cuda_graph_while_begin(jf_cuda_graph *g, unsigned long long handle, char *why, size_t n) {
+static int drv_graph_while_begin(jf_cuda_graph *g, unsigned long long handle, char *why, size_t n) {
 #if CUDA_VERSION >= 12040
-    if (!jf_cuda_cond_nodes() || g->body) {
+    if (!drv_cond_nodes() || g->body) {
         snprintf(why, n, "conditional graph nodes are not available");
         return JF_ERR_UNAVAILABLE;
     }
@@ -659,42 +657,174 @@ int jf_cuda_graph_while_begin(jf_cuda_graph *g, unsigned long long handle, char 
 #endif
 }
 
-void jf_cuda_graph_while_end(jf_cuda_graph *g) {
+static void drv_graph_while_end(jf_cuda_graph *g) {
     g->body = NULL;
     g->last_body = NULL;
 }
 
-int jf_cuda_graph_instantiate(jf_cuda_graph *g, char *why, size_t n) {
+static int drv_graph_instantiate(jf_cuda_graph *g, char *why, size_t n) {
     CUresult r = cu.cuGraphInstantiate(&g->exec, g->graph, 0);
     return r == CUDA_SUCCESS ? JF_OK
                              : fail(r, "cannot instantiate the CUDA graph", why, n, JF_ERR_INTERNAL);
 }
 
-int jf_cuda_graph_launch(jf_cuda_graph *g, char *why, size_t n) {
+static int drv_graph_launch(jf_cuda_graph *g, char *why, size_t n) {
     CUresult r = cu.cuGraphLaunch(g->exec, g->stream);
     return r == CUDA_SUCCESS ? JF_OK : fail(r, "CUDA graph launch failed", why, n, JF_ERR_INTERNAL);
 }
 
-int jf_cuda_graph_to_device(jf_cuda_graph *g, jf_devptr dst, const void *src, size_t bytes,
+static int drv_graph_to_device(jf_cuda_graph *g, jf_devptr dst, const void *src, size_t bytes,
                             char *why, size_t n) {
     if (!bytes) return JF_OK;
     CUresult r = cu.cuMemcpyHtoDAsync((CUdeviceptr)dst, src, bytes, g->stream);
     return r == CUDA_SUCCESS ? JF_OK : fail(r, "copy to the device failed", why, n, JF_ERR_INTERNAL);
 }
 
-int jf_cuda_graph_to_host(jf_cuda_graph *g, void *dst, jf_devptr src, size_t bytes, char *why,
+static int drv_graph_to_host(jf_cuda_graph *g, void *dst, jf_devptr src, size_t bytes, char *why,
                           size_t n) {
     if (!bytes) return JF_OK;
     CUresult r = cu.cuMemcpyDtoHAsync(dst, (CUdeviceptr)src, bytes, g->stream);
     return r == CUDA_SUCCESS ? JF_OK : fail(r, "copy from the device failed", why, n, JF_ERR_INTERNAL);
 }
 
-int jf_cuda_graph_sync(jf_cuda_graph *g, char *why, size_t n) {
+static int drv_graph_sync(jf_cuda_graph *g, char *why, size_t n) {
     g->syncs++;
     CUresult r = cu.cuStreamSynchronize(g->stream);
     return r == CUDA_SUCCESS ? JF_OK : fail(r, "the GPU reported an error", why, n, JF_ERR_INTERNAL);
 }
 
-unsigned long jf_cuda_graph_syncs(const jf_cuda_graph *g) { return g->syncs; }
+static unsigned long drv_graph_syncs(const jf_cuda_graph *g) { return g->syncs; }
 
 #endif
+
+/* ---- the entry points: the driver above, or the emulator (cuda_emu.h) ----------------------- */
+
+int jf_cuda_status(char *buf, size_t n) {
+    return jf_cuda_emulated() ? jf_emu_status(buf, n) : drv_status(buf, n);
+}
+int jf_cuda_init(char *why, size_t n) { return jf_cuda_emulated() ? JF_OK : drv_init(why, n); }
+void jf_cuda_arch(int *major, int *minor) {
+    if (jf_cuda_emulated()) jf_emu_arch(major, minor);
+    else drv_arch(major, minor);
+}
+void jf_cuda_driver_facts_get(jf_cuda_driver_facts *out) {
+    if (jf_cuda_emulated()) jf_emu_driver_facts_get(out);
+    else drv_driver_facts_get(out);
+}
+int jf_cuda_gpu_facts_get(int ordinal, jf_cuda_gpu_facts *out, char *why, size_t n) {
+    return jf_cuda_emulated() ? jf_emu_gpu_facts_get(ordinal, out, why, n)
+                              : drv_gpu_facts_get(ordinal, out, why, n);
+}
+int jf_cuda_module_load(const void *image, void **module, char *why, size_t n) {
+    return jf_cuda_emulated() ? jf_emu_module_load(image, module, why, n)
+                              : drv_module_load(image, module, why, n);
+}
+void jf_cuda_module_unload(void *module) {
+    if (jf_cuda_emulated()) jf_emu_module_unload(module);
+    else drv_module_unload(module);
+}
+void *jf_cuda_module_function(void *module, const char *name, char *why, size_t n) {
+    return jf_cuda_emulated() ? jf_emu_module_function(module, name, why, n)
+                              : drv_module_function(module, name, why, n);
+}
+int jf_cuda_alloc(jf_devptr *p, size_t bytes, char *why, size_t n) {
+    return jf_cuda_emulated() ? jf_emu_alloc(p, bytes, why, n) : drv_alloc(p, bytes, why, n);
+}
+void jf_cuda_free(jf_devptr p) {
+    if (jf_cuda_emulated()) jf_emu_free(p);
+    else drv_free(p);
+}
+/* Emulated device memory is host memory: copies are memcpy. */
+int jf_cuda_to_device(jf_devptr dst, const void *src, size_t bytes, char *why, size_t n) {
+    if (!jf_cuda_emulated()) return drv_to_device(dst, src, bytes, why, n);
+    if (bytes) memcpy((void *)(uintptr_t)dst, src, bytes);
+    return JF_OK;
+}
+int jf_cuda_to_host(void *dst, jf_devptr src, size_t bytes, char *why, size_t n) {
+    if (!jf_cuda_emulated()) return drv_to_host(dst, src, bytes, why, n);
+    if (bytes) memcpy(dst, (const void *)(uintptr_t)src, bytes);
+    return JF_OK;
+}
+int jf_cuda_launch(void *fn, unsigned grid, unsigned block, unsigned shmem, void **args, char *why,
+                   size_t n) {
+    return jf_cuda_emulated() ? jf_emu_launch(fn, grid, block, args, why, n)
+                              : drv_launch(fn, grid, block, shmem, args, why, n);
+}
+int jf_cuda_cond_nodes(void) { return jf_cuda_emulated() ? 1 : drv_cond_nodes(); }
+int jf_cuda_mem_info(size_t *free_bytes, size_t *total_bytes) {
+    return jf_cuda_emulated() ? jf_emu_mem_info(free_bytes, total_bytes)
+                              : drv_mem_info(free_bytes, total_bytes);
+}
+int jf_cuda_graph_new(jf_cuda_graph **g, const jf_cuda_graph *same_stream, char *why, size_t n) {
+    return jf_cuda_emulated() ? jf_emu_graph_new(g, why, n) : drv_graph_new(g, same_stream, why, n);
+}
+void jf_cuda_graph_free(jf_cuda_graph *g) {
+    if (jf_cuda_emulated()) jf_emu_graph_free(g);
+    else drv_graph_free(g);
+}
+int jf_cuda_graph_kernel(jf_cuda_graph *g, void *fn, unsigned grid, unsigned block, void **args,
+                         char *why, size_t n) {
+    return jf_cuda_graph_kernel_deps(g, fn, grid, block, args, NULL, -1, NULL, why, n);
+}
+int jf_cuda_graph_kernel_deps(jf_cuda_graph *g, void *fn, unsigned grid, unsigned block,
+                              void **args, void *const *deps, int ndeps, void **node_out,
+                              char *why, size_t n) {
+    return jf_cuda_emulated()
+               ? jf_emu_graph_kernel_deps(g, fn, grid, block, args, deps, ndeps, node_out, why, n)
+               : drv_graph_kernel_deps(g, fn, grid, block, args, deps, ndeps, node_out, why, n);
+}
+int jf_cuda_graph_copy_deps(jf_cuda_graph *g, jf_devptr dst, const void *src, size_t bytes,
+                            void *const *deps, int ndeps, void **node_out, char *why, size_t n) {
+    return jf_cuda_emulated()
+               ? jf_emu_graph_copy_deps(g, dst, src, bytes, deps, ndeps, node_out, why, n)
+               : drv_graph_copy_deps(g, dst, src, bytes, deps, ndeps, node_out, why, n);
+}
+void *jf_cuda_graph_last(jf_cuda_graph *g) {
+    return jf_cuda_emulated() ? jf_emu_graph_last(g) : drv_graph_last(g);
+}
+int jf_cuda_host_alloc(void **p, size_t bytes, char *why, size_t n) {
+    if (!jf_cuda_emulated()) return drv_host_alloc(p, bytes, why, n);
+    *p = malloc(bytes ? bytes : 8);
+    if (*p) return JF_OK;
+    snprintf(why, n, "cannot allocate pinned host memory: out of memory");
+    return JF_ERR_NOMEM;
+}
+void jf_cuda_host_free(void *p) {
+    if (jf_cuda_emulated()) free(p);
+    else drv_host_free(p);
+}
+int jf_cuda_graph_while_handle(jf_cuda_graph *g, unsigned long long *handle, char *why, size_t n) {
+    return jf_cuda_emulated() ? jf_emu_graph_while_handle(g, handle, why, n)
+                              : drv_graph_while_handle(g, handle, why, n);
+}
+int jf_cuda_graph_while_begin(jf_cuda_graph *g, unsigned long long handle, char *why, size_t n) {
+    return jf_cuda_emulated() ? jf_emu_graph_while_begin(g, handle, why, n)
+                              : drv_graph_while_begin(g, handle, why, n);
+}
+void jf_cuda_graph_while_end(jf_cuda_graph *g) {
+    if (jf_cuda_emulated()) jf_emu_graph_while_end(g);
+    else drv_graph_while_end(g);
+}
+int jf_cuda_graph_instantiate(jf_cuda_graph *g, char *why, size_t n) {
+    return jf_cuda_emulated() ? jf_emu_graph_instantiate(g, why, n) : drv_graph_instantiate(g, why, n);
+}
+int jf_cuda_graph_launch(jf_cuda_graph *g, char *why, size_t n) {
+    return jf_cuda_emulated() ? jf_emu_graph_launch(g, why, n) : drv_graph_launch(g, why, n);
+}
+/* The emulator runs a graph when it is launched: its stream has nothing in flight. */
+int jf_cuda_graph_to_device(jf_cuda_graph *g, jf_devptr dst, const void *src, size_t bytes,
+                            char *why, size_t n) {
+    return jf_cuda_emulated() ? jf_cuda_to_device(dst, src, bytes, why, n)
+                              : drv_graph_to_device(g, dst, src, bytes, why, n);
+}
+int jf_cuda_graph_to_host(jf_cuda_graph *g, void *dst, jf_devptr src, size_t bytes, char *why,
+                          size_t n) {
+    return jf_cuda_emulated() ? jf_cuda_to_host(dst, src, bytes, why, n)
+                              : drv_graph_to_host(g, dst, src, bytes, why, n);
+}
+int jf_cuda_graph_sync(jf_cuda_graph *g, char *why, size_t n) {
+    return jf_cuda_emulated() ? jf_emu_graph_sync(g, why, n) : drv_graph_sync(g, why, n);
+}
+unsigned long jf_cuda_graph_syncs(const jf_cuda_graph *g) {
+    return jf_cuda_emulated() ? jf_emu_graph_syncs(g) : drv_graph_syncs(g);
+}

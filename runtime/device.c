@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "cuda_api.h"
+#include "cuda_emu.h"
 #include "jit_nvrtc.h"
 
 int jf_device_fp64_ratio(int major, int minor) {
@@ -87,7 +88,7 @@ int jf_device_have_gpu_solver(void) {
 #ifdef JF_HAVE_CUDA_HEADERS
     return 1;
 #else
-    return 0;
+    return jf_cuda_emulated(); /* the emulator needs no CUDA headers */
 #endif
 }
 

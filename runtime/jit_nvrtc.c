@@ -18,6 +18,7 @@
 #include "../codegen/emit.h"
 #include "cache.h"
 #include "cuda_api.h"
+#include "cuda_emu.h"
 
 #ifdef JF_HAVE_CUDA_HEADERS
 #include <nvrtc.h>
@@ -234,14 +235,19 @@ static int module_get(const char *src, const char *const *names, size_t nnames,
         return JF_ERR_INTERNAL;
     }
     if (jf_cuda_init(why, n) != JF_OK) return JF_ERR_UNAVAILABLE;
-    if (jf_nvrtc_load(why, n) != JF_OK) return JF_ERR_UNAVAILABLE;
-    int major, minor, vmaj, vmin;
+    /* emulated (cuda_emu.h): the module's image is its source, built by the emulator when
+     * loaded; it is kept in the memory cache only, under a key of its own */
+    int emu = jf_cuda_emulated();
+    if (!emu && jf_nvrtc_load(why, n) != JF_OK) return JF_ERR_UNAVAILABLE;
+    int major, minor, vmaj = 0, vmin = 0;
     jf_cuda_arch(&major, &minor);
-    jf_nvrtc_version(&vmaj, &vmin);
+    if (!emu) jf_nvrtc_version(&vmaj, &vmin);
     int arch = major * 10 + minor;
     char compiler[64], archs[32];
-    snprintf(compiler, sizeof compiler, "nvrtc %d.%d", vmaj, vmin);
+    if (emu) snprintf(compiler, sizeof compiler, "emulator");
+    else snprintf(compiler, sizeof compiler, "nvrtc %d.%d", vmaj, vmin);
     snprintf(archs, sizeof archs, "sm_%d", arch);
+    if (emu) o.no_cache = 1;
     jf_cache_key_parts parts = {"cuda", src, compiler, JF_NVRTC_FLAGS, archs};
     jf_cache_key key = jf_cache_key_make(&parts);
     jf_cache_result res = JF_CACHE_MEMORY;
@@ -267,7 +273,8 @@ static int module_get(const char *src, const char *const *names, size_t nnames,
         }
         if (!nm) {
             char *log = NULL;
-            int st = jf_nvrtc_compile(src, arch, 1, &image, &size, &log);
+            int st = emu ? ((image = (unsigned char *)strdup(src)) ? JF_OK : JF_ERR_NOMEM)
+                         : jf_nvrtc_compile(src, arch, 1, &image, &size, &log);
             if (st != JF_OK) {
                 snprintf(why, n, "NVRTC failed: %.*s", (int)strcspn(log ? log : "", "\n"),
                          log ? log : "");
@@ -314,7 +321,7 @@ int jf_cuda_kernels_get(const struct jf_model *m, const jf_jit_options *opts, in
     *out = NULL;
     if (cache) *cache = JF_CACHE_NONE;
     if (jf_cuda_init(why, n) != JF_OK) return JF_ERR_UNAVAILABLE;
-    if (jf_nvrtc_load(why, n) != JF_OK) return JF_ERR_UNAVAILABLE;
+    if (!jf_cuda_emulated() && jf_nvrtc_load(why, n) != JF_OK) return JF_ERR_UNAVAILABLE;
     jf_emit_options eo = jf_emit_options_default(JF_EMIT_CUDA);
     eo.cuda_loss = loss < 0 ? -1 : loss;
     eo.cuda_single = opts ? opts->single_precision : 0;

@@ -295,8 +295,12 @@ int jf_gpu_problem_init_streamed(jf_gpu_problem *gp, jf_problem *prob,
     begin_init(gp, prob, k);
     const jf_data_view *d = &prob->view;
     jf_stream_layout_init(&gp->lay, n, nv, d->w != NULL, 1);
+    /* block partials: chunk k has grid_for(len_k) <= len_k/JF_CUDA_BLOCK + 1 rows, so all
+     * chunks together at most n/JF_CUDA_BLOCK + nchunks (and never more than the grid cap) */
+    size_t rows = (n + JF_CUDA_BLOCK - 1) / JF_CUDA_BLOCK + JF_CUDA_GRAPH_MAX_DEPS;
+    size_t rows_cap = (size_t)JF_CUDA_GRAPH_MAX_DEPS * JF_LM_CUDA_MAX_GRID;
     size_t fixed = (2 * gp->nacc + np + 4096) * sizeof(double) +
-                   (size_t)JF_CUDA_GRAPH_MAX_DEPS * JF_LM_CUDA_MAX_GRID * gp->nacc * sizeof(double);
+                   (rows < rows_cap ? rows : rows_cap) * gp->nacc * sizeof(double);
     size_t per_point = 2 * gp->lay.ncols * sizeof(double);
     size_t chunk = avail > fixed ? (avail - fixed) / per_point : 0;
     const char *force = getenv("JITFIT_GPU_CHUNK");

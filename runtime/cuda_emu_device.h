@@ -1,0 +1,218 @@
+/* The device half of the CUDA emulator (runtime/cuda_emu.c): C++ text put in front of a CUDA
+ * module's source so that the host's C++ compiler builds it into a shared object whose kernels
+ * run on the CPU with CUDA's execution model. It is never included by the library; the build
+ * embeds it (jf_embed_cuda_emu_device_h), like the prelude.
+ *
+ * What is emulated: the CUDA keywords the generated kernels use, threadIdx/blockIdx/blockDim/
+ * gridDim, __syncthreads, __syncwarp, __shfl_sync, __shfl_down_sync, __shared__ memory and
+ * cudaGraphSetConditional. Every CUDA thread of a block is a coroutine with its own stack
+ * (entered once through makecontext, then switched with _setjmp/_longjmp, which costs no system
+ * call); blocks run one after the other, so function-scope __shared__ variables can be plain
+ * statics. A barrier releases its threads once every live thread of the block (or warp) has
+ * reached it; threads that wait at different barriers are a deadlock, reported as an error
+ * instead of hanging (on a GPU that is undefined behaviour). Shuffles go through a slot per
+ * thread and two warp barriers (deposit, then read). Math is the host's libm, not libdevice:
+ * emulated results check the kernels' logic and indexing, not the GPU's rounding or speed.
+ *
+ * The host appends, for each kernel K, jf_emu_body_K (calls K with unpacked arguments) and
+ * jf_emu_args_K (the arguments' sizes, for graph nodes that copy them).
+ */
+#include <math.h>
+#include <setjmp.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <type_traits>
+#include <ucontext.h>
+#include <utility>
+
+#define __CUDACC__ 1
+#define __CUDACC_RTC__ 1 /* the embedded headers then include nothing themselves */
+#define __global__
+#define __device__
+#define __host__
+#define __forceinline__ inline
+#define __noinline__ __attribute__((noinline))
+#define __launch_bounds__(...)
+#define __shared__ static
+#define __cudart_builtin__
+
+struct jf_emu_dim3 {
+    unsigned int x, y, z;
+};
+static jf_emu_dim3 threadIdx, blockIdx, blockDim, gridDim;
+
+/* Most threads of a block (CUDA's limit) and the stack of each emulated thread. */
+#define JF_EMU_MAX_BLOCK 1024u
+#define JF_EMU_STACK ((size_t)256 << 10)
+
+enum { JF_EMU_RUN, JF_EMU_AT_WARP, JF_EMU_AT_BLOCK, JF_EMU_DONE };
+
+struct jf_emu_thread {
+    jmp_buf jb;     /* where it waits */
+    int state;      /* JF_EMU_* */
+    int started;    /* entered its coroutine yet */
+};
+
+static struct {
+    jf_emu_thread t[JF_EMU_MAX_BLOCK];
+    char *stacks;                  /* JF_EMU_MAX_BLOCK stacks, mapped on first use */
+    unsigned int nt, cur;          /* threads of the block, the running one */
+    jmp_buf sched;                 /* the scheduler */
+    ucontext_t sched_uc, start_uc; /* for entering a fresh coroutine */
+    void (*body)(void **);         /* the kernel being run */
+    void **args;                   /* its arguments */
+    unsigned char slot[JF_EMU_MAX_BLOCK][8]; /* shuffle values */
+} jf_emu;
+
+static void jf_emu_wait(int state) {
+    jf_emu.t[jf_emu.cur].state = state;
+    if (!_setjmp(jf_emu.t[jf_emu.cur].jb)) _longjmp(jf_emu.sched, 1);
+}
+
+static void jf_emu_entry(void) {
+    jf_emu.body(jf_emu.args);
+    jf_emu.t[jf_emu.cur].state = JF_EMU_DONE;
+    _longjmp(jf_emu.sched, 1);
+}
+
+static void __syncthreads(void) { jf_emu_wait(JF_EMU_AT_BLOCK); }
+static void __syncwarp(unsigned int mask = 0xffffffffu) {
+    (void)mask;
+    jf_emu_wait(JF_EMU_AT_WARP);
+}
+
+/* The value of thread src of the block as seen by the caller, all lanes of the warp taking part. */
+template <class T> static T jf_emu_exchange(T v, unsigned int src, int valid) {
+    static_assert(sizeof(T) <= 8, "shuffles move at most 8 bytes");
+    unsigned int me = jf_emu.cur;
+    memcpy(jf_emu.slot[me], &v, sizeof v);
+    jf_emu_wait(JF_EMU_AT_WARP);
+    T r = v;
+    if (valid && src < jf_emu.nt) memcpy(&r, jf_emu.slot[src], sizeof r);
+    jf_emu_wait(JF_EMU_AT_WARP);
+    return r;
+}
+template <class T>
+static T __shfl_down_sync(unsigned int mask, T v, unsigned int delta, int width = 32) {
+    (void)mask;
+    (void)width;
+    unsigned int me = jf_emu.cur;
+    return jf_emu_exchange(v, me + delta, (me & 31u) + delta < 32u);
+}
+template <class T> static T __shfl_sync(unsigned int mask, T v, int src_lane, int width = 32) {
+    (void)mask;
+    (void)width;
+    return jf_emu_exchange(v, (jf_emu.cur & ~31u) + ((unsigned int)src_lane & 31u), 1);
+}
+
+/* A WHILE node's condition: the emulator's handle is the address of the value. */
+extern "C" void cudaGraphSetConditional(unsigned long long handle, unsigned int value) {
+    if (handle) *(unsigned int *)(uintptr_t)handle = value;
+}
+
+/* Runs one block to its end. 0, or -1 when its threads wait at barriers that cannot open. */
+static int jf_emu_block(char *why, size_t n) {
+    unsigned int nt = jf_emu.nt;
+    for (unsigned int i = 0; i < nt; i++) {
+        jf_emu.t[i].state = JF_EMU_RUN;
+        jf_emu.t[i].started = 0;
+    }
+    for (;;) {
+        for (unsigned int i = 0; i < nt; i++) {
+            if (jf_emu.t[i].state != JF_EMU_RUN) continue;
+            jf_emu.cur = i;
+            threadIdx.x = i;
+            if (!_setjmp(jf_emu.sched)) {
+                if (jf_emu.t[i].started) _longjmp(jf_emu.t[i].jb, 1);
+                jf_emu.t[i].started = 1;
+                getcontext(&jf_emu.start_uc);
+                jf_emu.start_uc.uc_stack.ss_sp = jf_emu.stacks + (size_t)i * JF_EMU_STACK;
+                jf_emu.start_uc.uc_stack.ss_size = JF_EMU_STACK;
+                jf_emu.start_uc.uc_link = NULL;
+                makecontext(&jf_emu.start_uc, jf_emu_entry, 0);
+                swapcontext(&jf_emu.sched_uc, &jf_emu.start_uc);
+            }
+        }
+        /* everyone waits or is done: open the barriers that every live thread has reached */
+        unsigned int live = 0, at_block = 0, opened = 0;
+        for (unsigned int i = 0; i < nt; i++) {
+            live += jf_emu.t[i].state != JF_EMU_DONE;
+            at_block += jf_emu.t[i].state == JF_EMU_AT_BLOCK;
+        }
+        if (live == 0) return 0;
+        for (unsigned int w = 0; w < nt; w += 32) {
+            unsigned int end = w + 32 < nt ? w + 32 : nt, wl = 0, aw = 0;
+            for (unsigned int i = w; i < end; i++) {
+                wl += jf_emu.t[i].state != JF_EMU_DONE;
+                aw += jf_emu.t[i].state == JF_EMU_AT_WARP;
+            }
+            if (wl > 0 && aw == wl) {
+                for (unsigned int i = w; i < end; i++)
+                    if (jf_emu.t[i].state == JF_EMU_AT_WARP) jf_emu.t[i].state = JF_EMU_RUN;
+                opened = 1;
+            }
+        }
+        if (!opened && at_block == live) {
+            for (unsigned int i = 0; i < nt; i++)
+                if (jf_emu.t[i].state == JF_EMU_AT_BLOCK) jf_emu.t[i].state = JF_EMU_RUN;
+            opened = 1;
+        }
+        if (!opened) {
+            snprintf(why, n,
+                     "emulated kernel deadlock in block %u: of %u live threads %u wait at "
+                     "__syncthreads and the others at warp barriers (shuffles, __syncwarp) that "
+                     "not all of their warp reach",
+                     blockIdx.x, live, at_block);
+            return -1;
+        }
+    }
+}
+
+/* Runs body(args) on grid × block emulated threads. 0, or -1 with the reason in why. */
+extern "C" int jf_emu_launch(void (*body)(void **), void **args, unsigned int grid,
+                             unsigned int block, char *why, size_t n) {
+    if (block == 0 || block > JF_EMU_MAX_BLOCK || grid == 0) {
+        snprintf(why, n, "emulated launch of %u blocks of %u threads: invalid configuration", grid,
+                 block);
+        return -1;
+    }
+    if (!jf_emu.stacks) {
+        void *s = mmap(NULL, JF_EMU_MAX_BLOCK * JF_EMU_STACK, PROT_READ | PROT_WRITE,
+                       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+        if (s == MAP_FAILED) {
+            snprintf(why, n, "emulator: cannot map the thread stacks");
+            return -1;
+        }
+        jf_emu.stacks = (char *)s;
+    }
+    jf_emu.body = body;
+    jf_emu.args = args;
+    jf_emu.nt = block;
+    gridDim = {grid, 1, 1};
+    blockDim = {block, 1, 1};
+    threadIdx = {0, 0, 0};
+    for (unsigned int b = 0; b < grid; b++) {
+        blockIdx = {b, 0, 0};
+        if (jf_emu_block(why, n) != 0) return -1;
+    }
+    return 0;
+}
+
+template <class... A, size_t... I>
+static void jf_emu_invoke_(void (*f)(A...), void **a, std::index_sequence<I...>) {
+    f(*static_cast<typename std::remove_cv<A>::type *>(a[I])...);
+}
+template <class... A> static void jf_emu_invoke(void (*f)(A...), void **a) {
+    jf_emu_invoke_(f, a, std::index_sequence_for<A...>{});
+}
+template <class... A> static size_t jf_emu_arg_sizes(void (*)(A...), const size_t **sizes) {
+    static const size_t s[] = {sizeof(A)..., 0};
+    *sizes = s;
+    return sizeof...(A);
+}
+
+/* ---- the module's source follows ---- */
