@@ -10,7 +10,8 @@
  * forced memory limit streamed in chunks with the in-memory answer, or, when not even the chunk
  * buffers fit, fitted on the CPU with a note,
  * `jitfit fit --device gpu -v` reports the synchronizations, and a batch of 300 fits of
- * different lengths in one launch equals the CPU batch (fp64 to 1e-10, fp32 to 0.01 s.e.).
+ * different lengths in one launch equals the CPU batch (fp64 to 1e-10, fp32 to 0.01 s.e.), and a
+ * 60-parameter sum of peaks equals the CPU fit to 1e-10.
  */
 #include <stdlib.h>
 
@@ -198,6 +199,40 @@ static void test_sine(void) {
     jf_model_free(m);
 }
 
+/* Many parameters: a sum of 20 Gaussian peaks (60 parameters) on 2000 points, polished
+ * (n·p ≤ 2^17), so GPU and CPU agree to 1e-10. */
+static void test_peaks(void) {
+    enum { PEAKS = 20, NP = 3 * PEAKS, N = 2000 };
+    static char text[4096];
+    size_t used = 0;
+    for (int k = 0; k < PEAKS; k++)
+        used += (size_t)snprintf(text + used, sizeof text - used, "%sA%d*exp(-(x-m%d)^2/(2*s%d^2))",
+                                 k ? "+" : "", k, k, k);
+    jf_model *m = NULL;
+    if (!CHECK(jf_model_compile(text, (size_t)-1, NULL, &m, NULL) == JF_OK)) return;
+    static double x[N], y[N], p0[NP];
+    for (size_t i = 0; i < N; i++) {
+        x[i] = 100.0 * (double)i / N;
+        y[i] = 0.01 * (sin(12.9898 * (double)i) + cos(78.233 * (double)i));
+    }
+    for (int k = 0; k < PEAKS; k++) {
+        double a = 1.0 + k % 3, mu = 100.0 * (k + 0.5) / PEAKS, sd = 100.0 / PEAKS / 6.0 * (1 + 0.1 * (k % 2));
+        for (size_t i = 0; i < N; i++) y[i] += a * exp(-(x[i] - mu) * (x[i] - mu) / (2 * sd * sd));
+        char name[16];
+        snprintf(name, sizeof name, "A%d", k);
+        p0[jf_model_param_index(m, name)] = a + 0.1;
+        snprintf(name, sizeof name, "m%d", k);
+        p0[jf_model_param_index(m, name)] = mu + 0.2;
+        snprintf(name, sizeof name, "s%d", k);
+        p0[jf_model_param_index(m, name)] = sd * 1.05;
+    }
+    jf_fit_options o = jf_fit_options_default();
+    o.p0 = p0;
+    jf_data d = {N, x, 0, y, NULL};
+    compare("20 peaks, 60 params", m, &d, o, 1e-10);
+    jf_model_free(m);
+}
+
 /* A batch on the GPU (one launch, a warp per fit) against the same batch on the CPU: fits of
  * different lengths, each polished afterwards, so parameters agree to 1e-10; fp32 close. */
 static void test_batch(void) {
@@ -273,6 +308,7 @@ int main(void) {
         if (mode == 0 && !jf_cuda_cond_nodes()) break; /* both passes would be the same */
     }
     unsetenv("JITFIT_GPU_NO_WHILE");
+    test_peaks();
     test_batch();
     test_cli();
     return jf_test_finish();
