@@ -14,7 +14,10 @@
  * Without a GPU it says so and times the CPU only. Not a test: it asserts nothing.
  *
  * usage: bench_gpu [--sizes 1e5,1e6] [--reps R] [--cpu-max N] [--bandwidth B/s]
- *                  [--fp64-peak flop/s] [--flops-per-point F] [--tsv 1]
+ *                  [--fp64-peak flop/s] [--flops-per-point F] [--tsv 1] [--max-gpu-mem BYTES]
+ * --max-gpu-mem limits the GPU fits' device memory, so data above it are streamed (the note
+ * is printed): the same command with and without it compares streamed and in-memory
+ * throughput (Gpts/s: points per second of one pass).
  * --tsv 1 prints tab-separated rows instead (N, gpu cold, gpu warm, cpu ms, ms/iteration,
  * roofline ms, syncs, the five GPU parameters, else the CPU's) for bench/bench_gpu_anchors.py.
  * (defaults: 3 reps, CPU up to 1e7, H100 SXM nominal 3.35e12 B/s and 6.7e13 flop/s, 90 flops)
@@ -50,11 +53,15 @@ static double uniform(void) {
     return ((double)(z >> 11) + 0.5) / 9007199254740992.0;
 }
 
+/* --max-gpu-mem: GPU fits use at most this many bytes (0: no limit), to time streaming */
+static size_t max_gpu_mem;
+
 static int fit(const jf_model *m, const jf_data *d, jf_device dev, jf_fit_result **r) {
     static const double p0[5] = {1.5, 0.2, 1.45, 0.0, 0.0};
     jf_fit_options o = jf_fit_options_default();
     o.p0 = p0;
     o.device = dev;
+    o.max_gpu_mem = max_gpu_mem;
     char *err = NULL;
     int st = jf_fit(m, d, &o, r, &err);
     if (st != JF_OK) fprintf(stderr, "fit failed: %s\n", err ? err : jf_status_string(st));
@@ -78,6 +85,7 @@ int main(int argc, char **argv) {
         else if (!strcmp(argv[i], "--fp64-peak")) peak = strtod(argv[i + 1], NULL);
         else if (!strcmp(argv[i], "--flops-per-point")) fpp = strtod(argv[i + 1], NULL);
         else if (!strcmp(argv[i], "--tsv")) tsv = atoi(argv[i + 1]);
+        else if (!strcmp(argv[i], "--max-gpu-mem")) max_gpu_mem = (size_t)strtod(argv[i + 1], NULL);
         else {
             fprintf(stderr, "unknown option %s\n", argv[i]);
             return 2;
@@ -92,8 +100,8 @@ int main(int argc, char **argv) {
     if (jf_model_compile("a*exp(-b*x)*sin(c*x+d)+e", (size_t)-1, NULL, &m, NULL) != JF_OK) return 1;
     int first_gpu = 1, have_gpu = 1;
     if (!tsv)
-        printf("%10s %10s %10s %10s %8s %12s %12s %6s %12s\n", "N", "gpu cold", "gpu warm", "cpu",
-               "cpu/gpu", "gpu ms/iter", "roofline ms", "syncs", "max rel diff");
+        printf("%10s %10s %10s %10s %8s %12s %12s %9s %6s %12s\n", "N", "gpu cold", "gpu warm",
+               "cpu", "cpu/gpu", "gpu ms/iter", "roofline ms", "Gpts/s", "syncs", "max rel diff");
     for (int s = 0; s < nsizes; s++) {
         size_t n = (size_t)sizes[s];
         double *x = malloc(n * sizeof *x), *y = malloc(n * sizeof *y);
@@ -167,8 +175,10 @@ int main(int argc, char **argv) {
             for (int k = 0; k < 5; k++) printf("\t%.17g", pr ? pr->params[k] : NAN);
             printf("\n");
         } else {
-            printf("%10.0e %10.2f %10.2f %10.2f %8.2f %12.4f %12.4f %6zu %12.2g\n", (double)n,
-                   cold, warm, cpu, cpu / warm, iter_ms, roof, syncs, diff);
+            printf("%10.0e %10.2f %10.2f %10.2f %8.2f %12.4f %12.4f %9.3g %6zu %12.2g\n",
+                   (double)n, cold, warm, cpu, cpu / warm, iter_ms, roof,
+                   (double)n / iter_ms * 1e-6, syncs, diff);
+            if (g && strstr(g->device_note, "streamed")) printf("           (%s)\n", g->device_note);
             if (!have_gpu && s == 0) printf("(no GPU solver run: see the message above)\n");
         }
         fflush(stdout);

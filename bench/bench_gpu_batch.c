@@ -1,0 +1,288 @@
+/* bench_gpu_batch: many small independent fits in one call (jf_fit_batch) on the GPU (one
+ * launch, a warp per fit) against jitfit's CPU batch on all cores, in one run
+ * (docs/PERFORMANCE.md, "GPU batches").
+ *
+ * Two shapes of work, as issue 6 names them:
+ *   gauss2d   A*exp(-((x-x0)^2+(y-y0)^2)/(2*s^2))+b on 5×5 pixels (Gpufit's benchmark shape:
+ *             its paper reports 3.0 M fits/s on a GTX 1080, fp32, ≤ 10 iterations), fp64 and
+ *             fp32, for each count in --fits;
+ *   spectrum  a Gaussian line on a linear baseline, amp*exp(-(x-mu)^2/(2*w^2))+c0+c1*x, on
+ *             --spectrum-points points, --spectrum-fits fits.
+ * Data: truth drawn per fit from a fixed-seed generator (splitmix64 + Box-Muller), Gaussian
+ * noise; starting values from the data (moments: the brightest pixel or channel, the minimum
+ * as background), as a real pipeline would. Tolerances 1e-8, at most 100 evaluations per fit.
+ * Reported per row: fits, total points, GPU time (warm: the module was compiled by a small
+ * batch first) and fits/s, CPU time and fits/s, CPU/GPU, converged fraction on each, median
+ * iterations, and the largest parameter difference GPU vs CPU relative to the CPU's standard
+ * error (fits that converged on both). Without a GPU the GPU columns are nan.
+ * Not a test: it asserts nothing.
+ *
+ * usage: bench_gpu_batch [--fits 1e4,1e5,1e6,1e7] [--cpu-max N] [--spectrum-fits N]
+ *                        [--spectrum-points N] [--threads N]
+ * (defaults: the four counts, CPU batches up to 1e6 fits, 1e5 spectra of 1000 points)
+ */
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "../include/jitfit.h"
+
+#define NP 5
+
+static double now_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
+}
+
+static uint64_t rng_state = 7;
+static double uniform(void) {
+    uint64_t z = (rng_state += 0x9e3779b97f4a7c15ULL);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    z ^= z >> 31;
+    return ((double)(z >> 11) + 0.5) / 9007199254740992.0;
+}
+static double normal(void) {
+    double u1 = uniform(), u2 = uniform();
+    return sqrt(-2 * log(u1)) * cos(6.283185307179586 * u2);
+}
+
+static int cmp_size(const void *a, const void *b) {
+    size_t x = *(const size_t *)a, y = *(const size_t *)b;
+    return (x > y) - (x < y);
+}
+
+/* One problem set: nfits fits of npts points sharing the variables x (nv columns). */
+typedef struct problem {
+    size_t nfits, npts, nv;
+    double *x;    /* nv × npts, shared */
+    double *y;    /* nfits × npts */
+    double *p0;   /* nfits × NP */
+    jf_data *d;   /* nfits */
+} problem;
+
+static void problem_free(problem *p) {
+    free(p->x);
+    free(p->y);
+    free(p->p0);
+    free(p->d);
+}
+
+static int problem_alloc(problem *p, size_t nfits, size_t npts, size_t nv) {
+    memset(p, 0, sizeof *p);
+    p->nfits = nfits;
+    p->npts = npts;
+    p->nv = nv;
+    p->x = malloc(nv * npts * sizeof *p->x);
+    p->y = malloc(nfits * npts * sizeof *p->y);
+    p->p0 = malloc(nfits * NP * sizeof *p->p0);
+    p->d = malloc(nfits * sizeof *p->d);
+    if (!p->x || !p->y || !p->p0 || !p->d) {
+        problem_free(p);
+        return -1;
+    }
+    for (size_t f = 0; f < nfits; f++)
+        p->d[f] = (jf_data){npts, p->x, npts, p->y + f * npts, NULL};
+    return 0;
+}
+
+/* 5×5 pixels, spot near the centre: A in [80, 120], x0, y0 within ±0.5 px of 2, s in [0.9,
+ * 1.1], background 10, noise sd 1. Start: brightest pixel, its value minus the minimum, s = 1. */
+static int make_gauss2d(problem *p, size_t nfits) {
+    if (problem_alloc(p, nfits, 25, 2) != 0) return -1;
+    for (size_t i = 0; i < 25; i++) {
+        p->x[i] = (double)(i % 5);
+        p->x[25 + i] = (double)(i / 5);
+    }
+    for (size_t f = 0; f < nfits; f++) {
+        double A = 80 + 40 * uniform(), x0 = 1.5 + uniform(), y0 = 1.5 + uniform();
+        double s = 0.9 + 0.2 * uniform(), b = 10;
+        double *y = p->y + f * 25, lo = INFINITY, hi = -INFINITY;
+        size_t best = 0;
+        for (size_t i = 0; i < 25; i++) {
+            double dx = p->x[i] - x0, dy = p->x[25 + i] - y0;
+            y[i] = A * exp(-(dx * dx + dy * dy) / (2 * s * s)) + b + normal();
+            if (y[i] > hi) hi = y[i], best = i;
+            if (y[i] < lo) lo = y[i];
+        }
+        double *q = p->p0 + f * NP;
+        q[0] = hi - lo;
+        q[1] = p->x[best];
+        q[2] = p->x[25 + best];
+        q[3] = 1.0;
+        q[4] = lo;
+    }
+    return 0;
+}
+
+/* A line on a baseline over [0, 100): amp in [5, 15], mu in [30, 70], w in [1.5, 3.5],
+ * c0 in [0, 1], c1 in [-0.01, 0.01], noise sd 0.1. Start: the brightest channel, w = 2,
+ * baseline flat at the minimum. */
+static int make_spectrum(problem *p, size_t nfits, size_t npts) {
+    if (problem_alloc(p, nfits, npts, 1) != 0) return -1;
+    for (size_t i = 0; i < npts; i++) p->x[i] = 100.0 * (double)i / (double)npts;
+    for (size_t f = 0; f < nfits; f++) {
+        double amp = 5 + 10 * uniform(), mu = 30 + 40 * uniform(), w = 1.5 + 2 * uniform();
+        double c0 = uniform(), c1 = 0.02 * (uniform() - 0.5);
+        double *y = p->y + f * npts, lo = INFINITY, hi = -INFINITY;
+        size_t best = 0;
+        for (size_t i = 0; i < npts; i++) {
+            double t = p->x[i] - mu;
+            y[i] = amp * exp(-t * t / (2 * w * w)) + c0 + c1 * p->x[i] + 0.1 * normal();
+            if (y[i] > hi) hi = y[i], best = i;
+            if (y[i] < lo) lo = y[i];
+        }
+        double *q = p->p0 + f * NP;
+        q[0] = hi - lo;
+        q[1] = p->x[best];
+        q[2] = 2.0;
+        q[3] = lo;
+        q[4] = 0.0;
+    }
+    return 0;
+}
+
+typedef struct run {
+    double ms;           /* wall time of the batch call */
+    size_t converged;    /* fits that converged */
+    size_t median_iter;  /* median iterations */
+    jf_fit_result **r;   /* the results (kept for the comparison) */
+} run;
+
+static void run_free(run *r, size_t n) {
+    if (!r->r) return;
+    for (size_t i = 0; i < n; i++) jf_fit_result_free(r->r[i]);
+    free(r->r);
+    r->r = NULL;
+}
+
+static int batch(const jf_model *m, const problem *p, jf_device dev, int single, int threads,
+                 run *out) {
+    memset(out, 0, sizeof *out);
+    out->ms = NAN;
+    jf_fit_options o = jf_fit_options_default();
+    o.device = dev;
+    o.single_precision = single;
+    o.nthreads = threads;
+    o.max_nfev = 100;
+    out->r = calloc(p->nfits, sizeof *out->r);
+    size_t *it = malloc(p->nfits * sizeof *it);
+    if (!out->r || !it) {
+        free(it);
+        return -1;
+    }
+    double t0 = now_ms();
+    int st = jf_fit_batch(m, p->nfits, p->d, p->p0, &o, out->r, NULL);
+    out->ms = now_ms() - t0;
+    size_t k = 0;
+    for (size_t i = 0; i < p->nfits; i++) {
+        if (!out->r[i]) continue;
+        out->converged += out->r[i]->success != 0;
+        it[k++] = out->r[i]->iterations;
+    }
+    qsort(it, k, sizeof *it, cmp_size);
+    out->median_iter = k ? it[k / 2] : 0;
+    free(it);
+    if (st != JF_OK) fprintf(stderr, "batch on %s: %s\n", dev == JF_DEVICE_GPU ? "gpu" : "cpu",
+                             jf_status_string(st));
+    return st == JF_OK ? 0 : -1;
+}
+
+/* Largest |gpu - cpu| / se_cpu over the parameters of fits that converged on both. */
+static double max_diff_se(const run *g, const run *c, size_t n) {
+    double d = 0;
+    for (size_t i = 0; i < n; i++) {
+        const jf_fit_result *a = g->r[i], *b = c->r[i];
+        if (!a || !b || !a->success || !b->success) continue;
+        for (int k = 0; k < NP; k++)
+            if (b->std_errors[k] > 0 && isfinite(b->std_errors[k]))
+                d = fmax(d, fabs(a->params[k] - b->params[k]) / b->std_errors[k]);
+    }
+    return d;
+}
+
+static void row(const char *label, const jf_model *m, const problem *p, int single, int gpu_ok,
+                double cpu_max, int threads) {
+    run g = {0}, c = {0};
+    g.ms = c.ms = NAN;
+    if (gpu_ok) batch(m, p, JF_DEVICE_GPU, single, threads, &g);
+    if ((double)p->nfits <= cpu_max) batch(m, p, JF_DEVICE_CPU, 0, threads, &c);
+    double diff = g.r && c.r ? max_diff_se(&g, &c, p->nfits) : NAN;
+    double nf = (double)p->nfits;
+    printf("%-14s %6s %9.3g %9.3g %10.1f %11.3g %10.1f %11.3g %8.2f %7.4f %7.4f %5zu %10.2g\n",
+           label, single ? "fp32" : "fp64", nf, nf * (double)p->npts, g.ms, nf / g.ms * 1e3, c.ms,
+           nf / c.ms * 1e3, c.ms / g.ms, g.r ? (double)g.converged / nf : NAN,
+           c.r ? (double)c.converged / nf : NAN, g.r ? g.median_iter : c.median_iter, diff);
+    fflush(stdout);
+    run_free(&g, p->nfits);
+    run_free(&c, p->nfits);
+}
+
+int main(int argc, char **argv) {
+    double fits[16] = {1e4, 1e5, 1e6, 1e7};
+    int nfits = 4, threads = 0;
+    double cpu_max = 1e6, spec_fits = 1e5, spec_points = 1000;
+    for (int i = 1; i + 1 < argc; i += 2) {
+        if (!strcmp(argv[i], "--fits")) {
+            nfits = 0;
+            for (char *t = strtok(argv[i + 1], ","); t && nfits < 16; t = strtok(NULL, ","))
+                fits[nfits++] = strtod(t, NULL);
+        } else if (!strcmp(argv[i], "--cpu-max")) cpu_max = strtod(argv[i + 1], NULL);
+        else if (!strcmp(argv[i], "--spectrum-fits")) spec_fits = strtod(argv[i + 1], NULL);
+        else if (!strcmp(argv[i], "--spectrum-points")) spec_points = strtod(argv[i + 1], NULL);
+        else if (!strcmp(argv[i], "--threads")) threads = atoi(argv[i + 1]);
+        else {
+            fprintf(stderr, "unknown option %s\n", argv[i]);
+            return 2;
+        }
+    }
+    static const char *const vars2[] = {"x", "y"};
+    jf_model_options mo = jf_model_options_default();
+    mo.vars = vars2;
+    mo.nvars = 2;
+    jf_model *g2 = NULL, *sp = NULL;
+    if (jf_model_compile("A*exp(-((x-x0)^2+(y-y0)^2)/(2*s^2))+b", (size_t)-1, &mo, &g2, NULL) != JF_OK ||
+        jf_model_compile("amp*exp(-(x-mu)^2/(2*w^2))+c0+c1*x", (size_t)-1, NULL, &sp, NULL) != JF_OK)
+        return 1;
+
+    /* warm-up: compiles (or loads) the GPU batch modules and the CPU kernels, and finds out
+     * whether there is a GPU */
+    problem p;
+    if (make_gauss2d(&p, 64) != 0) return 1;
+    run w;
+    int gpu_ok = 1;
+    for (int single = 0; single <= 1; single++) {
+        if (batch(g2, &p, JF_DEVICE_GPU, single, threads, &w) != 0) gpu_ok = 0;
+        if (w.r && w.r[0] && w.r[0]->backend != JF_BACKEND_CUDA) gpu_ok = 0;
+        run_free(&w, p.nfits);
+    }
+    batch(g2, &p, JF_DEVICE_CPU, 0, threads, &w);
+    run_free(&w, p.nfits);
+    problem_free(&p);
+    if (!gpu_ok) printf("(no GPU batch ran: GPU columns are nan)\n");
+
+    printf("%-14s %6s %9s %9s %10s %11s %10s %11s %8s %7s %7s %5s %10s\n", "model", "prec",
+           "fits", "points", "gpu ms", "gpu fits/s", "cpu ms", "cpu fits/s", "cpu/gpu",
+           "gpu ok", "cpu ok", "iter", "diff (se)");
+    for (int i = 0; i < nfits; i++) {
+        if (make_gauss2d(&p, (size_t)fits[i]) != 0) {
+            fprintf(stderr, "out of memory at %g fits\n", fits[i]);
+            return 1;
+        }
+        row("gauss2d 5x5", g2, &p, 0, gpu_ok, cpu_max, threads);
+        row("gauss2d 5x5", g2, &p, 1, gpu_ok, gpu_ok ? -1 : 0, threads); /* fp32: GPU only */
+        problem_free(&p);
+    }
+    if (spec_fits >= 1) {
+        if (make_spectrum(&p, (size_t)spec_fits, (size_t)spec_points) != 0) return 1;
+        row("spectrum", sp, &p, 0, gpu_ok, cpu_max, threads);
+        problem_free(&p);
+    }
+    jf_model_free(g2);
+    jf_model_free(sp);
+    return 0;
+}
