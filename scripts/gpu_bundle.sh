@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# Packs what a session with a lent GPU machine needs to run jitfit's GPU tests and benchmarks
+# there. That machine has the CUDA toolkit, a C compiler and CMake, but none of jitfit's Debian
+# build dependencies (flex, bison, OpenBLAS, LAPACKE, xxhash, inih, cairo) and no network, so
+# the binaries are built here and travel with the shared libraries they load (all but the C
+# library's own), stripped of debug information, in gpu-bundle.tar.gz (ignored by git: name it
+# in the device tool's `carry`). Then, on the device: `bash scripts/gpu_session.sh`.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/setup.sh
+bash scripts/build.sh build
+bins=(build/jitfit build/tests/test_gpu build/tests/test_crosscheck build/tests/test_doctor
+      build/bench/bench_gpu build/bench/bench_gpu_batch)
+rm -rf gpu-bundle gpu-bundle.tar.gz
+mkdir -p gpu-bundle/bin gpu-bundle/lib
+for b in "${bins[@]}"; do
+  strip --strip-debug -o "gpu-bundle/bin/$(basename "$b")" "$b"
+done
+# the shared libraries, by soname, except the C library's, which the device has in a newer version
+ldd "${bins[@]}" | awk '/=> \//{print $1, $3}' | sort -u |
+  grep -vE '^(libc|libm|libpthread|libdl|librt|libgcc_s|libstdc\+\+)\.so|ld-linux' |
+  while read -r soname path; do
+    cp -L "$path" "gpu-bundle/lib/$soname"
+  done
+# the paths compiled into the tests (data, the CLI), which gpu_session.sh recreates there
+pwd > gpu-bundle/SRC_DIR
+git rev-parse HEAD > gpu-bundle/COMMIT 2>/dev/null || true
+tar czf gpu-bundle.tar.gz gpu-bundle
+rm -rf gpu-bundle
+echo "gpu-bundle.tar.gz: $(du -h gpu-bundle.tar.gz | cut -f1) ($(git rev-parse --short HEAD 2>/dev/null || echo '?'))"

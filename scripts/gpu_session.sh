@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# Runs jitfit's GPU checks and benchmarks on a lent GPU machine, from the repository root, with
+# the binaries of gpu-bundle.tar.gz (scripts/gpu_bundle.sh, carried). Results go to $OUT (the
+# device tool brings back at most 8 files): env.txt (the GPU, the driver, `jitfit doctor`),
+# tests.txt (test_gpu, test_crosscheck, test_doctor), bench.txt (bench_gpu in memory and
+# streamed, bench_gpu_batch). Every step has its own time limit and the script goes on after a
+# failure, so one run returns what it can. QUICK=1 runs small sizes (a check of this script;
+# with JITFIT_CUDA_EMULATE=1 it runs anywhere). STREAM_2E9=1 adds the issue's 2e9-point
+# streamed-vs-in-memory run (32 GB of host memory for the data, minutes to generate).
+set -u
+root=$PWD
+OUT=${OUT:-$root/gpu-out}
+mkdir -p "$OUT"
+tar xzf gpu-bundle.tar.gz || { echo "gpu_session: gpu-bundle.tar.gz missing (scripts/gpu_bundle.sh)"; exit 1; }
+src=$(cat gpu-bundle/SRC_DIR)
+# the tests look for their data and the CLI under the path they were built at
+if [ "$src" != "$root" ] && [ ! -e "$src" ]; then
+  mkdir -p "$(dirname "$src")" && ln -s "$root" "$src"
+fi
+mkdir -p "$src/build/tests" "$src/build/bench"
+cp gpu-bundle/bin/jitfit "$src/build/jitfit"
+for t in test_gpu test_crosscheck test_doctor; do cp "gpu-bundle/bin/$t" "$src/build/tests/$t"; done
+for t in bench_gpu bench_gpu_batch; do cp "gpu-bundle/bin/$t" "$src/build/bench/$t"; done
+export LD_LIBRARY_PATH=$root/gpu-bundle/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+export JITFIT_CACHE_DIR=${JITFIT_CACHE_DIR:-/tmp/jitfit-gpu-session-cache}
+B=$src/build
+step() { # step FILE LIMIT_S COMMAND...: appends the command's output and status to $OUT/FILE
+  local file=$1 limit=$2
+  shift 2
+  {
+    echo "=== $* ($(date -u +%H:%M:%S))"
+    timeout "$limit" "$@" 2>&1
+    echo "=== exit $?"
+  } >>"$OUT/$file"
+  tail -n 4 "$OUT/$file"
+}
+if [ "${QUICK:-0}" = 1 ]; then
+  sizes=1e4,4e4; big=4e4; stream_mem=4e5; fits=1e3; spec="--spectrum-fits 100"; reps=1
+else
+  sizes=1e5,1e6,1e7,1e8; big=1e8; stream_mem=4e8; fits=1e4,1e5,1e6,1e7; spec=""; reps=5
+fi
+echo "commit $(cat gpu-bundle/COMMIT 2>/dev/null)" >"$OUT/env.txt"
+step env.txt 60 nvidia-smi
+step env.txt 120 "$B/jitfit" doctor
+(cd "$B/tests" && step tests.txt 900 ./test_gpu)
+(cd "$B/tests" && step tests.txt 600 ./test_crosscheck)
+(cd "$B/tests" && step tests.txt 300 ./test_doctor)
+step bench.txt 600 "$B/bench/bench_gpu" --sizes "$sizes" --reps "$reps" --bandwidth 3.35e12 --fp64-peak 6.7e13
+step bench.txt 600 "$B/bench/bench_gpu" --sizes "$big" --reps "$reps" --cpu-max 0 --max-gpu-mem "$stream_mem"
+# shellcheck disable=SC2086
+step bench.txt 900 "$B/bench/bench_gpu_batch" --fits "$fits" --cpu-max 1e6 $spec
+if [ "${STREAM_2E9:-0}" = 1 ]; then
+  step bench.txt 900 "$B/bench/bench_gpu" --sizes 2e9 --reps 1 --cpu-max 0
+  step bench.txt 900 "$B/bench/bench_gpu" --sizes 2e9 --reps 1 --cpu-max 0 --max-gpu-mem 8e9
+fi
+echo "gpu_session: results in $OUT"
