@@ -10,7 +10,8 @@
  * call); blocks run one after the other, so function-scope __shared__ variables can be plain
  * statics. A barrier releases its threads once every live thread of the block (or warp) has
  * reached it; threads that wait at different barriers are a deadlock, reported as an error
- * instead of hanging (on a GPU that is undefined behaviour). Shuffles go through a slot per
+ * instead of hanging (on a GPU that is undefined behaviour); odd-numbered blocks run their
+ * threads in the reverse order, so a race between barriers shows. Shuffles go through a slot per
  * thread and two warp barriers (deposit, then read). Math is the host's libm, not libdevice:
  * emulated results check the kernels' logic and indexing, not the GPU's rounding or speed.
  *
@@ -121,8 +122,12 @@ static int jf_emu_block(char *why, size_t n) {
         jf_emu.t[i].state = JF_EMU_RUN;
         jf_emu.t[i].started = 0;
     }
+    /* odd blocks run their threads in reverse order: a kernel whose result depends on the
+     * order of its threads between barriers (a race on a GPU) then disagrees with itself */
+    int reverse = blockIdx.x & 1u;
     for (;;) {
-        for (unsigned int i = 0; i < nt; i++) {
+        for (unsigned int k = 0; k < nt; k++) {
+            unsigned int i = reverse ? nt - 1 - k : k;
             if (jf_emu.t[i].state != JF_EMU_RUN) continue;
             jf_emu.cur = i;
             threadIdx.x = i;

@@ -274,6 +274,18 @@ static void test_batch(void) {
     printf("batch of %d fits: GPU vs CPU max rel. diff %.2g; fp32 within %.2g s.e.\n", NF, dev, dev32);
     CHECK(dev <= 1e-10);
     CHECK(dev32 <= 0.01);
+    /* a batch larger than the GPU memory it may use: the CPU fits it, and says why */
+    o.single_precision = 0;
+    o.max_gpu_mem = 100000;
+    static jf_fit_result *rf[NF];
+    CHECK(jf_fit_batch(m, NF, d, NULL, &o, rf, NULL) == JF_OK);
+    for (int f = 0; f < NF; f++) {
+        if (!CHECK(rf[f])) continue;
+        if (f == 0) CHECK_CONTAINS(rf[f]->device_note, "cpu: fell back from the GPU: the batch needs");
+        CHECK(rf[f]->backend != JF_BACKEND_CUDA && rf[f]->success == rc[f]->success);
+        for (int k = 0; k < 5; k++) CHECK(rf[f]->params[k] == rc[f]->params[k]);
+        jf_fit_result_free(rf[f]);
+    }
     for (int f = 0; f < NF; f++) {
         jf_fit_result_free(rc[f]);
         jf_fit_result_free(rg[f]);
