@@ -578,6 +578,9 @@ static int drv_graph_copy_deps(jf_cuda_graph *g, jf_devptr dst, const void *src,
     cp.WidthInBytes = bytes;
     cp.Height = 1;
     cp.Depth = 1;
+    /* one row: pitches equal to the width (cuMemcpy3D wants pitch >= width) */
+    cp.srcPitch = cp.dstPitch = bytes;
+    cp.srcHeight = cp.dstHeight = 1;
     CUgraphNode buf[JF_CUDA_GRAPH_MAX_DEPS];
     const CUgraphNode *d;
     size_t nd;

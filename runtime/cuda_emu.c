@@ -23,12 +23,16 @@ static pthread_once_t emu_once = PTHREAD_ONCE_INIT;
 static int emu_on;
 static size_t emu_total;
 static size_t emu_used;
+static int emu_fail_while; /* JITFIT_CUDA_EMULATE_FAIL=while: refuse WHILE nodes (a driver that
+                              cannot build them), to test the fallback */
 static pthread_mutex_t emu_mu = PTHREAD_MUTEX_INITIALIZER;
 
 static void emu_read_env(void) {
     const char *v = getenv("JITFIT_CUDA_EMULATE");
     emu_on = v && *v && strcmp(v, "0") != 0;
     emu_total = (size_t)4 << 30;
+    const char *f = getenv("JITFIT_CUDA_EMULATE_FAIL");
+    emu_fail_while = f && strcmp(f, "while") == 0;
     const char *m = getenv("JITFIT_CUDA_EMULATE_MEM");
     if (m && *m) {
         char *end;
@@ -40,6 +44,13 @@ static void emu_read_env(void) {
 int jf_cuda_emulated(void) {
     pthread_once(&emu_once, emu_read_env);
     return emu_on;
+}
+
+void jf_cuda_emulate_reread(void) {
+    pthread_once(&emu_once, emu_read_env);
+    pthread_mutex_lock(&emu_mu);
+    emu_read_env();
+    pthread_mutex_unlock(&emu_mu);
 }
 
 /* ---- the device ----------------------------------------------------------------------------- */
@@ -474,8 +485,10 @@ int jf_emu_graph_while_handle(jf_cuda_graph *gg, unsigned long long *handle, cha
 
 int jf_emu_graph_while_begin(jf_cuda_graph *gg, unsigned long long handle, char *why, size_t n) {
     emu_graph *g = (emu_graph *)gg;
-    if (g->body) {
-        snprintf(why, n, "conditional graph nodes are not available");
+    if (g->body || emu_fail_while) {
+        snprintf(why, n, "cannot add a WHILE node to the CUDA graph: %s",
+                 emu_fail_while ? "refused (JITFIT_CUDA_EMULATE_FAIL=while)"
+                                : "one is open already");
         return JF_ERR_UNAVAILABLE;
     }
     emu_node *nd = calloc(1, sizeof *nd);

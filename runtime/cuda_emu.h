@@ -11,6 +11,8 @@
  * respects their dependencies but is otherwise as far from the order of insertion as it can be
  * (the newest ready node first), so a missing dependency changes the result; WHILE nodes loop
  * while their condition is set, the condition being reset to 0 at each launch.
+ * JITFIT_CUDA_EMULATE_FAIL=while makes it refuse WHILE nodes, as a driver might, so that the
+ * fallback to unrolled graphs is tested.
  *
  * It checks logic, not speed: the emulated GPU is orders of magnitude slower than the CPU
  * solver, its math is the host's libm, and it has no concurrency (a race on a real GPU is not
@@ -25,6 +27,8 @@
 
 /* 1 when JITFIT_CUDA_EMULATE is set to a value other than "" or "0" (read once). */
 JF_INTERNAL int jf_cuda_emulated(void);
+/* Reads the JITFIT_CUDA_EMULATE* variables again (tests that change them). */
+JF_INTERNAL void jf_cuda_emulate_reread(void);
 
 /* The emulated counterparts of the jf_cuda_* functions of cuda_api.h, same contracts. */
 JF_INTERNAL int jf_emu_status(char *buf, size_t n);

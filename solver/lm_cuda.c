@@ -399,11 +399,14 @@ static int add_iteration(jf_cuda_graph *g, jf_gpu_problem *gp, const loop_mem *l
     return st;
 }
 
-/* Builds and runs the loop; on JF_OK c and ws hold the final state. */
+/* Builds and runs the loop; on JF_OK c and ws hold the final state. *launched says whether
+ * anything ran on the device (before that, c and ws are untouched and the loop can be built
+ * again in another form). */
 static int run_loop(jf_gpu_problem *gp, const loop_mem *lm, jf_loss loss, void *const sfn[2],
                     void *cond_fn, jf_lmc *c, double *ws, size_t nws, jf_gpu_stats *stats,
-                    char *why, size_t n) {
+                    int *launched, char *why, size_t n) {
     size_t np = gp->np;
+    *launched = 0;
     jf_cuda_graph *g = NULL, *g2 = NULL;
     int code = jf_cuda_graph_new(&g, NULL, why, n);
     if (code == JF_OK) code = jf_cuda_graph_to_device(g, lm->c, c, sizeof *c, why, n);
@@ -439,7 +442,10 @@ static int run_loop(jf_gpu_problem *gp, const loop_mem *lm, jf_loss loss, void *
         stats->mode = JF_GPU_LOOP_UNROLLED;
     }
     if (code == JF_OK) code = jf_cuda_graph_instantiate(g, why, n);
-    if (code == JF_OK) code = jf_cuda_graph_launch(g, why, n);
+    if (code == JF_OK) {
+        *launched = 1;
+        code = jf_cuda_graph_launch(g, why, n);
+    }
     stats->launches = 1;
     for (;;) {
         if (code == JF_OK && g2) {
@@ -508,8 +514,15 @@ int jf_lm_solve_cuda(jf_problem *prob, jf_gpu_problem *gp, const jf_lm_config *c
     code = jf_cuda_alloc(&lm.c, sizeof c, why, n);
     if (code == JF_OK) code = jf_cuda_alloc(&lm.ws, nws * sizeof(double), why, n);
     if (code == JF_OK) code = jf_cuda_alloc(&lm.iws, niws * sizeof(int), why, n);
+    int launched = 0;
     if (code == JF_OK)
-        code = run_loop(gp, &lm, prob->loss, sfn, cond_fn, &c, ws, nws, stats, why, n);
+        code = run_loop(gp, &lm, prob->loss, sfn, cond_fn, &c, ws, nws, stats, &launched, why, n);
+    if (code != JF_OK && cond_fn && !launched) {
+        /* the driver would not build or instantiate the WHILE form: the unrolled one needs
+         * nothing beyond plain graphs */
+        snprintf(stats->note, sizeof stats->note, "no WHILE graph nodes (%.280s)", why);
+        code = run_loop(gp, &lm, prob->loss, sfn, NULL, &c, ws, nws, stats, &launched, why, n);
+    }
     loop_mem_free(&lm);
     if (code == JF_OK && c.status == JF_STEP_CONTINUE) {
         snprintf(why, n, "the device loop ended without a status");

@@ -199,6 +199,41 @@ static void test_sine(void) {
     jf_model_free(m);
 }
 
+/* Emulator only: a driver that refuses to build the WHILE form (it may, for reasons of its
+ * own) costs the fit nothing but more synchronizations: the unrolled graphs run instead. */
+static void test_while_refused(void) {
+    jf_model *m = NULL;
+    if (!CHECK(jf_model_compile("a*exp(-b*x)*sin(c*x+d)+e", (size_t)-1, NULL, &m, NULL) == JF_OK))
+        return;
+    static double x[1000], y[1000], sg[1000];
+    sine(1000, x, y, sg);
+    double p0[5] = {2, 0.25, 1.6, 0.3, 0.4};
+    jf_fit_options o = jf_fit_options_default();
+    o.p0 = p0;
+    o.device = JF_DEVICE_GPU;
+    jf_data d = {1000, x, 0, y, NULL};
+    jf_fit_result *a = NULL, *b = NULL;
+    CHECK(jf_fit(m, &d, &o, &a, NULL) == JF_OK);
+    setenv("JITFIT_CUDA_EMULATE_FAIL", "while", 1);
+    jf_cuda_emulate_reread();
+    char *err = NULL;
+    if (CHECK(jf_fit(m, &d, &o, &b, &err) == JF_OK) && a) {
+        CHECK(b->success && b->backend == JF_BACKEND_CUDA);
+        CHECK_CONTAINS(b->device_note, "CUDA graphs of 8 iterations");
+        CHECK_CONTAINS(b->device_note, "no WHILE graph nodes (cannot add a WHILE node");
+        CHECK(memcmp(a->params, b->params, 5 * sizeof(double)) == 0);
+        printf("WHILE refused: %s\n", b->device_note);
+    } else {
+        fprintf(stderr, "WHILE refused: %s\n", err ? err : "?");
+    }
+    jf_free(err);
+    unsetenv("JITFIT_CUDA_EMULATE_FAIL");
+    jf_cuda_emulate_reread();
+    jf_fit_result_free(a);
+    jf_fit_result_free(b);
+    jf_model_free(m);
+}
+
 /* Many parameters: a sum of 20 Gaussian peaks (60 parameters) on 2000 points, polished
  * (n·p ≤ 2^17), so GPU and CPU agree to 1e-10. */
 static void test_peaks(void) {
@@ -320,6 +355,7 @@ int main(void) {
         if (mode == 0 && !jf_cuda_cond_nodes()) break; /* both passes would be the same */
     }
     unsetenv("JITFIT_GPU_NO_WHILE");
+    if (jf_cuda_emulated()) test_while_refused();
     test_peaks();
     test_batch();
     test_cli();
