@@ -31,27 +31,13 @@
 #include <unistd.h>
 
 #include "../include/jitfit.h"
-
-static double now_ms(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
-}
+#include "bench_util.h"
 
 static int cmp_double(const void *a, const void *b) {
     double x = *(const double *)a, y = *(const double *)b;
     return (x > y) - (x < y);
 }
 
-/* splitmix64 → uniform → Box-Muller: the same noise on every machine */
-static uint64_t rng_state = 42;
-static double uniform(void) {
-    uint64_t z = (rng_state += 0x9e3779b97f4a7c15ULL);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-    z ^= z >> 31;
-    return ((double)(z >> 11) + 0.5) / 9007199254740992.0;
-}
 
 /* --max-gpu-mem: GPU fits use at most this many bytes (0: no limit), to time streaming */
 static size_t max_gpu_mem;

@@ -29,27 +29,10 @@
 #include <time.h>
 
 #include "../include/jitfit.h"
+#include "bench_util.h"
 
 #define NP 5
 
-static double now_ms(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
-}
-
-static uint64_t rng_state = 7;
-static double uniform(void) {
-    uint64_t z = (rng_state += 0x9e3779b97f4a7c15ULL);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-    z ^= z >> 31;
-    return ((double)(z >> 11) + 0.5) / 9007199254740992.0;
-}
-static double normal(void) {
-    double u1 = uniform(), u2 = uniform();
-    return sqrt(-2 * log(u1)) * cos(6.283185307179586 * u2);
-}
 
 static int cmp_size(const void *a, const void *b) {
     size_t x = *(const size_t *)a, y = *(const size_t *)b;
@@ -226,6 +209,7 @@ int main(int argc, char **argv) {
     double fits[16] = {1e4, 1e5, 1e6, 1e7};
     int nfits = 4, threads = 0;
     double cpu_max = 1e6, spec_fits = 1e5, spec_points = 1000;
+    rng_state = 7;
     for (int i = 1; i + 1 < argc; i += 2) {
         if (!strcmp(argv[i], "--fits")) {
             nfits = 0;

@@ -174,6 +174,25 @@ static void op_residual_sums(void *ctx, const double *p, double sums[2]) {
 
 static const jf_problem_ops host_stream_ops = {op_normal_eq, op_jacobian, op_residual_sums};
 
+/* A streamed copy of d (n points of m's nv variables) in chunks of `chunk` points. */
+static void host_stream_init(host_stream *hs, const jf_model *m, const jf_kernels *k,
+                             const jf_data_view *d, size_t n, int weighted, size_t chunk) {
+    memset(hs, 0, sizeof *hs);
+    jf_stream_layout_init(&hs->lay, n, m->nv, weighted, chunk);
+    hs->buf = malloc(hs->lay.nchunks * hs->lay.ncols * chunk * sizeof(double));
+    hs->k = k;
+    hs->np = m->np;
+    hs->nacc = m->np * (m->np + 1) / 2 + m->np + 1;
+    hs->f_scale = 0.7;
+    hs->tmp = malloc(hs->nacc * sizeof(double));
+    jf_stream_fill(&hs->lay, d, hs->buf);
+}
+
+static void host_stream_free(host_stream *hs) {
+    free(hs->tmp);
+    free(hs->buf);
+}
+
 static void test_chunk_sums(const jf_model *m, const jf_kernels *k, size_t n, int weighted,
                             size_t chunk) {
     size_t nv = m->nv, np = m->np, nacc = np * (np + 1) / 2 + np + 1;
@@ -181,15 +200,7 @@ static void test_chunk_sums(const jf_model *m, const jf_kernels *k, size_t n, in
     make_data(n, nv, x, y, w);
     jf_data_view d = {x, n, y, weighted ? w : NULL};
     host_stream hs;
-    memset(&hs, 0, sizeof hs);
-    jf_stream_layout_init(&hs.lay, n, nv, weighted, chunk);
-    hs.buf = malloc(hs.lay.nchunks * hs.lay.ncols * chunk * sizeof(double));
-    hs.k = k;
-    hs.np = np;
-    hs.nacc = nacc;
-    hs.f_scale = 0.7;
-    hs.tmp = malloc(nacc * sizeof(double));
-    jf_stream_fill(&hs.lay, &d, hs.buf);
+    host_stream_init(&hs, m, k, &d, n, weighted, chunk);
     double p[8] = {2.4, 0.28, 1.65, 0.35, 0.45, 0.1, 0.2, 0.3};
     double *one = malloc(nacc * sizeof *one), *ref = malloc(nacc * sizeof *ref);
     double *tot = malloc(nacc * sizeof *tot);
@@ -219,8 +230,7 @@ static void test_chunk_sums(const jf_model *m, const jf_kernels *k, size_t n, in
     free(one);
     free(ref);
     free(tot);
-    free(hs.tmp);
-    free(hs.buf);
+    host_stream_free(&hs);
     free(x);
     free(y);
     free(w);
@@ -261,15 +271,7 @@ static void test_streamed_fit(const jf_model *m, const jf_kernels *k, size_t n, 
     make_data(n, nv, x, y, w);
     jf_data_view d = {x, n, y, weighted ? w : NULL};
     host_stream hs;
-    memset(&hs, 0, sizeof hs);
-    jf_stream_layout_init(&hs.lay, n, nv, weighted, chunk);
-    hs.buf = malloc(hs.lay.nchunks * hs.lay.ncols * chunk * sizeof(double));
-    hs.k = k;
-    hs.np = np;
-    hs.nacc = np * (np + 1) / 2 + np + 1;
-    hs.f_scale = 0.7;
-    hs.tmp = malloc(hs.nacc * sizeof(double));
-    jf_stream_fill(&hs.lay, &d, hs.buf);
+    host_stream_init(&hs, m, k, &d, n, weighted, chunk);
 
     double xa[8], xb[8];
     jf_lm_state a = solve(k, &d, n, np, loss, NULL, xa);
@@ -293,8 +295,7 @@ static void test_streamed_fit(const jf_model *m, const jf_kernels *k, size_t n, 
            polished ? "polished" : "not polished", worst, a.cost, b.cost);
     jf_lm_state_free(&a);
     jf_lm_state_free(&b);
-    free(hs.tmp);
-    free(hs.buf);
+    host_stream_free(&hs);
     free(x);
     free(y);
     free(w);
