@@ -1,0 +1,220 @@
+/* The CUDA emulator itself (runtime/cuda_emu.c, cuda_emu_device.h), on which test_gpu_emulated
+ * and test_crosscheck_emulated rely: through the same jf_cuda_* calls the GPU solvers make,
+ * - shuffles: __shfl_down_sync keeps a lane's own value past the warp's end, __shfl_sync reads
+ *   the source lane of the caller's warp;
+ * - a shared-memory tree reduction with __syncthreads gives the block sums exactly;
+ * - a kernel that reads shared memory another thread writes without a barrier (a race) gives
+ *   different answers in blocks that run their threads in opposite orders;
+ * - threads waiting at different barriers are reported as a deadlock, not a hang;
+ * - device memory starts as NaN, and allocations beyond JITFIT_CUDA_EMULATE_MEM fail as out of
+ *   memory;
+ * - graphs: a WHILE node loops while a kernel sets its condition (reset at each launch);
+ *   two nodes with no edge between them run newest first, with an edge in order; argument
+ *   values are copied when a node is added.
+ * Under ASan the coroutine switches make ASan warn once that it ignores
+ * __asan_handle_no_return (the emulated threads' stacks are not the thread's); harmless here.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "runtime/cuda_api.h"
+#include "runtime/cuda_emu.h"
+#include "runtime/jit_nvrtc.h"
+#include "tests/testlib.h"
+
+static const char source[] =
+    "extern \"C\" __device__ __cudart_builtin__ void cudaGraphSetConditional(unsigned long long h,\n"
+    "                                                                     unsigned int v);\n"
+    "extern \"C\" __global__ void shfl_test(const double *in, double *out, int *iout)\n"
+    "{\n"
+    "    unsigned int t = threadIdx.x;\n"
+    "    out[t] = __shfl_down_sync(0xffffffffu, in[t], 3);\n"
+    "    iout[t] = __shfl_sync(0xffffffffu, (int)t * 10, 5);\n"
+    "}\n"
+    "extern \"C\" __global__ void __launch_bounds__(256) block_sum(const double *in, double *out)\n"
+    "{\n"
+    "    __shared__ double sh[256];\n"
+    "    sh[threadIdx.x] = in[blockIdx.x * blockDim.x + threadIdx.x];\n"
+    "    __syncthreads();\n"
+    "    for (unsigned int s = blockDim.x / 2; s > 0; s >>= 1) {\n"
+    "        if (threadIdx.x < s) sh[threadIdx.x] += sh[threadIdx.x + s];\n"
+    "        __syncthreads();\n"
+    "    }\n"
+    "    if (threadIdx.x == 0) out[blockIdx.x] = sh[0];\n"
+    "}\n"
+    "extern \"C\" __global__ void racy(double *out)\n"
+    "{\n"
+    "    __shared__ double sh[64];\n"
+    "    sh[threadIdx.x] = 1000.0 * blockIdx.x + threadIdx.x;\n"
+    "    out[blockIdx.x * blockDim.x + threadIdx.x] = sh[(threadIdx.x + 1) % blockDim.x];\n"
+    "}\n"
+    "extern \"C\" __global__ void deadlock(double *out)\n"
+    "{\n"
+    "    if (threadIdx.x < 16) __syncthreads();\n"
+    "    else __syncwarp();\n"
+    "    out[threadIdx.x] = 1.0;\n"
+    "}\n"
+    "extern \"C\" __global__ void loop_cond(unsigned long long h, const int *count, int limit)\n"
+    "{\n"
+    "    if (threadIdx.x == 0) cudaGraphSetConditional(h, *count < limit ? 1u : 0u);\n"
+    "}\n"
+    "extern \"C\" __global__ void bump(int *count)\n"
+    "{\n"
+    "    if (threadIdx.x == 0) *count += 1;\n"
+    "}\n"
+    "extern \"C\" __global__ void put(int *where, int value)\n"
+    "{\n"
+    "    if (threadIdx.x == 0) *where = value;\n"
+    "}\n";
+
+enum { K_SHFL, K_SUM, K_RACY, K_DEADLOCK, K_COND, K_BUMP, K_PUT, NK };
+static const char *const names[NK] = {"shfl_test", "block_sum", "racy", "deadlock",
+                                      "loop_cond", "bump", "put"};
+
+static void test_kernels(void *const *fn) {
+    char why[512];
+    jf_devptr in, out, iout;
+    CHECK(jf_cuda_alloc(&in, 1024 * sizeof(double), why, sizeof why) == JF_OK);
+    CHECK(jf_cuda_alloc(&out, 1024 * sizeof(double), why, sizeof why) == JF_OK);
+    CHECK(jf_cuda_alloc(&iout, 64 * sizeof(int), why, sizeof why) == JF_OK);
+    double h[1024], r[1024];
+    int ir[64];
+    /* fresh device memory reads as NaN */
+    CHECK(jf_cuda_to_host(r, out, sizeof r, why, sizeof why) == JF_OK);
+    CHECK(isnan(r[0]) && isnan(r[1023]));
+
+    for (int i = 0; i < 1024; i++) h[i] = (double)(i * 7 % 13) + 0.25 * i;
+    CHECK(jf_cuda_to_device(in, h, sizeof h, why, sizeof why) == JF_OK);
+
+    /* shuffles over two warps */
+    void *a1[] = {&in, &out, &iout};
+    CHECK(jf_cuda_launch(fn[K_SHFL], 1, 64, 0, a1, why, sizeof why) == JF_OK);
+    CHECK(jf_cuda_to_host(r, out, 64 * sizeof(double), why, sizeof why) == JF_OK);
+    CHECK(jf_cuda_to_host(ir, iout, sizeof ir, why, sizeof why) == JF_OK);
+    int bad = 0;
+    for (int t = 0; t < 64; t++) {
+        bad += r[t] != ((t & 31) + 3 < 32 ? h[t + 3] : h[t]);
+        bad += ir[t] != ((t & ~31) + 5) * 10;
+    }
+    CHECK(bad == 0);
+
+    /* block reduction: 4 blocks of 256 */
+    void *a2[] = {&in, &out};
+    CHECK(jf_cuda_launch(fn[K_SUM], 4, 256, 0, a2, why, sizeof why) == JF_OK);
+    CHECK(jf_cuda_to_host(r, out, 4 * sizeof(double), why, sizeof why) == JF_OK);
+    for (int b = 0; b < 4; b++) {
+        double s = 0;
+        for (int i = 0; i < 256; i++) s += h[b * 256 + i];
+        CHECK_NEAR(r[b], s, 1e-15);
+    }
+
+    /* a race: block 0 runs its threads forward and reads neighbours not written yet, block 1
+     * runs them backward and reads them written */
+    void *a3[] = {&out};
+    CHECK(jf_cuda_launch(fn[K_RACY], 2, 64, 0, a3, why, sizeof why) == JF_OK);
+    CHECK(jf_cuda_to_host(r, out, 128 * sizeof(double), why, sizeof why) == JF_OK);
+    int wrong0 = 0, wrong1 = 0;
+    for (int t = 0; t < 64; t++) {
+        wrong0 += r[t] != (double)((t + 1) % 64);
+        wrong1 += r[64 + t] != 1000.0 + (double)((t + 1) % 64);
+    }
+    printf("race: %d of 64 wrong in the forward block, %d in the backward one\n", wrong0, wrong1);
+    CHECK(wrong0 + wrong1 > 0);
+
+    /* threads of one warp at different barriers */
+    why[0] = '\0';
+    CHECK(jf_cuda_launch(fn[K_DEADLOCK], 1, 32, 0, a3, why, sizeof why) == JF_ERR_INTERNAL);
+    CHECK_CONTAINS(why, "emulated kernel deadlock in block 0");
+
+    jf_cuda_free(in);
+    jf_cuda_free(out);
+    jf_cuda_free(iout);
+}
+
+static void test_graphs(void *const *fn) {
+    char why[512];
+    jf_devptr count, slot;
+    CHECK(jf_cuda_alloc(&count, sizeof(int), why, sizeof why) == JF_OK);
+    CHECK(jf_cuda_alloc(&slot, sizeof(int), why, sizeof why) == JF_OK);
+    int zero = 0, got = -1, limit = 5;
+
+    /* count = 0 → cond → WHILE { bump → cond }: 5 trips; twice, as the condition restarts at 0 */
+    jf_cuda_graph *g = NULL;
+    unsigned long long h = 0;
+    CHECK(jf_cuda_graph_new(&g, NULL, why, sizeof why) == JF_OK);
+    CHECK(jf_cuda_graph_while_handle(g, &h, why, sizeof why) == JF_OK);
+    void *ca[] = {&h, &count, &limit}, *ba[] = {&count};
+    CHECK(jf_cuda_graph_kernel(g, fn[K_COND], 1, 32, ca, why, sizeof why) == JF_OK);
+    limit = 999; /* the node copied the value 5 */
+    CHECK(jf_cuda_graph_while_begin(g, h, why, sizeof why) == JF_OK);
+    limit = 5;
+    CHECK(jf_cuda_graph_kernel(g, fn[K_BUMP], 1, 32, ba, why, sizeof why) == JF_OK);
+    CHECK(jf_cuda_graph_kernel(g, fn[K_COND], 1, 32, ca, why, sizeof why) == JF_OK);
+    jf_cuda_graph_while_end(g);
+    CHECK(jf_cuda_graph_instantiate(g, why, sizeof why) == JF_OK);
+    for (int rep = 0; rep < 2; rep++) {
+        CHECK(jf_cuda_graph_to_device(g, count, &zero, sizeof zero, why, sizeof why) == JF_OK);
+        CHECK(jf_cuda_graph_launch(g, why, sizeof why) == JF_OK);
+        CHECK(jf_cuda_graph_to_host(g, &got, count, sizeof got, why, sizeof why) == JF_OK);
+        CHECK(jf_cuda_graph_sync(g, why, sizeof why) == JF_OK);
+        CHECK(got == 5);
+    }
+    CHECK(jf_cuda_graph_syncs(g) == 2);
+    jf_cuda_graph_free(g);
+
+    /* put(1) and put(2), no edge: the newer runs first, so 1 stays; with the edge, 2 */
+    for (int edge = 0; edge <= 1; edge++) {
+        CHECK(jf_cuda_graph_new(&g, NULL, why, sizeof why) == JF_OK);
+        int one = 1, two = 2;
+        void *pa[] = {&slot, &one}, *pb[] = {&slot, &two};
+        void *first = NULL;
+        CHECK(jf_cuda_graph_kernel_deps(g, fn[K_PUT], 1, 1, pa, NULL, 0, &first, why, sizeof why) == JF_OK);
+        void *deps[1] = {first};
+        CHECK(jf_cuda_graph_kernel_deps(g, fn[K_PUT], 1, 1, pb, deps, edge, NULL, why, sizeof why) == JF_OK);
+        CHECK(jf_cuda_graph_instantiate(g, why, sizeof why) == JF_OK);
+        CHECK(jf_cuda_graph_launch(g, why, sizeof why) == JF_OK);
+        CHECK(jf_cuda_to_host(&got, slot, sizeof got, why, sizeof why) == JF_OK);
+        CHECK(got == (edge ? 2 : 1));
+        jf_cuda_graph_free(g);
+    }
+    jf_cuda_free(count);
+    jf_cuda_free(slot);
+}
+
+static void test_memory(void) {
+    char why[512];
+    size_t fr, tot;
+    CHECK(jf_cuda_mem_info(&fr, &tot) == JF_OK);
+    CHECK(tot == 64u << 20 && fr <= tot);
+    jf_devptr big = 0, p = 0;
+    CHECK(jf_cuda_alloc(&big, (size_t)48 << 20, why, sizeof why) == JF_OK);
+    CHECK(jf_cuda_alloc(&p, (size_t)32 << 20, why, sizeof why) == JF_ERR_NOMEM);
+    CHECK_CONTAINS(why, "out of memory (emulated device");
+    jf_cuda_free(big);
+    CHECK(jf_cuda_alloc(&p, (size_t)32 << 20, why, sizeof why) == JF_OK);
+    jf_cuda_free(p);
+    CHECK(jf_cuda_mem_info(&fr, &tot) == JF_OK && fr == tot);
+}
+
+int main(void) {
+    setenv("JITFIT_CUDA_EMULATE", "1", 1);
+    setenv("JITFIT_CUDA_EMULATE_MEM", "67108864", 1);
+    jf_cuda_emulate_reread();
+    char why[512], status[256];
+    CHECK(jf_cuda_status(status, sizeof status) == 1);
+    CHECK_CONTAINS(status, "CUDA emulator");
+    void *fn[NK];
+    jf_jit_options jo;
+    memset(&jo, 0, sizeof jo);
+    int st = jf_cuda_module_get(source, names, NK, &jo, fn, NULL, why, sizeof why, NULL, 0);
+    if (!CHECK(st == JF_OK)) {
+        fprintf(stderr, "module: %s\n", why);
+        return jf_test_finish();
+    }
+    test_kernels(fn);
+    test_graphs(fn);
+    test_memory();
+    return jf_test_finish();
+}
