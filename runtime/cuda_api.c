@@ -162,6 +162,16 @@ static unsigned long drv_graph_syncs(const jf_cuda_graph *g) {
     (void)g;
     return 0;
 }
+static void *drv_graph_stream(jf_cuda_graph *g) {
+    (void)g;
+    return NULL;
+}
+static int drv_stream_launch(jf_cuda_graph *g, void *fn, unsigned grid, unsigned block, void **args,
+                             char *why, size_t n) {
+    (void)g, (void)fn, (void)grid, (void)block, (void)args;
+    snprintf(why, n, "%s", no_headers);
+    return JF_ERR_UNAVAILABLE;
+}
 
 #else
 
@@ -698,6 +708,14 @@ static int drv_graph_sync(jf_cuda_graph *g, char *why, size_t n) {
 
 static unsigned long drv_graph_syncs(const jf_cuda_graph *g) { return g->syncs; }
 
+static void *drv_graph_stream(jf_cuda_graph *g) { return g->stream; }
+
+static int drv_stream_launch(jf_cuda_graph *g, void *fn, unsigned grid, unsigned block, void **args,
+                             char *why, size_t n) {
+    CUresult r = cu.cuLaunchKernel((CUfunction)fn, grid, 1, 1, block, 1, 1, 0, g->stream, args, NULL);
+    return r == CUDA_SUCCESS ? JF_OK : fail(r, "kernel launch failed", why, n, JF_ERR_INTERNAL);
+}
+
 #endif
 
 /* ---- the entry points: the driver above, or the emulator (cuda_emu.h) ----------------------- */
@@ -830,4 +848,13 @@ int jf_cuda_graph_sync(jf_cuda_graph *g, char *why, size_t n) {
 }
 unsigned long jf_cuda_graph_syncs(const jf_cuda_graph *g) {
     return jf_cuda_emulated() ? jf_emu_graph_syncs(g) : drv_graph_syncs(g);
+}
+void *jf_cuda_graph_stream(jf_cuda_graph *g) {
+    return jf_cuda_emulated() ? NULL : drv_graph_stream(g);
+}
+/* The emulator runs a launch at once: nothing else is in flight on its streams. */
+int jf_cuda_stream_launch(jf_cuda_graph *g, void *fn, unsigned grid, unsigned block, void **args,
+                          char *why, size_t n) {
+    return jf_cuda_emulated() ? jf_emu_launch(fn, grid, block, args, why, n)
+                              : drv_stream_launch(g, fn, grid, block, args, why, n);
 }

@@ -133,6 +133,13 @@ JF_INTERNAL int jf_cuda_graph_to_device(jf_cuda_graph *g, jf_devptr dst, const v
                                         size_t bytes, char *why, size_t n);
 JF_INTERNAL int jf_cuda_graph_to_host(jf_cuda_graph *g, void *dst, jf_devptr src, size_t bytes,
                                       char *why, size_t n);
+/* The graph's stream (a CUstream; NULL under the emulator), for libraries that take one
+ * (cuBLAS). */
+JF_INTERNAL void *jf_cuda_graph_stream(jf_cuda_graph *g);
+/* Launches fn on g's stream now, outside the graph, ordered with its launches and copies;
+ * returns without waiting. */
+JF_INTERNAL int jf_cuda_stream_launch(jf_cuda_graph *g, void *fn, unsigned grid, unsigned block,
+                                      void **args, char *why, size_t n);
 /* Waits for everything queued on the stream: a host synchronization, counted. */
 JF_INTERNAL int jf_cuda_graph_sync(jf_cuda_graph *g, char *why, size_t n);
 /* Host synchronizations made through jf_cuda_graph_sync so far. */

@@ -23,6 +23,7 @@
 #include <string.h>
 
 #include "../codegen/emit.h"
+#include "../runtime/cublas_api.h"
 #include "../runtime/cuda_api.h"
 #include "../runtime/jit_nvrtc.h"
 #include "lm_core.h"
@@ -30,6 +31,7 @@
 
 extern const char jf_embed_step_h[];
 extern const char jf_embed_lm_core_h[];
+extern const char jf_embed_loss_h[];
 
 /* Kernels of the solver module, after step.h and lm_core.h. One thread runs the state machine:
  * the p×p work is tiny and sequential, and a block of idle threads would cost nothing more. */
@@ -48,6 +50,58 @@ static const char solver_kernels[] =
     "    jf_lmc_views v;\n"
     "    jf_lmc_views_init(&v, ws, iws, c->np);\n"
     "    (void)jf_lmc_judge(c, &v, acc);\n"
+    "}\n"
+    "/* Many parameters (gp->large): the sums of a pass come from chunks of J and r written by\n"
+    " * the model's jacobian_row, scaled here for the loss (loss.h, as the CPU's chunked path),\n"
+    " * multiplied by cuBLAS (syrk, gemv) into A and g, and packed into the acc layout. Each\n"
+    " * kernel returns at once when stop says the loop has ended. */\n"
+    "extern \"C\" __global__ void jf_lp_zero(double *v, unsigned long long n, const int *stop)\n"
+    "{\n"
+    "    if (stop && *stop != 0) return;\n"
+    "    for (unsigned long long i = (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x;\n"
+    "         i < n; i += (unsigned long long)blockDim.x * gridDim.x)\n"
+    "        v[i] = 0.0;\n"
+    "}\n"
+    "extern \"C\" __global__ void __launch_bounds__(256)\n"
+    "jf_lp_scale(double *r, double *J, unsigned long long ldj, unsigned long long len,\n"
+    "            unsigned long long np, int loss, double f_scale, double *cost_part, const int *stop)\n"
+    "{\n"
+    "    __shared__ double sh[256];\n"
+    "    if (stop && *stop != 0) return;\n"
+    "    const double fs2 = f_scale * f_scale, ifs2 = 1.0 / fs2;\n"
+    "    double c = 0.0;\n"
+    "    for (unsigned long long i = (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x;\n"
+    "         i < len; i += (unsigned long long)blockDim.x * gridDim.x) {\n"
+    "        const double ri = r[i];\n"
+    "        if (loss == 0) {\n"
+    "            c += ri * ri;\n"
+    "            continue;\n"
+    "        }\n"
+    "        double rs, js;\n"
+    "        c += jf_loss_scale(loss, ri, fs2, ifs2, &rs, &js);\n"
+    "        r[i] = rs;\n"
+    "        for (unsigned long long k = 0; k < np; k++) J[k * ldj + i] *= js;\n"
+    "    }\n"
+    "    sh[threadIdx.x] = c;\n"
+    "    __syncthreads();\n"
+    "    for (unsigned int s = blockDim.x / 2; s > 0; s >>= 1) { /* fixed order */\n"
+    "        if (threadIdx.x < s) sh[threadIdx.x] += sh[threadIdx.x + s];\n"
+    "        __syncthreads();\n"
+    "    }\n"
+    "    if (threadIdx.x == 0) cost_part[blockIdx.x] = sh[0];\n"
+    "}\n"
+    "extern \"C\" __global__ void jf_lp_pack(const double *Ag, const double *cost_part,\n"
+    "                                       unsigned int ncost, unsigned long long np, double *acc,\n"
+    "                                       const int *stop)\n"
+    "{\n"
+    "    if (threadIdx.x != 0 || blockIdx.x != 0 || (stop && *stop != 0)) return;\n"
+    "    unsigned long long q = 0, tri = np * (np + 1) / 2;\n"
+    "    for (unsigned long long a = 0; a < np; a++) /* upper triangle, column-major */\n"
+    "        for (unsigned long long b = a; b < np; b++) acc[q++] = Ag[a + b * np];\n"
+    "    for (unsigned long long a = 0; a < np; a++) acc[tri + a] = Ag[np * np + a];\n"
+    "    double c = 0.0;\n"
+    "    for (unsigned int k = 0; k < ncost; k++) c += cost_part[k];\n"
+    "    acc[tri + np] = c;\n"
     "}\n";
 
 /* The WHILE node's condition: run the body again while the status word is 0 (continue). The
@@ -60,7 +114,9 @@ static const char cond_source[] =
     "    if (threadIdx.x == 0 && blockIdx.x == 0) cudaGraphSetConditional(handle, *status == 0 ? 1u : 0u);\n"
     "}\n";
 
-static const char *const solver_names[] = {"jf_lm_start", "jf_lm_judge"};
+static const char *const solver_names[] = {"jf_lm_start", "jf_lm_judge", "jf_lp_zero",
+                                            "jf_lp_scale", "jf_lp_pack"};
+enum { SOLVER_FNS = 5 };
 static const char *const cond_names[] = {"jf_lm_loop_cond"};
 
 char *jf_lm_cuda_source(int which) {
@@ -68,6 +124,7 @@ char *jf_lm_cuda_source(int which) {
     jf_buf b = {0};
     jf_buf_puts(&b, jf_embed_step_h);
     jf_buf_puts(&b, jf_embed_lm_core_h);
+    jf_buf_puts(&b, jf_embed_loss_h);
     jf_buf_puts(&b, solver_kernels);
     return jf_buf_take(&b);
 }
@@ -79,9 +136,44 @@ static unsigned grid_for(size_t npts) {
     return (unsigned)(g < 1 ? 1 : g > JF_LM_CUDA_MAX_GRID ? JF_LM_CUDA_MAX_GRID : g);
 }
 
+/* Whether a fit of np parameters takes the many-parameter path (JF_GPU_LARGE_P). */
+static int gpu_large_p(size_t np) {
+    const char *e = getenv("JITFIT_GPU_LARGE_P");
+    long v = e && *e ? strtol(e, NULL, 10) : JF_GPU_LARGE_P;
+    return v < 0 || np > (size_t)v;
+}
+
+/* Rows of J per chunk of the many-parameter path: all of them up to 2^25 doubles (256 MiB) of J,
+ * at least 4096; $JITFIT_GPU_LP_CHUNK forces fewer (tests). */
+static size_t lp_chunk_rows(size_t n, size_t np) {
+    size_t rows = ((size_t)1 << 25) / (np ? np : 1);
+    if (rows < 4096) rows = 4096;
+    const char *e = getenv("JITFIT_GPU_LP_CHUNK");
+    if (e && *e) {
+        unsigned long long v = strtoull(e, NULL, 10);
+        if (v > 0 && v < rows) rows = (size_t)v;
+    }
+    return rows < n ? rows : n;
+}
+
+/* Blocks of jf_lp_scale per chunk: a grid-stride loop, so any number covers the chunk. */
+static unsigned lp_grid_for(size_t rows) {
+    unsigned g = grid_for(rows);
+    return g > 256 ? 256 : g;
+}
+
+/* Device bytes of the many-parameter buffers for n points. */
+static size_t lp_bytes(size_t n, size_t np) {
+    size_t rows = lp_chunk_rows(n, np), nch = rows ? (n + rows - 1) / rows : 0;
+    return (rows * (np + 1) + np * np + np + nch * lp_grid_for(rows)) * sizeof(double);
+}
+
 void jf_gpu_problem_free(jf_gpu_problem *gp) {
+    jf_cuda_graph_free(gp->lp_stream);
+    gp->lp_stream = NULL;
     jf_devptr *all[] = {&gp->x,   &gp->y, &gp->w, &gp->p,      &gp->partial,
-                        &gp->acc, &gp->r, &gp->J, &gp->buf[0], &gp->buf[1]};
+                        &gp->acc, &gp->r, &gp->J, &gp->buf[0], &gp->buf[1],
+                        &gp->lp_J, &gp->lp_r, &gp->lp_Ag, &gp->lp_cost};
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) {
         jf_cuda_free(*all[i]);
         *all[i] = 0;
@@ -133,7 +225,7 @@ size_t jf_gpu_problem_bytes(size_t n, size_t np, size_t nv, int weighted) {
     size_t per_point = nv + 1 + (weighted ? 1 : 0);
     return (n * per_point + (size_t)grid_for(n) * nacc + 2 * nacc + np + 1024) * sizeof(double) +
            (jf_lmc_ws_doubles(np) * sizeof(double) + jf_lmc_ws_ints(np) * sizeof(int) +
-            sizeof(jf_lmc));
+            sizeof(jf_lmc)) + (gpu_large_p(np) ? lp_bytes(n, np) : 0);
 }
 
 /* Counts a blocking call of the finish. */
@@ -147,10 +239,51 @@ static void poison(double *v, size_t n) {
     for (size_t i = 0; i < n; i++) v[i] = NAN;
 }
 
+/* The many-parameter pass at device parameters p on g's stream, into gp->acc: J and r chunk
+ * by chunk (jacobian_row, weights w or none), scaled for the loss, JᵀJ and Jᵀr by cuBLAS, then
+ * packed. Our kernels return at once once stop (0: never) says the loop has ended; cuBLAS
+ * calls cannot, and then multiply what is left in the buffers, which nothing reads. */
+static int large_pass(jf_gpu_problem *gp, jf_cuda_graph *g, jf_devptr p, jf_loss loss,
+                      jf_devptr w, jf_devptr stop, char *why, size_t n) {
+    unsigned long long np = gp->np, len, ldx = gp->n, ldj = gp->lp_chunk, nag = np * np + np;
+    int loss_ = (int)loss;
+    double fs = gp->f_scale;
+    void *zargs[] = {&gp->lp_Ag, &nag, &stop};
+    int st = jf_cuda_stream_launch(g, gp->fn_lp_zero, 1, JF_CUDA_BLOCK, zargs, why, n);
+    for (size_t c = 0; st == JF_OK && c < gp->lp_nchunks; c++) {
+        unsigned long long begin = c * gp->lp_chunk, end = begin + gp->lp_chunk;
+        if (end > gp->n) end = gp->n;
+        len = end - begin;
+        jf_devptr part = gp->lp_cost + c * gp->lp_grid * sizeof(double);
+        void *jargs[] = {&p, &gp->x, &ldx, &gp->y, &w, &begin, &end, &gp->lp_r, &gp->lp_J, &ldj};
+        void *sargs[] = {&gp->lp_r, &gp->lp_J, &ldj, &len, &np, &loss_, &fs, &part, &stop};
+        st = jf_cuda_stream_launch(g, gp->fn_jacobian_row, grid_for(len), JF_CUDA_BLOCK, jargs,
+                                   why, n);
+        if (st == JF_OK)
+            st = jf_cuda_stream_launch(g, gp->fn_lp_scale, gp->lp_grid, JF_CUDA_BLOCK, sargs, why, n);
+        if (st == JF_OK)
+            st = jf_cublas_syrk_t(g, np, len, gp->lp_J, ldj, 1.0, gp->lp_Ag, np, why, n);
+        if (st == JF_OK)
+            st = jf_cublas_gemv_t(g, len, np, gp->lp_J, ldj, gp->lp_r, 1.0,
+                                  gp->lp_Ag + np * np * sizeof(double), why, n);
+    }
+    unsigned int ncost = (unsigned)(gp->lp_nchunks * gp->lp_grid);
+    void *pargs[] = {&gp->lp_Ag, &gp->lp_cost, &ncost, &np, &gp->acc, &stop};
+    if (st == JF_OK) st = jf_cuda_stream_launch(g, gp->fn_lp_pack, 1, 32, pargs, why, n);
+    return st;
+}
+
 /* normal_eq + reduce at p (host values) into acc (host). */
 static int pass(jf_gpu_problem *gp, const double *p, jf_loss loss, int weighted, double *acc) {
     char *why = gp->why;
     size_t wn = sizeof gp->why;
+    if (gp->large) { /* everything on the many-parameter stream, one wait */
+        jf_cuda_graph *g = gp->lp_stream;
+        int st = jf_cuda_graph_to_device(g, gp->p, p, gp->np * sizeof(double), why, wn);
+        if (st == JF_OK) st = large_pass(gp, g, gp->p, loss, weighted ? gp->w : 0, 0, why, wn);
+        if (st == JF_OK) st = jf_cuda_graph_to_host(g, acc, gp->acc, gp->nacc * sizeof(double), why, wn);
+        return blocking(gp, st == JF_OK ? jf_cuda_graph_sync(g, why, wn) : st);
+    }
     int st = blocking(gp, jf_cuda_to_device(gp->p, p, gp->np * sizeof(double), why, wn));
     if (st != JF_OK) return st;
     int loss_ = (int)loss;
@@ -284,6 +417,19 @@ int jf_gpu_problem_init(jf_gpu_problem *gp, jf_problem *prob, const jf_cuda_kern
     if (st == JF_OK)
         st = jf_cuda_alloc(&gp->partial, (size_t)gp->grid * gp->nacc * sizeof(double), why, wn);
     if (st == JF_OK) st = jf_cuda_alloc(&gp->acc, gp->nacc * sizeof(double), why, wn);
+    if (st == JF_OK && gpu_large_p(np)) { /* the many-parameter path's buffers */
+        gp->large = 1;
+        gp->lp_chunk = lp_chunk_rows(n, np);
+        gp->lp_nchunks = (n + gp->lp_chunk - 1) / gp->lp_chunk;
+        gp->lp_grid = lp_grid_for(gp->lp_chunk);
+        st = jf_cublas_init(why, wn);
+        if (st == JF_OK) st = jf_cuda_alloc(&gp->lp_J, gp->lp_chunk * np * sizeof(double), why, wn);
+        if (st == JF_OK) st = jf_cuda_alloc(&gp->lp_r, gp->lp_chunk * sizeof(double), why, wn);
+        if (st == JF_OK) st = jf_cuda_alloc(&gp->lp_Ag, (np * np + np) * sizeof(double), why, wn);
+        if (st == JF_OK)
+            st = jf_cuda_alloc(&gp->lp_cost, gp->lp_nchunks * gp->lp_grid * sizeof(double), why, wn);
+        if (st == JF_OK) st = jf_cuda_graph_new(&gp->lp_stream, NULL, why, wn);
+    }
     return attach(gp, prob, st);
 }
 
@@ -294,6 +440,11 @@ int jf_gpu_problem_init_streamed(jf_gpu_problem *gp, jf_problem *prob,
     size_t wn = sizeof gp->why;
     begin_init(gp, prob, k);
     const jf_data_view *d = &prob->view;
+    if (gpu_large_p(np)) {
+        snprintf(why, wn, "fits of more than %d parameters are not streamed (JF_GPU_LARGE_P)",
+                 JF_GPU_LARGE_P);
+        return JF_ERR_NOMEM;
+    }
     jf_stream_layout_init(&gp->lay, n, nv, d->w != NULL, 1);
     /* block partials: chunk k has grid_for(len_k) <= len_k/JF_CUDA_BLOCK + 1 rows, so all
      * chunks together at most n/JF_CUDA_BLOCK + nchunks (and never more than the grid cap) */
@@ -399,6 +550,40 @@ static int add_iteration(jf_cuda_graph *g, jf_gpu_problem *gp, const loop_mem *l
     return st;
 }
 
+/* The many-parameter loop: cuBLAS calls cannot be graph nodes without stream capture, so the
+ * iterations are enqueued on a stream as they are in the unrolled graph, JF_LM_CUDA_UNROLL at a
+ * time, each pass's kernels returning at once after the end; one synchronization per batch of
+ * iterations. On JF_OK c and ws hold the final state. */
+static int run_loop_large(jf_gpu_problem *gp, const loop_mem *lm, jf_loss loss,
+                          void *const sfn[2], jf_lmc *c, double *ws, size_t nws,
+                          jf_gpu_stats *stats, char *why, size_t n) {
+    size_t np = gp->np;
+    jf_cuda_graph *g = gp->lp_stream;
+    jf_devptr dx = lm->ws, dx_try = lm->ws + np * sizeof(double), w = gp->w;
+    jf_devptr status = lm->c + offsetof(jf_lmc, status);
+    jf_devptr cd = lm->c, wsd = lm->ws, iwsd = lm->iws, acc = gp->acc;
+    void *sargs[] = {&cd, &wsd, &iwsd, &acc};
+    unsigned long syncs0 = jf_cuda_graph_syncs(g);
+    stats->mode = JF_GPU_LOOP_STREAM;
+    int code = jf_cuda_graph_to_device(g, lm->c, c, sizeof *c, why, n);
+    if (code == JF_OK) code = jf_cuda_graph_to_device(g, lm->ws, ws, nws * sizeof(double), why, n);
+    if (code == JF_OK) code = large_pass(gp, g, dx, loss, w, 0, why, n);
+    if (code == JF_OK) code = jf_cuda_stream_launch(g, sfn[0], 1, 32, sargs, why, n);
+    while (code == JF_OK) {
+        for (int k = 0; code == JF_OK && k < JF_LM_CUDA_UNROLL; k++) {
+            code = large_pass(gp, g, dx_try, loss, w, status, why, n);
+            if (code == JF_OK) code = jf_cuda_stream_launch(g, sfn[1], 1, 32, sargs, why, n);
+        }
+        stats->launches++;
+        if (code == JF_OK) code = jf_cuda_graph_to_host(g, c, lm->c, sizeof *c, why, n);
+        if (code == JF_OK) code = jf_cuda_graph_to_host(g, ws, lm->ws, nws * sizeof(double), why, n);
+        if (code == JF_OK) code = jf_cuda_graph_sync(g, why, n);
+        if (code != JF_OK || c->status != JF_STEP_CONTINUE) break;
+    }
+    stats->loop_syncs = jf_cuda_graph_syncs(g) - syncs0;
+    return code;
+}
+
 /* Builds and runs the loop; on JF_OK c and ws hold the final state. *launched says whether
  * anything ran on the device (before that, c and ws are untouched and the loop can be built
  * again in another form). */
@@ -475,9 +660,15 @@ int jf_lm_solve_cuda(jf_problem *prob, jf_gpu_problem *gp, const jf_lm_config *c
         snprintf(why, n, "out of memory");
         return JF_ERR_NOMEM;
     }
-    int code = jf_cuda_module_get(src, solver_names, 2, NULL, sfn, NULL, why, n, NULL, 0);
+    void *fns[SOLVER_FNS];
+    int code = jf_cuda_module_get(src, solver_names, SOLVER_FNS, NULL, fns, NULL, why, n, NULL, 0);
     free(src);
     if (code != JF_OK) return code;
+    sfn[0] = fns[0];
+    sfn[1] = fns[1];
+    gp->fn_lp_zero = fns[2];
+    gp->fn_lp_scale = fns[3];
+    gp->fn_lp_pack = fns[4];
     void *cond_fn = NULL;
     if (!jf_cuda_cond_nodes())
         snprintf(stats->note, sizeof stats->note,
@@ -515,8 +706,15 @@ int jf_lm_solve_cuda(jf_problem *prob, jf_gpu_problem *gp, const jf_lm_config *c
     if (code == JF_OK) code = jf_cuda_alloc(&lm.ws, nws * sizeof(double), why, n);
     if (code == JF_OK) code = jf_cuda_alloc(&lm.iws, niws * sizeof(int), why, n);
     int launched = 0;
-    if (code == JF_OK)
+    if (code == JF_OK && gp->large) {
+        snprintf(stats->note, sizeof stats->note,
+                 "%zu parameters: J in %zu chunk%s of %zu rows, JᵀJ and Jᵀr by cuBLAS", np,
+                 gp->lp_nchunks, gp->lp_nchunks == 1 ? "" : "s", gp->lp_chunk);
+        code = run_loop_large(gp, &lm, prob->loss, sfn, &c, ws, nws, stats, why, n);
+        launched = 1;
+    } else if (code == JF_OK) {
         code = run_loop(gp, &lm, prob->loss, sfn, cond_fn, &c, ws, nws, stats, &launched, why, n);
+    }
     if (code != JF_OK && cond_fn && !launched) {
         /* the driver would not build or instantiate the WHILE form: the unrolled one needs
          * nothing beyond plain graphs */

@@ -266,7 +266,13 @@ struct jf_cuda_kernels;
 #define JF_LM_CUDA_MAX_GRID 1024
 
 /* How the device loop ran. */
-enum { JF_GPU_LOOP_WHILE = 1, JF_GPU_LOOP_UNROLLED = 2 };
+enum { JF_GPU_LOOP_WHILE = 1, JF_GPU_LOOP_UNROLLED = 2, JF_GPU_LOOP_STREAM = 3 };
+
+/* Above this many parameters a GPU fit forms its sums from chunks of the materialized
+ * Jacobian with cuBLAS (syrk, gemv) instead of the model's register-sum normal_eq kernel;
+ * $JITFIT_GPU_LARGE_P overrides it (negative: always). Not yet measured on a GPU: the CPU's
+ * threshold (JF_LARGE_P) stands in. */
+#define JF_GPU_LARGE_P 16
 
 /* What a GPU fit reports beyond jf_lm_state. */
 typedef struct jf_gpu_stats {
@@ -293,6 +299,14 @@ typedef struct jf_gpu_problem {
     double *pinned;              /* streaming: page-locked chunk-major copy of the data */
     jf_devptr buf[2];            /* streaming: the two device chunk buffers */
     double *Jc;                  /* host copy of the column-major J */
+    int large;                   /* many parameters: sums from J chunks and cuBLAS */
+    size_t lp_chunk, lp_nchunks; /* large: rows per chunk, chunks per pass */
+    unsigned lp_grid;            /* large: blocks of the scaling kernel per chunk */
+    jf_devptr lp_J, lp_r;        /* large: one chunk of J (column-major, ld lp_chunk) and r */
+    jf_devptr lp_Ag;             /* large: JᵀJ (np × np, upper) then Jᵀr (np), contiguous */
+    jf_devptr lp_cost;           /* large: cost partials, lp_nchunks × lp_grid */
+    void *fn_lp_zero, *fn_lp_scale, *fn_lp_pack; /* large: the solver module's kernels */
+    jf_cuda_graph *lp_stream;    /* large: the stream the finish's passes run on */
     unsigned long syncs_after;   /* blocking calls of the ops */
     int failed;                  /* first error of an op (a jf_status), or 0 */
     char why[512];               /* its reason */
