@@ -11,7 +11,8 @@
  * buffers fit, fitted on the CPU with a note,
  * `jitfit fit --device gpu -v` reports the synchronizations, and a batch of 300 fits of
  * different lengths in one launch equals the CPU batch (fp64 to 1e-10, fp32 to 0.01 s.e.), and a
- * 60-parameter sum of peaks equals the CPU fit to 1e-10.
+ * 60-parameter sum of peaks equals the CPU fit to 1e-10 (through the many-parameter path:
+ * J in chunks, cuBLAS), as do the NIST problems and the damped sine with that path forced.
  */
 #include <stdlib.h>
 
@@ -100,7 +101,9 @@ static void sine(size_t n, double *x, double *y, double *sig) {
     }
 }
 
-static void test_sine(void) {
+/* large: the many-parameter path is forced, which neither streams nor has fp32 model sums of
+ * its own: only the comparisons and determinism run. */
+static void test_sine(int large) {
     jf_model *m = NULL;
     if (!CHECK(jf_model_compile("a*exp(-b*x)*sin(c*x+d)+e", (size_t)-1, NULL, &m, NULL) == JF_OK))
         return;
@@ -135,6 +138,13 @@ static void test_sine(void) {
         CHECK(memcmp(a->params, b->params, 5 * sizeof(double)) == 0 && a->cost == b->cost);
     jf_fit_result_free(a);
     jf_fit_result_free(b);
+    if (large) {
+        free(x);
+        free(y);
+        free(sg);
+        jf_model_free(m);
+        return;
+    }
 
     /* single precision: fp32 model, fp64 sums; within a hundredth of a standard error */
     jf_fit_options os = o;
@@ -265,6 +275,12 @@ static void test_peaks(void) {
     o.p0 = p0;
     jf_data d = {N, x, 0, y, NULL};
     compare("20 peaks, 60 params", m, &d, o, 1e-10);
+    /* that went the many-parameter way */
+    jf_fit_result *g = NULL;
+    o.device = JF_DEVICE_GPU;
+    if (CHECK(jf_fit(m, &d, &o, &g, NULL) == JF_OK))
+        CHECK_CONTAINS(g->device_note, "60 parameters: J in 1 chunk of 2000 rows, JᵀJ and Jᵀr by cuBLAS");
+    jf_fit_result_free(g);
     jf_model_free(m);
 }
 
@@ -351,10 +367,19 @@ int main(void) {
         have_while = mode == 0 && jf_cuda_cond_nodes();
         printf("-- device loop: %s\n", have_while ? "WHILE graph node" : "unrolled graphs");
         test_nist();
-        test_sine();
+        test_sine(0);
         if (mode == 0 && !jf_cuda_cond_nodes()) break; /* both passes would be the same */
     }
     unsetenv("JITFIT_GPU_NO_WHILE");
+    /* the many-parameter path (cuBLAS) for every fit, J in chunks of 1000 rows */
+    setenv("JITFIT_GPU_LARGE_P", "-1", 1);
+    setenv("JITFIT_GPU_LP_CHUNK", "1000", 1);
+    have_while = 0;
+    printf("-- device loop: many-parameter path (cuBLAS) for every fit\n");
+    test_nist();
+    test_sine(1);
+    unsetenv("JITFIT_GPU_LARGE_P");
+    unsetenv("JITFIT_GPU_LP_CHUNK");
     if (jf_cuda_emulated()) test_while_refused();
     test_peaks();
     test_batch();
