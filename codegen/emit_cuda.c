@@ -317,7 +317,7 @@ void jf_emit_cuda_model(jf_buf *b, const jf_emit_model *em, const jf_emit_option
                        "the sums are fp64 */\n");
     emit_residual(b, em);
     emit_jacobian_row(b, em);
-    emit_normal_eq(b, em, o);
+    if (!o->no_normal_eq) emit_normal_eq(b, em, o);
     if (o->cuda_batch && jf_emit_num_acc(m->np) <= JF_CUDA_REGISTER_SUMS) emit_fit_sums(b, em, o);
     b->real = real;
 }

@@ -325,13 +325,15 @@ int jf_cuda_kernels_get(const struct jf_model *m, const jf_jit_options *opts, in
     jf_emit_options eo = jf_emit_options_default(JF_EMIT_CUDA);
     eo.cuda_loss = loss < 0 ? -1 : loss;
     eo.cuda_single = opts ? opts->single_precision : 0;
+    eo.no_normal_eq = opts ? opts->cuda_no_normal_eq : 0;
     char *src = jf_emit(m, &eo);
     if (!src) {
         snprintf(why, n, "out of memory generating CUDA code");
         return JF_ERR_NOMEM;
     }
     const cuda_module *mod = NULL;
-    int st = module_get(src, kernel_names, 4, opts, &mod, cache, why, n, warn, wn);
+    int st = module_get(src, kernel_names, eo.no_normal_eq ? 2 : 4, opts, &mod, cache, why, n,
+                        warn, wn);
     free(src);
     if (st != JF_OK) return st;
     jf_cuda_kernels *k = calloc(1, sizeof *k);

@@ -46,6 +46,9 @@ typedef struct jf_jit_options {
                               libsleef.so.3; without them the exact kernels are used, with a
                               one-line warning */
     int single_precision;  /* CUDA: evaluate the model in fp32 (jf_emit_options.cuda_single) */
+    int cuda_no_normal_eq; /* CUDA: 1 builds the module without normal_eq and reduce_blocks (the
+                              GPU solver's many-parameter path forms the sums with cuBLAS);
+                              jf_cuda_kernels_function then returns NULL for them */
     int large_p;           /* normal_eq is formed from jacobian_row blocks with BLAS when the model
                               has more than large_p parameters (and the generated C then has no
                               normal_eq: O(np) source instead of O(np²)); 0 (default):

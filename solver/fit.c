@@ -167,6 +167,7 @@ static int setup_gpu_kernels(fit_setup *s, char *why, size_t n) {
     memset(&jo, 0, sizeof jo);
     jo.no_cache = s->o.no_cache;
     jo.single_precision = s->o.single_precision;
+    jo.cuda_no_normal_eq = jf_gpu_large_p(s->m->np); /* cuBLAS forms the sums then */
     char warn[MSG_LEN] = "";
     jf_cache_result cache = JF_CACHE_NONE;
     double t0 = now_ms();

@@ -136,8 +136,7 @@ static unsigned grid_for(size_t npts) {
     return (unsigned)(g < 1 ? 1 : g > JF_LM_CUDA_MAX_GRID ? JF_LM_CUDA_MAX_GRID : g);
 }
 
-/* Whether a fit of np parameters takes the many-parameter path (JF_GPU_LARGE_P). */
-static int gpu_large_p(size_t np) {
+int jf_gpu_large_p(size_t np) {
     const char *e = getenv("JITFIT_GPU_LARGE_P");
     long v = e && *e ? strtol(e, NULL, 10) : JF_GPU_LARGE_P;
     return v < 0 || np > (size_t)v;
@@ -225,7 +224,7 @@ size_t jf_gpu_problem_bytes(size_t n, size_t np, size_t nv, int weighted) {
     size_t per_point = nv + 1 + (weighted ? 1 : 0);
     return (n * per_point + (size_t)grid_for(n) * nacc + 2 * nacc + np + 1024) * sizeof(double) +
            (jf_lmc_ws_doubles(np) * sizeof(double) + jf_lmc_ws_ints(np) * sizeof(int) +
-            sizeof(jf_lmc)) + (gpu_large_p(np) ? lp_bytes(n, np) : 0);
+            sizeof(jf_lmc)) + (jf_gpu_large_p(np) ? lp_bytes(n, np) : 0);
 }
 
 /* Counts a blocking call of the finish. */
@@ -417,7 +416,7 @@ int jf_gpu_problem_init(jf_gpu_problem *gp, jf_problem *prob, const jf_cuda_kern
     if (st == JF_OK)
         st = jf_cuda_alloc(&gp->partial, (size_t)gp->grid * gp->nacc * sizeof(double), why, wn);
     if (st == JF_OK) st = jf_cuda_alloc(&gp->acc, gp->nacc * sizeof(double), why, wn);
-    if (st == JF_OK && gpu_large_p(np)) { /* the many-parameter path's buffers */
+    if (st == JF_OK && jf_gpu_large_p(np)) { /* the many-parameter path's buffers */
         gp->large = 1;
         gp->lp_chunk = lp_chunk_rows(n, np);
         gp->lp_nchunks = (n + gp->lp_chunk - 1) / gp->lp_chunk;
@@ -440,7 +439,7 @@ int jf_gpu_problem_init_streamed(jf_gpu_problem *gp, jf_problem *prob,
     size_t wn = sizeof gp->why;
     begin_init(gp, prob, k);
     const jf_data_view *d = &prob->view;
-    if (gpu_large_p(np)) {
+    if (jf_gpu_large_p(np)) {
         snprintf(why, wn, "fits of more than %d parameters are not streamed (JF_GPU_LARGE_P)",
                  JF_GPU_LARGE_P);
         return JF_ERR_NOMEM;

@@ -273,6 +273,8 @@ enum { JF_GPU_LOOP_WHILE = 1, JF_GPU_LOOP_UNROLLED = 2, JF_GPU_LOOP_STREAM = 3 }
  * $JITFIT_GPU_LARGE_P overrides it (negative: always). Not yet measured on a GPU: the CPU's
  * threshold (JF_LARGE_P) stands in. */
 #define JF_GPU_LARGE_P 16
+/* 1 when a GPU fit of np parameters takes that path ($JITFIT_GPU_LARGE_P, else JF_GPU_LARGE_P). */
+JF_INTERNAL int jf_gpu_large_p(size_t np);
 
 /* What a GPU fit reports beyond jf_lm_state. */
 typedef struct jf_gpu_stats {

@@ -108,6 +108,13 @@ static void test_sums(const jf_model *m) {
     char *lean = jf_emit(m, &eo);
     CHECK(full && lean && strstr(full, "jf_normal_eq") && !strstr(lean, "jf_normal_eq"));
     if (full && lean) CHECK(strlen(lean) * 4 < strlen(full));
+    /* the CUDA module of the GPU's many-parameter path: residual and jacobian_row only */
+    jf_emit_options ec = jf_emit_options_default(JF_EMIT_CUDA);
+    ec.no_normal_eq = 1;
+    char *cu = jf_emit(m, &ec);
+    CHECK(cu && strstr(cu, "jf_jacobian_row") && strstr(cu, "jf_residual") &&
+          !strstr(cu, "jf_normal_eq") && !strstr(cu, "jf_reduce_blocks"));
+    free(cu);
     free(full);
     free(lean);
 
