@@ -3,8 +3,8 @@
 # the binaries of gpu-bundle.tar.gz (scripts/gpu_bundle.sh, carried). Results go to $OUT (the
 # device tool brings back at most 8 files): env.txt (the GPU, the driver, `jitfit doctor`),
 # tests.txt (test_gpu, test_crosscheck, test_doctor), bench.txt (bench_gpu in memory and
-# streamed, bench_gpu_batch). Every step has its own time limit and the script goes on after a
-# failure, so one run returns what it can. QUICK=1 runs small sizes (a check of this script;
+# streamed, bench_gpu_batch, bench_gpu_large_p). Every step has its own time limit and the
+# script goes on after a failure, so one run returns what it can. QUICK=1 runs small sizes (a check of this script;
 # with JITFIT_CUDA_EMULATE=1 it runs anywhere). STREAM_2E9=1 adds the 2e9-point
 # streamed-vs-in-memory run (32 GB of host memory for the data, minutes to generate).
 set -u
@@ -20,7 +20,7 @@ fi
 mkdir -p "$src/build/tests" "$src/build/bench"
 cp gpu-bundle/bin/jitfit "$src/build/jitfit"
 for t in test_gpu test_crosscheck test_doctor; do cp "gpu-bundle/bin/$t" "$src/build/tests/$t"; done
-for t in bench_gpu bench_gpu_batch; do cp "gpu-bundle/bin/$t" "$src/build/bench/$t"; done
+for t in bench_gpu bench_gpu_batch bench_gpu_large_p; do cp "gpu-bundle/bin/$t" "$src/build/bench/$t"; done
 export LD_LIBRARY_PATH=$root/gpu-bundle/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 export JITFIT_CACHE_DIR=${JITFIT_CACHE_DIR:-/tmp/jitfit-gpu-session-cache}
 B=$src/build
@@ -36,8 +36,10 @@ step() { # step FILE LIMIT_S COMMAND...: appends the command's output and status
 }
 if [ "${QUICK:-0}" = 1 ]; then
   sizes=1e4,4e4; big=4e4; stream_mem=4e5; fits=1e3; spec="--spectrum-fits 100"; reps=1
+  lp_points=3000; lp_peaks=2,6
 else
   sizes=1e5,1e6,1e7,1e8; big=1e8; stream_mem=4e8; fits=1e4,1e5,1e6,1e7; spec=""; reps=5
+  lp_points=1e6; lp_peaks=2,4,6,8,12,20
 fi
 echo "commit $(cat gpu-bundle/COMMIT 2>/dev/null)" >"$OUT/env.txt"
 step env.txt 60 nvidia-smi
@@ -49,6 +51,7 @@ step bench.txt 600 "$B/bench/bench_gpu" --sizes "$sizes" --reps "$reps" --bandwi
 step bench.txt 600 "$B/bench/bench_gpu" --sizes "$big" --reps "$reps" --cpu-max 0 --max-gpu-mem "$stream_mem"
 # shellcheck disable=SC2086
 step bench.txt 900 "$B/bench/bench_gpu_batch" --fits "$fits" --cpu-max 1e6 $spec
+step bench.txt 600 "$B/bench/bench_gpu_large_p" --points "$lp_points" --peaks "$lp_peaks"
 if [ "${STREAM_2E9:-0}" = 1 ]; then
   step bench.txt 900 "$B/bench/bench_gpu" --sizes 2e9 --reps 1 --cpu-max 0
   step bench.txt 900 "$B/bench/bench_gpu" --sizes 2e9 --reps 1 --cpu-max 0 --max-gpu-mem 8e9
