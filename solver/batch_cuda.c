@@ -2,7 +2,8 @@
  *
  * All fits' data are packed into one set of columns (fit f owns points [off[f], off[f+1])) and
  * copied once; every fit has its own jf_lmc state and workspace (solver/lm_core.h) in device
- * memory. One launch runs everything: each warp takes a fit, its 32 lanes sum the normal
+ * memory. One launch runs everything: each warp takes a fit (a block, for long fits: see
+ * BLOCK_PER_FIT_POINTS and jf_batch_lm_block), its 32 lanes sum the normal
  * equations over the fit's points (the model's jf_fit_sums, generated with the same point code
  * as normal_eq), a shuffle reduction in fixed order gives lane 0 the totals, and lane 0 runs
  * the very jf_lmc_start / jf_lmc_judge of the single-fit GPU solver and of the host-driven
@@ -57,7 +58,44 @@ static const char batch_kernel[] =
     "            p = v.x_try;\n"
     "        }\n"
     "    }\n"
+    "}\n"
+    "\n/* ---- batched LM: one block per fit, for long fits ---- */\n"
+    "extern \"C\" __global__ void __launch_bounds__(JF_BLOCK)\n"
+    "jf_batch_lm_block(const double *__restrict__ x, jf_index ldx, const double *__restrict__ y,\n"
+    "                  const double *__restrict__ w, const jf_index *__restrict__ off,\n"
+    "                  unsigned int nfits, int loss, double f_scale, jf_lmc *cs, double *wss,\n"
+    "                  int *iwss)\n"
+    "{\n"
+    "    __shared__ double tot[JF_FIT_NACC];\n"
+    "    __shared__ int more_sh;\n"
+    "    for (unsigned int f = blockIdx.x; f < nfits; f += gridDim.x) {\n"
+    "        jf_lmc *c = cs + f;\n"
+    "        const unsigned long long np = c->np;\n"
+    "        jf_lmc_views v;\n"
+    "        jf_lmc_views_init(&v, wss + (unsigned long long)f * jf_lmc_ws_doubles(np),\n"
+    "                          iwss + (unsigned long long)f * jf_lmc_ws_ints(np), np);\n"
+    "        double a[JF_FIT_NACC];\n"
+    "        const double *p = v.x;\n"
+    "        int more = 1, started = 0;\n"
+    "        while (more) {\n"
+    "            jf_fit_sums(p, x, ldx, y, w, off[f], off[f + 1], threadIdx.x, blockDim.x, loss,\n"
+    "                        f_scale, a);\n"
+    "            jf_block_sums(a, JF_FIT_NACC, tot); /* warp shuffles, then warps in order */\n"
+    "            __syncthreads();\n"
+    "            if (threadIdx.x == 0) more_sh = started ? jf_lmc_judge(c, &v, tot) : jf_lmc_start(c, &v, tot);\n"
+    "            started = 1;\n"
+    "            __syncthreads(); /* thread 0's decision and x_try are visible to the block */\n"
+    "            more = more_sh;\n"
+    "            p = v.x_try;\n"
+    "        }\n"
+    "        __syncthreads(); /* the shared totals are free for the next fit */\n"
+    "    }\n"
     "}\n";
+
+/* Mean points per fit from which a block (JF_CUDA_BLOCK threads) runs each fit instead of a warp:
+ * a warp would go round its fit's points 16 times or more per pass. Not yet measured on a GPU;
+ * $JITFIT_GPU_BATCH_BLOCK overrides it (points; 1 makes every batch use blocks). */
+#define BLOCK_PER_FIT_POINTS 512
 
 int jf_batch_cuda_supported(size_t np) { return jf_emit_num_acc(np) <= JF_CUDA_REGISTER_SUMS; }
 
@@ -117,9 +155,9 @@ int jf_batch_cuda_run(const struct jf_model *m, const jf_jit_options *jo, jf_los
         snprintf(why, n, "out of memory");
         return JF_ERR_NOMEM;
     }
-    static const char *const names[] = {"jf_batch_lm"};
-    void *fn = NULL;
-    int code = jf_cuda_module_get(src, names, 1, jo, &fn, NULL, why, n, NULL, 0);
+    static const char *const names[] = {"jf_batch_lm", "jf_batch_lm_block"};
+    void *fns[2] = {NULL, NULL};
+    int code = jf_cuda_module_get(src, names, 2, jo, fns, NULL, why, n, NULL, 0);
     free(src);
     if (code != JF_OK) return code;
 
@@ -160,9 +198,18 @@ int jf_batch_cuda_run(const struct jf_model *m, const jf_jit_options *jo, jf_los
         int loss_ = (int)loss;
         double fs = f_scale;
         void *args[] = {&bm.x, &ldx, &bm.y, &bm.w, &bm.off, &nf, &loss_, &fs, &bm.cs, &bm.ws, &bm.iws};
-        size_t blocks = (nfits + WARPS_PER_BLOCK - 1) / WARPS_PER_BLOCK;
+        size_t per_block = 32 * WARPS_PER_BLOCK, fits_per_block = WARPS_PER_BLOCK;
+        void *fn = fns[0];
+        const char *e = getenv("JITFIT_GPU_BATCH_BLOCK");
+        double from = e && *e ? strtod(e, NULL) : BLOCK_PER_FIT_POINTS;
+        if ((double)total >= from * (double)nfits) { /* long fits: a block each */
+            fn = fns[1];
+            per_block = JF_CUDA_BLOCK;
+            fits_per_block = 1;
+        }
+        size_t blocks = (nfits + fits_per_block - 1) / fits_per_block;
         if (blocks > 65535) blocks = 65535; /* the kernel strides over the rest */
-        code = jf_cuda_launch(fn, (unsigned)blocks, 32 * WARPS_PER_BLOCK, 0, args, why, n);
+        code = jf_cuda_launch(fn, (unsigned)blocks, (unsigned)per_block, 0, args, why, n);
     }
     if (code == JF_OK) code = jf_cuda_to_host(hc, bm.cs, nfits * sizeof *hc, why, n);
     if (code == JF_OK) code = jf_cuda_to_host(hws, bm.ws, nfits * nws * sizeof(double), why, n);

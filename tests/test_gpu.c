@@ -325,6 +325,23 @@ static void test_batch(void) {
     printf("batch of %d fits: GPU vs CPU max rel. diff %.2g; fp32 within %.2g s.e.\n", NF, dev, dev32);
     CHECK(dev <= 1e-10);
     CHECK(dev32 <= 0.01);
+    /* a block per fit (what long fits get): forced on 60 of them */
+    enum { NB = 60 };
+    static jf_fit_result *rb[NB];
+    setenv("JITFIT_GPU_BATCH_BLOCK", "1", 1);
+    o.single_precision = 0;
+    CHECK(jf_fit_batch(m, NB, d, NULL, &o, rb, NULL) == JF_OK);
+    unsetenv("JITFIT_GPU_BATCH_BLOCK");
+    double devb = 0;
+    for (int f = 0; f < NB; f++) {
+        if (!CHECK(rb[f])) continue;
+        CHECK(rb[f]->backend == JF_BACKEND_CUDA && rb[f]->success == rc[f]->success);
+        for (int k = 0; k < 5; k++)
+            devb = fmax(devb, fabs(rb[f]->params[k] - rc[f]->params[k]) / fmax(fabs(rc[f]->params[k]), 1e-2));
+        jf_fit_result_free(rb[f]);
+    }
+    printf("batch of %d fits, a block per fit: GPU vs CPU max rel. diff %.2g\n", NB, devb);
+    CHECK(devb <= 1e-10);
     /* a batch larger than the GPU memory it may use: the CPU fits it, and says why */
     o.single_precision = 0;
     o.max_gpu_mem = 100000;
