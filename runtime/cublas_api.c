@@ -88,34 +88,39 @@ static int drv_init(char *why, size_t n) {
     return JF_OK;
 }
 
+/* Every call: the handle is shared, so it is locked and pointed at g's stream first. */
+static cublasStatus_t call_begin(jf_cuda_graph *g) {
+    pthread_mutex_lock(&cb_mu);
+    return cb.set_stream(cb.handle, (cudaStream_t)jf_cuda_graph_stream(g));
+}
+
+static int call_end(cublasStatus_t s, const char *what, char *why, size_t n) {
+    pthread_mutex_unlock(&cb_mu);
+    if (s == CUBLAS_STATUS_SUCCESS) return JF_OK;
+    snprintf(why, n, "%s failed (status %d)", what, (int)s);
+    return JF_ERR_INTERNAL;
+}
+
 static int drv_syrk_t(jf_cuda_graph *g, size_t nc, size_t k, jf_devptr A, size_t lda,
                       double beta, jf_devptr C, size_t ldc, char *why, size_t n) {
     if (drv_init(why, n) != JF_OK) return JF_ERR_UNAVAILABLE;
     const double one = 1.0;
-    pthread_mutex_lock(&cb_mu);
-    cublasStatus_t s = cb.set_stream(cb.handle, (cudaStream_t)jf_cuda_graph_stream(g));
+    cublasStatus_t s = call_begin(g);
     if (s == CUBLAS_STATUS_SUCCESS)
         s = cb.dsyrk(cb.handle, CUBLAS_FILL_MODE_UPPER, CUBLAS_OP_T, (int)nc, (int)k, &one,
                      (const double *)(uintptr_t)A, (int)lda, &beta, (double *)(uintptr_t)C, (int)ldc);
-    pthread_mutex_unlock(&cb_mu);
-    if (s == CUBLAS_STATUS_SUCCESS) return JF_OK;
-    snprintf(why, n, "cublasDsyrk failed (status %d)", (int)s);
-    return JF_ERR_INTERNAL;
+    return call_end(s, "cublasDsyrk", why, n);
 }
 
 static int drv_gemv_t(jf_cuda_graph *g, size_t m, size_t nc, jf_devptr A, size_t lda,
                       jf_devptr x, double beta, jf_devptr y, char *why, size_t n) {
     if (drv_init(why, n) != JF_OK) return JF_ERR_UNAVAILABLE;
     const double one = 1.0;
-    pthread_mutex_lock(&cb_mu);
-    cublasStatus_t s = cb.set_stream(cb.handle, (cudaStream_t)jf_cuda_graph_stream(g));
+    cublasStatus_t s = call_begin(g);
     if (s == CUBLAS_STATUS_SUCCESS)
         s = cb.dgemv(cb.handle, CUBLAS_OP_T, (int)m, (int)nc, &one, (const double *)(uintptr_t)A,
                      (int)lda, (const double *)(uintptr_t)x, 1, &beta, (double *)(uintptr_t)y, 1);
-    pthread_mutex_unlock(&cb_mu);
-    if (s == CUBLAS_STATUS_SUCCESS) return JF_OK;
-    snprintf(why, n, "cublasDgemv failed (status %d)", (int)s);
-    return JF_ERR_INTERNAL;
+    return call_end(s, "cublasDgemv", why, n);
 }
 
 #else
