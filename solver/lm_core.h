@@ -17,6 +17,10 @@
  * number is at least m·ε (LAPACK's dpocon estimates the same number), else the pseudo-inverse
  * from a cyclic Jacobi eigen-decomposition dropping eigenvalues below m·ε·max (lm.c uses
  * dsyevd with the same threshold). Both are O(p³) per λ, trivial for the p this path serves.
+ * For many parameters the caller may factorize instead (v->external: cuSOLVER on the GPU):
+ * the step then stops at each factorization with JF_LMC_WANT_FACTOR, its progress kept in
+ * jf_lmc (c->phase, the λ search), and jf_lmc_resume continues it once F and Finv hold the
+ * factor and the inverse; the decisions (condition test, eigen fallback) stay here.
  *
  * Same rules as step.h: valid C11 and CUDA C, no includes under NVRTC (the library embeds this
  * text after step.h), no allocation, no recursion. Everything sits in caller-provided memory.
@@ -30,6 +34,12 @@
 
 /* Status for a start point where the residuals or JᵀJ are not finite (JF_FIT_NONFINITE). */
 #define JF_LMC_NONFINITE 7
+/* jf_lmc_start/judge/resume's answer when an external factorization is wanted (v->external). */
+#define JF_LMC_WANT_FACTOR 2
+/* Where a proposal resumes: at the top, after the Gauss-Newton or after a damped factorization. */
+#define JF_LMC_AT_TOP 0
+#define JF_LMC_AT_GN 1
+#define JF_LMC_AT_DAMPED 2
 /* Sweeps of the Jacobi eigenvalue iteration before giving up (it converges quadratically;
  * 10 sweeps suffice for p ≤ 100 in practice). */
 #define JF_LMC_JACOBI_SWEEPS 60
@@ -58,6 +68,14 @@ typedef struct jf_lmc {
     double step_norm;    /* ‖D s‖ of the last judged step (for progress reports) */
     double damping;      /* its λ */
     jf_step_tr tr;       /* trust region */
+    /* the trust-region step in progress, kept here so that it can wait for a factorization */
+    int phase;           /* where jf_lmc_propose resumes: JF_LMC_AT_TOP, _AT_GN or _AT_DAMPED */
+    int fac_ext;         /* the pending factorization was handed to the caller */
+    int chol_ok;         /* its Cholesky succeeded (inline: known at once) */
+    unsigned long long m; /* order of the reduced system */
+    double anorm, inorm; /* 1-norms of the scaled matrix and of its inverse */
+    double lam_try;      /* λ of the system being factorized (0: Gauss-Newton) */
+    jf_step_lmpar ls;    /* the λ search */
     unsigned long long nfev;       /* passes over the data so far */
     unsigned long long iterations; /* trial steps judged */
 } jf_lmc;
@@ -75,6 +93,13 @@ typedef struct jf_lmc_views {
     double *scale, *eig, *work;        /* factorization: Jacobi scaling, eigenvalues, scratch */
     double *A, *M0, *Md, *M, *V;       /* JᵀJ, reduced JᵀJ, its damped copy, factor, eigenvectors */
     int *free_, *idx;                  /* active set, indices of the free parameters */
+    /* External factorization (cuSOLVER), off unless the caller sets all four: F receives the
+     * scaled matrix padded with the identity to np×np (column-major, ld np) and must hold its
+     * upper Cholesky factor U (F = UᵀU, as potrf 'U' leaves it) when resumed; Finv receives the
+     * identity and must hold F⁻¹ (potrs); finfo[0] the potrf info. */
+    double *F, *Finv;
+    int *finfo;
+    int external;
 } jf_lmc_views;
 
 JF_HD void jf_lmc_views_init(jf_lmc_views *v, double *ws, int *iws, unsigned long long np) {
@@ -90,6 +115,9 @@ JF_HD void jf_lmc_views_init(jf_lmc_views *v, double *ws, int *iws, unsigned lon
     v->V = sq + 4 * np * np;
     v->free_ = iws;
     v->idx = iws + np;
+    v->F = v->Finv = 0;
+    v->finfo = 0;
+    v->external = 0;
 }
 
 JF_HD int jf_lmc_all_finite(const double *v, unsigned long long n) {
@@ -193,17 +221,16 @@ JF_HD void jf_lmc_jacobi(double *S, unsigned long long m, double *V, double *eig
     for (unsigned long long i = 0; i < m; i++) eig[i] = S[i * m + i];
 }
 
-/* Factorizes the symmetric m×m matrix Min (row-major) into v->M (Cholesky factor of the scaled
- * matrix) or v->V/v->eig (pseudo-inverse). Returns 1 (Cholesky), 0 (eigen fallback) or -1 (not
- * finite), like jf_linalg_factor. */
-JF_HD int jf_lmc_factor(jf_lmc_views *v, const double *Min, unsigned long long m) {
-    double *S = v->M, *sc = v->scale, *w = v->work;
+/* Jacobi scaling of the symmetric m×m Min (row-major): v->scale, the scaled matrix in v->M
+ * and its 1-norm in *anorm. -1 when something is not finite, else 0. */
+JF_HD int jf_lmc_scaled(jf_lmc_views *v, const double *Min, unsigned long long m, double *anorm) {
+    double *S = v->M, *sc = v->scale;
     for (unsigned long long k = 0; k < m; k++) {
         double d = Min[k * m + k];
         if (!jf_step_isfinite(d)) return -1;
         sc[k] = d > 0 ? 1.0 / sqrt(d) : 1.0;
     }
-    double anorm = 0.0; /* 1-norm of the scaled matrix */
+    *anorm = 0.0;
     for (unsigned long long j = 0; j < m; j++) {
         double col = 0.0;
         for (unsigned long long i = 0; i < m; i++) {
@@ -212,21 +239,35 @@ JF_HD int jf_lmc_factor(jf_lmc_views *v, const double *Min, unsigned long long m
             S[i * m + j] = a;
             col += fabs(a);
         }
-        if (col > anorm) anorm = col;
+        if (col > *anorm) *anorm = col;
     }
-    if (jf_lmc_cholesky(S, m)) {
-        /* exact ‖S⁻¹‖₁: one solve per unit vector (m³, tiny for the m served here) */
-        double inorm = 0.0;
-        for (unsigned long long j = 0; j < m; j++) {
-            for (unsigned long long i = 0; i < m; i++) w[i] = i == j ? 1.0 : 0.0;
-            jf_lmc_chol_solve(S, m, w);
-            double col = 0.0;
-            for (unsigned long long i = 0; i < m; i++) col += fabs(w[i]);
-            if (col > inorm) inorm = col;
-        }
+    return 0;
+}
+
+/* Exact ‖S⁻¹‖₁ from the Cholesky factor of S in v->M: one solve per unit vector (m³, tiny
+ * for the m the inline path serves). */
+JF_HD double jf_lmc_inv_norm(jf_lmc_views *v, unsigned long long m) {
+    double *w = v->work, inorm = 0.0;
+    for (unsigned long long j = 0; j < m; j++) {
+        for (unsigned long long i = 0; i < m; i++) w[i] = i == j ? 1.0 : 0.0;
+        jf_lmc_chol_solve(v->M, m, w);
+        double col = 0.0;
+        for (unsigned long long i = 0; i < m; i++) col += fabs(w[i]);
+        if (col > inorm) inorm = col;
+    }
+    return inorm;
+}
+
+/* Keeps the Cholesky factor in v->M when it exists and the reciprocal condition number
+ * 1/(anorm·inorm) is at least m·ε (1); else the eigen pseudo-inverse of the scaled Min into
+ * v->V/v->eig (0). */
+JF_HD int jf_lmc_decide(jf_lmc_views *v, const double *Min, unsigned long long m, int chol_ok,
+                        double anorm, double inorm) {
+    if (chol_ok) {
         double rcond = anorm > 0 && inorm > 0 ? 1.0 / (anorm * inorm) : 0.0;
         if (rcond >= (double)m * JF_STEP_EPS) return 1;
     }
+    double *S = v->M, *sc = v->scale;
     /* the scaled matrix again (Cholesky overwrote it), then its eigen-decomposition */
     for (unsigned long long i = 0; i < m; i++)
         for (unsigned long long j = 0; j < m; j++) S[i * m + j] = sc[i] * Min[i * m + j] * sc[j];
@@ -237,6 +278,16 @@ JF_HD int jf_lmc_factor(jf_lmc_views *v, const double *Min, unsigned long long m
     double thr = (double)m * JF_STEP_EPS * emax;
     for (unsigned long long k = 0; k < m; k++) v->eig[k] = v->eig[k] > thr ? 1.0 / v->eig[k] : 0.0;
     return 0;
+}
+
+/* Factorizes the symmetric m×m matrix Min (row-major) into v->M (Cholesky factor of the scaled
+ * matrix) or v->V/v->eig (pseudo-inverse). Returns 1 (Cholesky), 0 (eigen fallback) or -1 (not
+ * finite), like jf_linalg_factor. */
+JF_HD int jf_lmc_factor(jf_lmc_views *v, const double *Min, unsigned long long m) {
+    double anorm;
+    if (jf_lmc_scaled(v, Min, m, &anorm) < 0) return -1;
+    int ok = jf_lmc_cholesky(v->M, m);
+    return jf_lmc_decide(v, Min, m, ok, anorm, ok ? jf_lmc_inv_norm(v, m) : 0.0);
 }
 
 /* x = M⁺ b for the last factorization of mode `mode` (x may alias b). */
@@ -284,89 +335,154 @@ JF_HD double jf_lmc_quad(jf_lmc_views *v, int mode, unsigned long long m, const 
     return q;
 }
 
-/* (M0 + λ diag(DF²)) sF = -gF on the reduced system of order m (lm.c's solve_damped). */
-JF_HD int jf_lmc_solve_damped(jf_lmc *c, jf_lmc_views *v, unsigned long long m, double lam) {
-    for (unsigned long long i = 0; i < m * m; i++) v->Md[i] = v->M0[i];
-    for (unsigned long long a = 0; a < m; a++) v->Md[a * m + a] += lam * v->DF[a] * v->DF[a];
-    int mode = jf_lmc_factor(v, v->Md, m);
-    if (mode < 0) return -1;
-    c->mode = mode;
-    jf_lmc_solve(v, mode, m, v->gF, v->sF);
-    for (unsigned long long a = 0; a < m; a++) v->sF[a] = -v->sF[a];
-    return 0;
+/* ---- the trust-region step, resumable around its factorizations ------------------------------ */
+
+/* Starts the factorization of Min (order m, row-major): inline at once (1), or handed to the
+ * caller when v->external (JF_LMC_WANT_FACTOR: F = the scaled matrix padded with the identity,
+ * Finv = I; the caller runs potrf 'U' on F and potrs on Finv, then jf_lmc_resume). The padding
+ * leaves the factor and inverse of the m×m block exact in their top-left corners, so the host
+ * writes one np×np request whatever the active set. -1 when something is not finite. */
+JF_HD int jf_lmc_request(jf_lmc *c, jf_lmc_views *v, const double *Min, unsigned long long m) {
+    if (jf_lmc_scaled(v, Min, m, &c->anorm) < 0) return -1;
+    c->fac_ext = v->external;
+    if (!v->external) {
+        c->chol_ok = jf_lmc_cholesky(v->M, m);
+        c->inorm = c->chol_ok ? jf_lmc_inv_norm(v, m) : 0.0;
+        return 1;
+    }
+    unsigned long long np = c->np;
+    for (unsigned long long j = 0; j < np; j++)
+        for (unsigned long long i = 0; i < np; i++) {
+            v->F[i + j * np] = i < m && j < m ? v->M[i * m + j] : (i == j ? 1.0 : 0.0);
+            v->Finv[i + j * np] = i == j ? 1.0 : 0.0;
+        }
+    return JF_LMC_WANT_FACTOR;
 }
 
-/* ---- the iteration --------------------------------------------------------------------------- */
+/* Finishes the pending factorization of Min: c->mode = 1 (Cholesky) or 0 (eigen). */
+JF_HD void jf_lmc_complete(jf_lmc *c, jf_lmc_views *v, const double *Min, unsigned long long m) {
+    if (c->fac_ext) { /* L = Uᵀ from F, ‖S⁻¹‖₁ from the top-left block of Finv */
+        unsigned long long np = c->np;
+        c->chol_ok = v->finfo[0] == 0;
+        c->inorm = 0.0;
+        for (unsigned long long i = 0; c->chol_ok && i < m; i++)
+            for (unsigned long long k = 0; k <= i; k++) v->M[i * m + k] = v->F[k + i * np];
+        for (unsigned long long j = 0; c->chol_ok && j < m; j++) {
+            double col = 0.0;
+            for (unsigned long long i = 0; i < m; i++) col += fabs(v->Finv[i + j * np]);
+            if (!jf_step_isfinite(col)) c->chol_ok = 0;
+            if (col > c->inorm) c->inorm = col;
+        }
+        c->fac_ext = 0;
+    }
+    c->mode = jf_lmc_decide(v, Min, m, c->chol_ok, c->anorm, c->inorm);
+}
 
-/* The trust-region step (lm.c's tr_step, MINPACK lmpar on the reduced normal equations):
- * writes v->s and returns λ (0: Gauss-Newton), -1 when the system cannot be factorized. */
-JF_HD double jf_lmc_tr_step(jf_lmc *c, jf_lmc_views *v) {
+/* sF = -M⁺ gF from the finished factorization of Min; returns ‖DF sF‖. */
+JF_HD double jf_lmc_tr_solve(jf_lmc *c, jf_lmc_views *v, const double *Min) {
+    unsigned long long m = c->m;
+    jf_lmc_complete(c, v, Min, m);
+    jf_lmc_solve(v, c->mode, m, v->gF, v->sF);
+    for (unsigned long long a = 0; a < m; a++) v->sF[a] = -v->sF[a];
+    return jf_step_scaled_norm(v->DF, v->sF, m);
+}
+
+/* The damped system (M0 + λ diag(DF²)) of lm.c's solve_damped, and its factorization. */
+JF_HD int jf_lmc_tr_damp(jf_lmc *c, jf_lmc_views *v, double lam) {
+    unsigned long long m = c->m;
+    for (unsigned long long i = 0; i < m * m; i++) v->Md[i] = v->M0[i];
+    for (unsigned long long a = 0; a < m; a++) v->Md[a * m + a] += lam * v->DF[a] * v->DF[a];
+    c->lam_try = lam;
+    c->phase = JF_LMC_AT_DAMPED;
+    return jf_lmc_request(c, v, v->Md, m);
+}
+
+/* The top of lm.c's tr_step (MINPACK lmpar on the reduced normal equations): the system of
+ * the free parameters and its Gauss-Newton factorization. 0 when none is free (the step is 0). */
+JF_HD int jf_lmc_tr_begin(jf_lmc *c, jf_lmc_views *v) {
     unsigned long long np = c->np, m = 0;
-    double delta = c->tr.delta;
     for (unsigned long long k = 0; k < np; k++)
         if (v->free_[k]) v->idx[m++] = (int)k;
     for (unsigned long long k = 0; k < np; k++) v->s[k] = 0.0;
-    if (m == 0) return 0.0;
+    c->m = m;
+    c->lam_try = 0.0;
+    if (m == 0) return 0;
     for (unsigned long long a = 0; a < m; a++) {
         for (unsigned long long b = 0; b < m; b++)
             v->M0[a * m + b] = v->A[(unsigned long long)v->idx[a] * np + v->idx[b]];
         v->gF[a] = v->g[v->idx[a]];
         v->DF[a] = v->D[v->idx[a]];
     }
-    int mode = jf_lmc_factor(v, v->M0, m);
-    if (mode < 0) return -1.0;
-    c->mode = mode;
-    jf_lmc_solve(v, mode, m, v->gF, v->sF);
-    for (unsigned long long a = 0; a < m; a++) v->sF[a] = -v->sF[a];
-    double dxnorm = jf_step_scaled_norm(v->DF, v->sF, m);
+    c->phase = JF_LMC_AT_GN;
+    return jf_lmc_request(c, v, v->M0, m);
+}
+
+/* After the Gauss-Newton factorization: done (0) when that step lies in the region, else the
+ * search for λ begins with its first damped system. */
+JF_HD int jf_lmc_tr_gn(jf_lmc *c, jf_lmc_views *v) {
+    unsigned long long m = c->m;
+    double delta = c->tr.delta;
+    double dxnorm = jf_lmc_tr_solve(c, v, v->M0);
     double fp = dxnorm - delta;
-    double lam = 0.0;
-    if (fp > JF_STEP_LMPAR_SIGMA * delta) {
-        double parl = 0.0;
-        if (mode == 1) { /* Newton's lower bound needs a nonsingular Gauss-Newton system */
-            for (unsigned long long a = 0; a < m; a++)
-                v->wF[a] = v->DF[a] * v->DF[a] * v->sF[a] / dxnorm;
-            double q = jf_lmc_quad(v, mode, m, v->wF);
-            parl = q > 0 ? fp / delta / q : 0.0;
-        }
-        for (unsigned long long a = 0; a < m; a++) v->wF[a] = v->gF[a] / v->DF[a];
-        double gnorm = jf_step_scaled_norm((const double *)0, v->wF, m);
-        jf_step_lmpar ls;
-        lam = jf_step_lmpar_start(&ls, c->tr.lambda, parl, gnorm, delta, dxnorm, fp);
-        for (;;) {
-            if (jf_lmc_solve_damped(c, v, m, lam) < 0) return -1.0;
-            dxnorm = jf_step_scaled_norm(v->DF, v->sF, m);
-            fp = dxnorm - delta;
-            if (jf_step_lmpar_done(&ls, fp, delta)) break;
-            for (unsigned long long a = 0; a < m; a++)
-                v->wF[a] = v->DF[a] * v->DF[a] * v->sF[a] / dxnorm;
-            double q = jf_lmc_quad(v, c->mode, m, v->wF);
-            lam = jf_step_lmpar_next(&ls, lam, fp, delta, q);
-        }
+    if (!(fp > JF_STEP_LMPAR_SIGMA * delta)) return 0;
+    double parl = 0.0;
+    if (c->mode == 1) { /* Newton's lower bound needs a nonsingular Gauss-Newton system */
+        for (unsigned long long a = 0; a < m; a++)
+            v->wF[a] = v->DF[a] * v->DF[a] * v->sF[a] / dxnorm;
+        double q = jf_lmc_quad(v, c->mode, m, v->wF);
+        parl = q > 0 ? fp / delta / q : 0.0;
     }
-    for (unsigned long long a = 0; a < m; a++) v->s[v->idx[a]] = v->sF[a];
-    return lam;
+    for (unsigned long long a = 0; a < m; a++) v->wF[a] = v->gF[a] / v->DF[a];
+    double gnorm = jf_step_scaled_norm((const double *)0, v->wF, m);
+    return jf_lmc_tr_damp(c, v,
+                          jf_step_lmpar_start(&c->ls, c->tr.lambda, parl, gnorm, delta, dxnorm, fp));
+}
+
+/* After a damped factorization: done (0) when λ is found, else the next damped system. */
+JF_HD int jf_lmc_tr_damped(jf_lmc *c, jf_lmc_views *v) {
+    unsigned long long m = c->m;
+    double delta = c->tr.delta;
+    double dxnorm = jf_lmc_tr_solve(c, v, v->Md);
+    double fp = dxnorm - delta;
+    if (jf_step_lmpar_done(&c->ls, fp, delta)) return 0;
+    for (unsigned long long a = 0; a < m; a++) v->wF[a] = v->DF[a] * v->DF[a] * v->sF[a] / dxnorm;
+    double q = jf_lmc_quad(v, c->mode, m, v->wF);
+    return jf_lmc_tr_damp(c, v, jf_step_lmpar_next(&c->ls, c->lam_try, fp, delta, q));
 }
 
 /* Proposes the next trial point x_try from the current point (the top of lm.c's loop): the
  * gradient and budget tests, the step, its projection onto the bounds, its predicted
- * reduction. 1 when x_try awaits evaluation; 0 when the run ended (c->status says why). */
+ * reduction. 1 when x_try awaits evaluation; 0 when the run ended (c->status says why);
+ * JF_LMC_WANT_FACTOR when a factorization was handed to the caller (v->external). Resumes
+ * where c->phase says. */
 JF_HD int jf_lmc_propose(jf_lmc *c, jf_lmc_views *v) {
     unsigned long long np = c->np;
     for (;;) {
-        if (jf_step_gtol_test(c->gnorm, c->gtol)) {
-            c->status = JF_STEP_GTOL;
-            return 0;
+        int r;
+        if (c->phase == JF_LMC_AT_GN) {
+            r = jf_lmc_tr_gn(c, v);
+        } else if (c->phase == JF_LMC_AT_DAMPED) {
+            r = jf_lmc_tr_damped(c, v);
+        } else {
+            if (jf_step_gtol_test(c->gnorm, c->gtol)) {
+                c->status = JF_STEP_GTOL;
+                return 0;
+            }
+            if (c->nfev >= c->max_nfev) {
+                c->status = JF_STEP_MAX_NFEV;
+                return 0;
+            }
+            r = jf_lmc_tr_begin(c, v);
         }
-        if (c->nfev >= c->max_nfev) {
-            c->status = JF_STEP_MAX_NFEV;
-            return 0;
-        }
-        double lam = jf_lmc_tr_step(c, v);
-        if (lam < 0) { /* JᵀJ at an accepted point is finite: cannot happen but for overflow */
+        if (r == 1) continue; /* factorized inline: go on where c->phase says */
+        if (r == JF_LMC_WANT_FACTOR) return r;
+        c->phase = JF_LMC_AT_TOP;
+        if (r < 0) { /* JᵀJ at an accepted point is finite: cannot happen but for overflow */
             c->status = JF_STEP_STALLED;
             return 0;
         }
+        double lam = c->lam_try;
+        for (unsigned long long a = 0; a < c->m; a++) v->s[v->idx[a]] = v->sF[a];
         int projected = 0;
         for (unsigned long long k = 0; k < np; k++) {
             v->x_try[k] = jf_step_clip(v->x[k] + v->s[k], v->lo[k], v->hi[k]);
@@ -402,6 +518,15 @@ JF_HD int jf_lmc_propose(jf_lmc *c, jf_lmc_views *v) {
     }
 }
 
+/* Continues a proposal after the caller's factorization (F, Finv, finfo written as
+ * jf_lmc_request asked); same answers as jf_lmc_propose. With nothing pending (or after the
+ * end) it changes nothing: 1 while a pass at x_try is wanted, else 0. */
+JF_HD int jf_lmc_resume(jf_lmc *c, jf_lmc_views *v) {
+    if (c->status != JF_STEP_CONTINUE) return 0;
+    if (c->phase == JF_LMC_AT_TOP) return 1;
+    return jf_lmc_propose(c, v);
+}
+
 /* Begins a run at v->x from the accumulator of the pass there (c's settings and v->x, lo, hi,
  * xs set by the caller). 1 when v->x_try awaits evaluation. */
 JF_HD int jf_lmc_start(jf_lmc *c, jf_lmc_views *v, const double *acc) {
@@ -410,6 +535,7 @@ JF_HD int jf_lmc_start(jf_lmc *c, jf_lmc_views *v, const double *acc) {
     c->iterations = 0;
     c->accepted = 0;
     c->ratio = 0.0;
+    c->phase = JF_LMC_AT_TOP;
     c->F = jf_lmc_unpack(v, np, acc);
     if (!jf_lmc_all_finite(acc, jf_lmc_nacc(np))) {
         c->status = JF_LMC_NONFINITE;

@@ -4,14 +4,45 @@
  * passes; here the same functions run between host passes (jf_problem_normal_eq), so every
  * decision the GPU makes is exercised by the CPU tests (test_resident compares this driver
  * with lm.c on the NIST problems and the test models). The finish (polish, JᵀJ at the
- * solution) is lm.c's, shared with every driver.
+ * solution) is lm.c's, shared with every driver. With jf_lm_resident_rounds set, the p×p
+ * factorizations are handed out as the GPU's many-parameter path hands them to cuSOLVER, and
+ * done here by LAPACK, so that protocol is tested without a GPU too.
  */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include <lapacke.h>
+
 #include "lm_core.h"
 #include "solver.h"
+
+int jf_lm_resident_rounds = 0;
+unsigned long jf_lm_resident_handed = 0;
+
+/* The caller's factorization of a request (lm_core.h's jf_lmc_request), done as the GPU's
+ * many-parameter path has cuSOLVER do it: potrf 'U' of F in place, then potrs on Finv = I. */
+static void factor_request(jf_lmc_views *v, size_t np) {
+    jf_lm_resident_handed++;
+    lapack_int info = LAPACKE_dpotrf_work(LAPACK_COL_MAJOR, 'U', (lapack_int)np, v->F,
+                                          (lapack_int)np);
+    v->finfo[0] = (int)info;
+    if (info == 0)
+        LAPACKE_dpotrs_work(LAPACK_COL_MAJOR, 'U', (lapack_int)np, (lapack_int)np, v->F,
+                            (lapack_int)np, v->Finv, (lapack_int)np);
+}
+
+/* After a start or judge: up to `rounds` external factorizations, the last of them resumed
+ * with inline factorization for whatever the step still needs (the GPU's fixed schedule). */
+static int factor_rounds(jf_lmc *c, jf_lmc_views *v, int more, int rounds) {
+    for (int k = 0; k < rounds && more == JF_LMC_WANT_FACTOR; k++) {
+        factor_request(v, c->np);
+        v->external = k + 1 < rounds;
+        more = jf_lmc_resume(c, v);
+    }
+    v->external = rounds > 0;
+    return more;
+}
 
 static void report(const jf_lm_config *cfg, const jf_lmc *c, int first) {
     if (!cfg->progress) return;
@@ -64,28 +95,39 @@ int jf_lm_solve_resident(jf_problem *prob, const jf_lm_config *cfg, double *x, j
     double *ws = calloc(jf_lmc_ws_doubles(np), sizeof *ws);
     int *iws = calloc(jf_lmc_ws_ints(np), sizeof *iws);
     double *acc = malloc(prob->nacc * sizeof *acc);
-    if (!ws || !iws || !acc) {
+    int rounds = jf_lm_resident_rounds;
+    double *F = rounds > 0 ? malloc(2 * np * np * sizeof *F) : NULL;
+    int finfo = 0;
+    if (!ws || !iws || !acc || (rounds > 0 && !F)) {
         free(ws);
         free(iws);
         free(acc);
+        free(F);
         return JF_ERR_NOMEM;
     }
     jf_lmc c;
     jf_lmc_setup(&c, ws, iws, np, cfg, x);
     jf_lmc_views v;
     jf_lmc_views_init(&v, ws, iws, np);
+    if (rounds > 0) {
+        v.F = F;
+        v.Finv = F + np * np;
+        v.finfo = &finfo;
+        v.external = 1;
+    }
 
     jf_problem_normal_eq(prob, v.x, prob->loss, acc);
-    int more = jf_lmc_start(&c, &v, acc);
+    int more = factor_rounds(&c, &v, jf_lmc_start(&c, &v, acc), rounds);
     if (c.status != JF_LMC_NONFINITE) report(cfg, &c, 1);
     while (more) {
         jf_problem_normal_eq(prob, v.x_try, prob->loss, acc);
-        more = jf_lmc_judge(&c, &v, acc);
+        more = factor_rounds(&c, &v, jf_lmc_judge(&c, &v, acc), rounds);
         report(cfg, &c, 0);
     }
     int code = jf_lmc_finish(prob, cfg, &c, ws, iws, x, st);
     free(ws);
     free(iws);
     free(acc);
+    free(F);
     return code;
 }

@@ -220,6 +220,13 @@ JF_INTERNAL extern int jf_fit_host_resident;
 JF_INTERNAL int jf_lm_solve_resident(jf_problem *prob, const jf_lm_config *cfg, double *x,
                                      jf_lm_state *st);
 
+/* 0 (default): jf_lm_solve_resident's state machine factorizes inline. k > 0: it hands each
+ * factorization to the driver (v->external), which runs LAPACK potrf/potrs on it as the GPU's
+ * many-parameter path runs cuSOLVER, at most k per pass, the rest inline. Tests set it. */
+JF_INTERNAL extern int jf_lm_resident_rounds;
+/* Factorizations handed to the driver so far (tests read it to know the protocol ran). */
+JF_INTERNAL extern unsigned long jf_lm_resident_handed;
+
 /* ---- gpu_layout.c --------------------------------------------------------------------------- */
 
 /* The chunking of streamed data (see gpu_layout.c). */
@@ -275,6 +282,10 @@ enum { JF_GPU_LOOP_WHILE = 1, JF_GPU_LOOP_UNROLLED = 2, JF_GPU_LOOP_STREAM = 3 }
 #define JF_GPU_LARGE_P 16
 /* 1 when a GPU fit of np parameters takes that path ($JITFIT_GPU_LARGE_P, else JF_GPU_LARGE_P). */
 JF_INTERNAL int jf_gpu_large_p(size_t np);
+/* cuSOLVER factorizations the many-parameter path runs after each pass (a fixed schedule: a
+ * trust-region step needs one, or more while it searches λ; the state machine factorizes the
+ * rest itself). $JITFIT_GPU_FACTOR_ROUNDS overrides; 0 keeps every factorization in the kernel. */
+#define JF_GPU_FACTOR_ROUNDS 2
 
 /* What a GPU fit reports beyond jf_lm_state. */
 typedef struct jf_gpu_stats {
@@ -307,7 +318,12 @@ typedef struct jf_gpu_problem {
     jf_devptr lp_J, lp_r;        /* large: one chunk of J (column-major, ld lp_chunk) and r */
     jf_devptr lp_Ag;             /* large: JᵀJ (np × np, upper) then Jᵀr (np), contiguous */
     jf_devptr lp_cost;           /* large: cost partials, lp_nchunks × lp_grid */
-    void *fn_lp_zero, *fn_lp_scale, *fn_lp_pack; /* large: the solver module's kernels */
+    void *fn_lp_zero, *fn_lp_scale, *fn_lp_pack, *fn_lp_step; /* large: solver module kernels */
+    int lp_rounds;               /* large: cuSOLVER factorizations per pass (0: in the kernel) */
+    jf_devptr lp_F;              /* large: the factorization request, F then Finv (np × np) */
+    jf_devptr lp_info, lp_work;  /* large: potrf's and potrs's info, potrf's workspace */
+    size_t lp_lwork;             /* large: doubles at lp_work */
+    char lp_solver[160];         /* large: why cuSOLVER is not used, or "" */
     jf_cuda_graph *lp_stream;    /* large: the stream the finish's passes run on */
     unsigned long syncs_after;   /* blocking calls of the ops */
     int failed;                  /* first error of an op (a jf_status), or 0 */

@@ -16,10 +16,44 @@
  *
  * Every fit is repeated with the device-resident state machine of the GPU solver driven on the
  * host (solver/lm_core.h through jf_lm_solve_resident): its parameters must agree with lm.c's
- * to 1e-10 relative (or 1e-12 absolute), and it must certify the same digits.
+ * to 1e-10 relative (or 1e-12 absolute), and it must certify the same digits. So must the
+ * same machine when it hands its factorizations to the driver (LAPACK standing in for cuSOLVER,
+ * one or three rounds per pass: jf_lm_resident_rounds).
  */
 #include "solver/solver.h"
 #include "tests/nist_data.h"
+
+/* Fits again with the resident loop (rounds: jf_lm_resident_rounds) and checks its parameters
+ * against lm.c's r; returns the largest relative difference. */
+static double resident_dev(const jf_model *m, const jf_data *d, const jf_fit_options *o,
+                           const jf_fit_result *r, int rounds, const problem *prob, int s) {
+    jf_fit_result *rr = NULL;
+    char *err = NULL;
+    jf_fit_host_resident = 1;
+    jf_lm_resident_rounds = rounds;
+    int st = jf_fit(m, d, o, &rr, &err);
+    jf_fit_host_resident = 0;
+    jf_lm_resident_rounds = 0;
+    if (!CHECK(st == JF_OK)) {
+        fprintf(stderr, "  ^ %s start %d, %d rounds: %s\n", prob->name, s + 1, rounds,
+                err ? err : "?");
+        jf_free(err);
+        return INFINITY;
+    }
+    double dev = 0;
+    for (size_t k = 0; k < prob->np; k++) {
+        double a = r->params[k], b = rr->params[k];
+        double e = fabs(a - b) / fmax(fabs(a), 1e-2);
+        if (e > dev) dev = e;
+    }
+    if (!jf_test_check(dev <= 1e-10 && rr->success, "resident loop agrees with lm.c", __FILE__,
+                       __LINE__))
+        fprintf(stderr, "  ^ %s start %d, %d factor rounds: max relative difference %.3g, "
+                        "status %d, nfev %zu vs %zu\n",
+                prob->name, s + 1, rounds, dev, rr->status, rr->nfev, r->nfev);
+    jf_fit_result_free(rr);
+    return dev;
+}
 
 int main(void) {
     char dir[512], path[600];
@@ -30,6 +64,7 @@ int main(void) {
     static problem prob;
     int nproblems = 0;
     double worst = 11, worst_se = 11, worst_dev = 0;
+    unsigned long handed[4] = {0, 0, 0, 0};
     printf("%-9s %-5s %7s %7s %7s %5s %6s  %s\n", "problem", "start", "LRE(b)", "LRE(se)",
            "LRE(rss)", "nfev", "status", "message");
     jf_model *m;
@@ -73,28 +108,14 @@ int main(void) {
             if (L < worst) worst = L;
             if (Lse < worst_se) worst_se = Lse;
 
-            /* the GPU solver's state machine, on the host */
-            jf_fit_result *rr = NULL;
-            jf_fit_host_resident = 1;
-            st = jf_fit(m, &d, &o, &rr, &err);
-            jf_fit_host_resident = 0;
-            CHECK(st == JF_OK);
-            if (st == JF_OK) {
-                double dev = 0;
-                for (size_t k = 0; k < prob.np; k++) {
-                    double a = r->params[k], b = rr->params[k];
-                    double e = fabs(a - b) / fmax(fabs(a), 1e-2);
-                    if (e > dev) dev = e;
-                }
+            /* the GPU solver's state machine, on the host: factorizing inline, and handing
+             * its factorizations out as the many-parameter path hands them to cuSOLVER (one
+             * or three rounds per pass, the rest inline) */
+            for (int rounds = 0; rounds <= 3; rounds += rounds == 1 ? 2 : 1) {
+                unsigned long h0 = jf_lm_resident_handed;
+                double dev = resident_dev(m, &d, &o, r, rounds, &prob, s);
+                handed[rounds] += jf_lm_resident_handed - h0;
                 if (dev > worst_dev) worst_dev = dev;
-                if (!jf_test_check(dev <= 1e-10 && rr->success, "resident loop agrees with lm.c",
-                                   __FILE__, __LINE__))
-                    fprintf(stderr, "  ^ %s start %d: max relative difference %.3g, status %d, "
-                                    "nfev %zu vs %zu\n",
-                            prob.name, s + 1, dev, rr->status, rr->nfev, r->nfev);
-                jf_fit_result_free(rr);
-            } else {
-                jf_free(err);
             }
             jf_fit_result_free(r);
         }
@@ -104,6 +125,10 @@ int main(void) {
     printf("%d problems, worst LRE: parameters %.1f, standard errors %.1f; resident loop vs lm.c: "
            "max relative difference %.3g\n",
            nproblems, worst, worst_se, worst_dev);
+    printf("factorizations handed out: %lu with 1 round per pass, %lu with 3\n", handed[1],
+           handed[3]);
     CHECK(nproblems == 17);
+    /* every step hands out its first factorization; λ searches hand out more with 3 rounds */
+    CHECK(handed[0] == 0 && handed[1] > 100 && handed[3] > handed[1]);
     return jf_test_finish();
 }

@@ -50,11 +50,11 @@ static void on_progress(void *ctx, const jf_iteration_info *info) {
     if (t->n < 512) t->cost[t->n++] = info->cost;
 }
 
-/* Fits with lm.c and with the resident loop and compares. */
+/* Fits with lm.c and with the resident loop (rounds: jf_lm_resident_rounds) and compares. */
 /* cost_tol: relative agreement of the final costs; 1e-12 where the cost is resolved, ftol where
  * only the stopping rule bounds it (a singular JᵀJ makes the last steps crawl). */
-static void compare(const char *label, const jf_model *m, const jf_data *d, jf_fit_options o,
-                    double cost_tol) {
+static void compare_rounds(const char *label, const jf_model *m, const jf_data *d,
+                           jf_fit_options o, double cost_tol, int rounds) {
     jf_fit_result *a = NULL, *b = NULL;
     char *err = NULL;
     static trace ta, tb;
@@ -68,8 +68,10 @@ static void compare(const char *label, const jf_model *m, const jf_data *d, jf_f
     err = NULL;
     o.progress_ctx = &tb;
     jf_fit_host_resident = 1;
+    jf_lm_resident_rounds = rounds;
     int sb = jf_fit(m, d, &o, &b, &err);
     jf_fit_host_resident = 0;
+    jf_lm_resident_rounds = 0;
     if (sb != JF_OK) fprintf(stderr, "%s (resident): %s\n", label, err ? err : "?");
     jf_free(err);
     CHECK(sa == JF_OK && sb == JF_OK);
@@ -88,8 +90,10 @@ static void compare(const char *label, const jf_model *m, const jf_data *d, jf_f
             CHECK(fabs(a->std_errors[k] - b->std_errors[k]) <= 1e-4 * a->std_errors[k]);
         }
     }
-    printf("%-24s status %d/%d  nfev %2zu/%2zu  cost %.17g/%.17g  max rel. diff %.2g (%.2g s.e.)\n",
-           label, a->status, b->status, a->nfev, b->nfev, a->cost, b->cost, dev, dse);
+    printf("%-24s %s status %d/%d  nfev %2zu/%2zu  cost %.17g/%.17g  max rel. diff %.2g (%.2g "
+           "s.e.)\n",
+           label, rounds ? "ext" : "inl", a->status, b->status, a->nfev, b->nfev, a->cost, b->cost,
+           dev, dse);
     if (!CHECK(dse <= 1e-3)) fprintf(stderr, "  ^ %s\n", label);
     if (!CHECK(fabs(a->cost - b->cost) <= cost_tol * fabs(a->cost))) fprintf(stderr, "  ^ %s\n", label);
     if (a->status == JF_FIT_MAX_NFEV) CHECK(b->status == JF_FIT_MAX_NFEV && a->nfev == b->nfev);
@@ -99,6 +103,16 @@ static void compare(const char *label, const jf_model *m, const jf_data *d, jf_f
     if (CHECK(tb.n == b->iterations + 1)) CHECK(tb.cost[tb.n - 1] == b->cost);
     jf_fit_result_free(a);
     jf_fit_result_free(b);
+}
+
+/* Fits with lm.c and with the resident loop, factorizing inline and then handing its
+ * factorizations out (2 rounds per pass, LAPACK standing in for cuSOLVER), and compares. */
+static void compare(const char *label, const jf_model *m, const jf_data *d, jf_fit_options o,
+                    double cost_tol) {
+    compare_rounds(label, m, d, o, cost_tol, 0);
+    unsigned long h0 = jf_lm_resident_handed;
+    compare_rounds(label, m, d, o, cost_tol, 2);
+    CHECK(jf_lm_resident_handed > h0);
 }
 
 static void test_fits(void) {
