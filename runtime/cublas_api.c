@@ -30,33 +30,15 @@ static struct {
 static pthread_once_t cb_once = PTHREAD_ONCE_INIT;
 static pthread_mutex_t cb_mu = PTHREAD_MUTEX_INITIALIZER;
 
-static void *open_cublas(void) {
-    static const char *const names[] = {"libcublas.so.13", "libcublas.so.12", "libcublas.so.11",
-                                        "libcublas.so"};
-    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
-        void *lib = dlopen(names[i], RTLD_NOW | RTLD_LOCAL);
-        if (lib) return lib;
-    }
-    /* a toolkit's lib directory is often not on the loader's path: look beside libnvrtc */
-    const char *nv = jf_nvrtc_library_path();
-    const char *slash = strrchr(nv, '/');
-    for (size_t i = 0; slash && i < sizeof names / sizeof names[0]; i++) {
-        char path[4200];
-        snprintf(path, sizeof path, "%.*s/%s", (int)(slash - nv), nv, names[i]);
-        void *lib = dlopen(path, RTLD_NOW | RTLD_LOCAL);
-        if (lib) return lib;
-    }
-    return NULL;
-}
-
 static void load_cublas(void) {
     char why[256];
     if (jf_cuda_init(why, sizeof why) != JF_OK) {
         snprintf(cb.why, sizeof cb.why, "%s", why);
         return;
     }
-    jf_nvrtc_load(why, sizeof why); /* only to know where the toolkit is */
-    void *lib = open_cublas();
+    static const char *const names[] = {"libcublas.so.13", "libcublas.so.12", "libcublas.so.11",
+                                        "libcublas.so"};
+    void *lib = jf_nvrtc_open_beside(names, sizeof names / sizeof names[0]);
     if (!lib) {
         snprintf(cb.why, sizeof cb.why, "unavailable: libcublas.so not found");
         return;

@@ -20,6 +20,24 @@
 #include "cuda_api.h"
 #include "cuda_emu.h"
 
+void *jf_nvrtc_open_beside(const char *const *names, size_t count) {
+    for (size_t i = 0; i < count; i++) {
+        void *lib = dlopen(names[i], RTLD_NOW | RTLD_LOCAL);
+        if (lib) return lib;
+    }
+    char why[256];
+    jf_nvrtc_load(why, sizeof why); /* only to know where the toolkit is */
+    const char *nv = jf_nvrtc_library_path();
+    const char *slash = strrchr(nv, '/');
+    for (size_t i = 0; slash && i < count; i++) {
+        char path[4200];
+        snprintf(path, sizeof path, "%.*s/%s", (int)(slash - nv), nv, names[i]);
+        void *lib = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+        if (lib) return lib;
+    }
+    return NULL;
+}
+
 #ifdef JF_HAVE_CUDA_HEADERS
 #include <nvrtc.h>
 

@@ -29,6 +29,10 @@ JF_INTERNAL void jf_nvrtc_version(int *major, int *minor);
 /* The file libnvrtc was loaded from ("" when unknown or not loaded); tools of the same toolkit
  * (ptxas) are found relative to it. */
 JF_INTERNAL const char *jf_nvrtc_library_path(void);
+/* Opens the first of count shared-library names that loads, by SONAME and then in the
+ * directory libnvrtc came from (a toolkit's lib directory is often not on the loader's path);
+ * NULL when none does. For the toolkit's other libraries (cuBLAS, cuSOLVER). */
+JF_INTERNAL void *jf_nvrtc_open_beside(const char *const *names, size_t count);
 
 /* Compiles CUDA source for compute capability `arch` (e.g. 90): a CUBIN for sm_<arch> when
  * want_cubin, else PTX for compute_<arch> (NUL-terminated; size counts the NUL). *image (caller

@@ -25,6 +25,7 @@
 #include "../codegen/emit.h"
 #include "../runtime/cublas_api.h"
 #include "../runtime/cuda_api.h"
+#include "../runtime/cusolver_api.h"
 #include "../runtime/jit_nvrtc.h"
 #include "lm_core.h"
 #include "solver.h"
@@ -50,6 +51,23 @@ static const char solver_kernels[] =
     "    jf_lmc_views v;\n"
     "    jf_lmc_views_init(&v, ws, iws, c->np);\n"
     "    (void)jf_lmc_judge(c, &v, acc);\n"
+    "}\n"
+    "/* The same with the p×p factorizations handed to cuSOLVER (many parameters): what 0 starts,\n"
+    " * 1 judges, 2 resumes after the host's potrf/potrs on F (F then Finv, np × np each), 3\n"
+    " * resumes and factorizes whatever else the step needs here (the last round of a pass). */\n"
+    "extern \"C\" __global__ void jf_lm_step_x(jf_lmc *c, double *ws, int *iws, const double *acc,\n"
+    "                                         double *F, int *finfo, int what)\n"
+    "{\n"
+    "    if (threadIdx.x != 0 || blockIdx.x != 0) return;\n"
+    "    jf_lmc_views v;\n"
+    "    jf_lmc_views_init(&v, ws, iws, c->np);\n"
+    "    v.F = F;\n"
+    "    v.Finv = F + c->np * c->np;\n"
+    "    v.finfo = finfo;\n"
+    "    v.external = what != 3;\n"
+    "    if (what == 0) (void)jf_lmc_start(c, &v, acc);\n"
+    "    else if (what == 1) (void)jf_lmc_judge(c, &v, acc);\n"
+    "    else (void)jf_lmc_resume(c, &v);\n"
     "}\n"
     "/* Many parameters (gp->large): the sums of a pass come from chunks of J and r written by\n"
     " * the model's jacobian_row, scaled here for the loss (loss.h, as the CPU's chunked path),\n"
@@ -115,8 +133,8 @@ static const char cond_source[] =
     "}\n";
 
 static const char *const solver_names[] = {"jf_lm_start", "jf_lm_judge", "jf_lp_zero",
-                                            "jf_lp_scale", "jf_lp_pack"};
-enum { SOLVER_FNS = 5 };
+                                            "jf_lp_scale", "jf_lp_pack", "jf_lm_step_x"};
+enum { SOLVER_FNS = 6 };
 static const char *const cond_names[] = {"jf_lm_loop_cond"};
 
 char *jf_lm_cuda_source(int which) {
@@ -155,6 +173,13 @@ static size_t lp_chunk_rows(size_t n, size_t np) {
     return rows < n ? rows : n;
 }
 
+/* cuSOLVER rounds per pass of the many-parameter path (JF_GPU_FACTOR_ROUNDS). */
+static int lp_factor_rounds(void) {
+    const char *e = getenv("JITFIT_GPU_FACTOR_ROUNDS");
+    long v = e && *e ? strtol(e, NULL, 10) : JF_GPU_FACTOR_ROUNDS;
+    return v < 0 ? 0 : v > 64 ? 64 : (int)v;
+}
+
 /* Blocks of jf_lp_scale per chunk: a grid-stride loop, so any number covers the chunk. */
 static unsigned lp_grid_for(size_t rows) {
     unsigned g = grid_for(rows);
@@ -164,7 +189,9 @@ static unsigned lp_grid_for(size_t rows) {
 /* Device bytes of the many-parameter buffers for n points. */
 static size_t lp_bytes(size_t n, size_t np) {
     size_t rows = lp_chunk_rows(n, np), nch = rows ? (n + rows - 1) / rows : 0;
-    return (rows * (np + 1) + np * np + np + nch * lp_grid_for(rows)) * sizeof(double);
+    /* + the factorization request (F, Finv) and potrf's workspace (a guess before the query) */
+    return (rows * (np + 1) + np * np + np + nch * lp_grid_for(rows) + 2 * np * np + 64 * np +
+            1024) * sizeof(double);
 }
 
 void jf_gpu_problem_free(jf_gpu_problem *gp) {
@@ -172,7 +199,8 @@ void jf_gpu_problem_free(jf_gpu_problem *gp) {
     gp->lp_stream = NULL;
     jf_devptr *all[] = {&gp->x,   &gp->y, &gp->w, &gp->p,      &gp->partial,
                         &gp->acc, &gp->r, &gp->J, &gp->buf[0], &gp->buf[1],
-                        &gp->lp_J, &gp->lp_r, &gp->lp_Ag, &gp->lp_cost};
+                        &gp->lp_J, &gp->lp_r, &gp->lp_Ag, &gp->lp_cost, &gp->lp_F,
+                        &gp->lp_info, &gp->lp_work};
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) {
         jf_cuda_free(*all[i]);
         *all[i] = 0;
@@ -396,6 +424,34 @@ static int attach(jf_gpu_problem *gp, jf_problem *prob, int st) {
     return JF_OK;
 }
 
+/* The many-parameter path's p×p factorizations: cuSOLVER's buffers, or (rounds 0, or no
+ * libcusolver: the reason in lp_solver) the state machine's own Cholesky. Only an allocation
+ * failure is an error. */
+static int large_solver_init(jf_gpu_problem *gp, char *why, size_t wn) {
+    size_t np = gp->np;
+    gp->lp_rounds = lp_factor_rounds();
+    if (gp->lp_rounds == 0) {
+        snprintf(gp->lp_solver, sizeof gp->lp_solver, "JITFIT_GPU_FACTOR_ROUNDS=0");
+        return JF_OK;
+    }
+    char cwhy[256];
+    if (jf_cusolver_init(cwhy, sizeof cwhy) != JF_OK) {
+        snprintf(gp->lp_solver, sizeof gp->lp_solver, "%.150s", cwhy);
+        gp->lp_rounds = 0;
+        return JF_OK;
+    }
+    int st = jf_cuda_alloc(&gp->lp_F, 2 * np * np * sizeof(double), why, wn);
+    if (st == JF_OK) st = jf_cuda_alloc(&gp->lp_info, 2 * sizeof(int), why, wn);
+    if (st == JF_OK && jf_cusolver_potrf_lwork(np, gp->lp_F, np, &gp->lp_lwork, cwhy,
+                                               sizeof cwhy) != JF_OK) {
+        snprintf(gp->lp_solver, sizeof gp->lp_solver, "%.150s", cwhy);
+        gp->lp_rounds = 0;
+        return JF_OK;
+    }
+    if (st == JF_OK) st = jf_cuda_alloc(&gp->lp_work, gp->lp_lwork * sizeof(double), why, wn);
+    return st;
+}
+
 int jf_gpu_problem_init(jf_gpu_problem *gp, jf_problem *prob, const jf_cuda_kernels *k,
                         size_t nv) {
     size_t n = prob->n, np = prob->np;
@@ -428,6 +484,7 @@ int jf_gpu_problem_init(jf_gpu_problem *gp, jf_problem *prob, const jf_cuda_kern
         if (st == JF_OK)
             st = jf_cuda_alloc(&gp->lp_cost, gp->lp_nchunks * gp->lp_grid * sizeof(double), why, wn);
         if (st == JF_OK) st = jf_cuda_graph_new(&gp->lp_stream, NULL, why, wn);
+        if (st == JF_OK) st = large_solver_init(gp, why, wn);
     }
     return attach(gp, prob, st);
 }
@@ -549,6 +606,32 @@ static int add_iteration(jf_cuda_graph *g, jf_gpu_problem *gp, const loop_mem *l
     return st;
 }
 
+/* A step of the many-parameter loop on g's stream (what: 0 start, 1 judge). With cuSOLVER, the
+ * state machine hands its factorizations out: each round runs potrf on F and potrs on Finv
+ * (= I), then resumes the machine, the last round telling it to factorize whatever else the
+ * step needs itself. Rounds with nothing pending factorize a stale F nobody reads. */
+static int large_step(jf_gpu_problem *gp, jf_cuda_graph *g, const loop_mem *lm,
+                      void *const sfn[2], int what, char *why, size_t n) {
+    jf_devptr cd = lm->c, wsd = lm->ws, iwsd = lm->iws, acc = gp->acc;
+    if (gp->lp_rounds == 0) {
+        void *sargs[] = {&cd, &wsd, &iwsd, &acc};
+        return jf_cuda_stream_launch(g, sfn[what], 1, 32, sargs, why, n);
+    }
+    size_t np = gp->np;
+    jf_devptr F = gp->lp_F, Finv = F + np * np * sizeof(double);
+    jf_devptr info = gp->lp_info, info_s = info + sizeof(int); /* potrs must not clear potrf's */
+    int w = what;
+    void *xargs[] = {&cd, &wsd, &iwsd, &acc, &F, &info, &w};
+    int st = jf_cuda_stream_launch(g, gp->fn_lp_step, 1, 32, xargs, why, n);
+    for (int r = 0; st == JF_OK && r < gp->lp_rounds; r++) {
+        st = jf_cusolver_potrf_u(g, np, F, np, gp->lp_work, gp->lp_lwork, info, why, n);
+        if (st == JF_OK) st = jf_cusolver_potrs_u(g, np, np, F, np, Finv, np, info_s, why, n);
+        w = r + 1 < gp->lp_rounds ? 2 : 3;
+        if (st == JF_OK) st = jf_cuda_stream_launch(g, gp->fn_lp_step, 1, 32, xargs, why, n);
+    }
+    return st;
+}
+
 /* The many-parameter loop: cuBLAS calls cannot be graph nodes without stream capture, so the
  * iterations are enqueued on a stream as they are in the unrolled graph, JF_LM_CUDA_UNROLL at a
  * time, each pass's kernels returning at once after the end; one synchronization per batch of
@@ -560,18 +643,16 @@ static int run_loop_large(jf_gpu_problem *gp, const loop_mem *lm, jf_loss loss,
     jf_cuda_graph *g = gp->lp_stream;
     jf_devptr dx = lm->ws, dx_try = lm->ws + np * sizeof(double), w = gp->w;
     jf_devptr status = lm->c + offsetof(jf_lmc, status);
-    jf_devptr cd = lm->c, wsd = lm->ws, iwsd = lm->iws, acc = gp->acc;
-    void *sargs[] = {&cd, &wsd, &iwsd, &acc};
     unsigned long syncs0 = jf_cuda_graph_syncs(g);
     stats->mode = JF_GPU_LOOP_STREAM;
     int code = jf_cuda_graph_to_device(g, lm->c, c, sizeof *c, why, n);
     if (code == JF_OK) code = jf_cuda_graph_to_device(g, lm->ws, ws, nws * sizeof(double), why, n);
     if (code == JF_OK) code = large_pass(gp, g, dx, loss, w, 0, why, n);
-    if (code == JF_OK) code = jf_cuda_stream_launch(g, sfn[0], 1, 32, sargs, why, n);
+    if (code == JF_OK) code = large_step(gp, g, lm, sfn, 0, why, n);
     while (code == JF_OK) {
         for (int k = 0; code == JF_OK && k < JF_LM_CUDA_UNROLL; k++) {
             code = large_pass(gp, g, dx_try, loss, w, status, why, n);
-            if (code == JF_OK) code = jf_cuda_stream_launch(g, sfn[1], 1, 32, sargs, why, n);
+            if (code == JF_OK) code = large_step(gp, g, lm, sfn, 1, why, n);
         }
         stats->launches++;
         if (code == JF_OK) code = jf_cuda_graph_to_host(g, c, lm->c, sizeof *c, why, n);
@@ -668,6 +749,7 @@ int jf_lm_solve_cuda(jf_problem *prob, jf_gpu_problem *gp, const jf_lm_config *c
     gp->fn_lp_zero = fns[2];
     gp->fn_lp_scale = fns[3];
     gp->fn_lp_pack = fns[4];
+    gp->fn_lp_step = fns[5];
     void *cond_fn = NULL;
     if (!jf_cuda_cond_nodes())
         snprintf(stats->note, sizeof stats->note,
@@ -706,9 +788,14 @@ int jf_lm_solve_cuda(jf_problem *prob, jf_gpu_problem *gp, const jf_lm_config *c
     if (code == JF_OK) code = jf_cuda_alloc(&lm.iws, niws * sizeof(int), why, n);
     int launched = 0;
     if (code == JF_OK && gp->large) {
+        char fac[200];
+        if (gp->lp_rounds)
+            snprintf(fac, sizeof fac, "p×p factorizations by cuSOLVER (%d per pass)", gp->lp_rounds);
+        else
+            snprintf(fac, sizeof fac, "p×p factorizations in the kernel (%.150s)", gp->lp_solver);
         snprintf(stats->note, sizeof stats->note,
-                 "%zu parameters: J in %zu chunk%s of %zu rows, JᵀJ and Jᵀr by cuBLAS", np,
-                 gp->lp_nchunks, gp->lp_nchunks == 1 ? "" : "s", gp->lp_chunk);
+                 "%zu parameters: J in %zu chunk%s of %zu rows, JᵀJ and Jᵀr by cuBLAS, %s", np,
+                 gp->lp_nchunks, gp->lp_nchunks == 1 ? "" : "s", gp->lp_chunk, fac);
         code = run_loop_large(gp, &lm, prob->loss, sfn, &c, ws, nws, stats, why, n);
         launched = 1;
     } else if (code == JF_OK) {

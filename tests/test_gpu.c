@@ -12,7 +12,8 @@
  * `jitfit fit --device gpu -v` reports the synchronizations, and a batch of 300 fits of
  * different lengths in one launch equals the CPU batch (fp64 to 1e-10, fp32 to 0.01 s.e.), and a
  * 60-parameter sum of peaks equals the CPU fit to 1e-10 (through the many-parameter path:
- * J in chunks, cuBLAS), as do the NIST problems and the damped sine with that path forced.
+ * J in chunks, cuBLAS, p×p factorizations by cuSOLVER or by the kernel), as do the NIST
+ * problems and the damped sine with that path forced (one cuSOLVER round per pass).
  */
 #include <stdlib.h>
 
@@ -274,13 +275,24 @@ static void test_peaks(void) {
     jf_fit_options o = jf_fit_options_default();
     o.p0 = p0;
     jf_data d = {N, x, 0, y, NULL};
-    compare("20 peaks, 60 params", m, &d, o, 1e-10);
-    /* that went the many-parameter way */
-    jf_fit_result *g = NULL;
-    o.device = JF_DEVICE_GPU;
-    if (CHECK(jf_fit(m, &d, &o, &g, NULL) == JF_OK))
-        CHECK_CONTAINS(g->device_note, "60 parameters: J in 1 chunk of 2000 rows, JᵀJ and Jᵀr by cuBLAS");
-    jf_fit_result_free(g);
+    /* the p×p factorizations by cuSOLVER (the default), then by the state machine itself */
+    for (int k = 0; k < 2; k++) {
+        if (k == 1) setenv("JITFIT_GPU_FACTOR_ROUNDS", "0", 1);
+        compare(k ? "20 peaks, kernel Cholesky" : "20 peaks, 60 params", m, &d, o, 1e-10);
+        /* that went the many-parameter way */
+        jf_fit_result *g = NULL;
+        jf_fit_options og = o;
+        og.device = JF_DEVICE_GPU;
+        if (CHECK(jf_fit(m, &d, &og, &g, NULL) == JF_OK)) {
+            CHECK_CONTAINS(g->device_note,
+                           "60 parameters: J in 1 chunk of 2000 rows, JᵀJ and Jᵀr by cuBLAS, ");
+            CHECK_CONTAINS(g->device_note, k ? "p×p factorizations in the kernel "
+                                               "(JITFIT_GPU_FACTOR_ROUNDS=0)"
+                                             : "p×p factorizations by cuSOLVER (2 per pass)");
+        }
+        jf_fit_result_free(g);
+    }
+    unsetenv("JITFIT_GPU_FACTOR_ROUNDS");
     jf_model_free(m);
 }
 
@@ -388,15 +400,18 @@ int main(void) {
         if (mode == 0 && !jf_cuda_cond_nodes()) break; /* both passes would be the same */
     }
     unsetenv("JITFIT_GPU_NO_WHILE");
-    /* the many-parameter path (cuBLAS) for every fit, J in chunks of 1000 rows */
+    /* the many-parameter path (cuBLAS) for every fit, J in chunks of 1000 rows, one cuSOLVER
+     * factorization per pass (a λ search factorizes the rest in the kernel) */
     setenv("JITFIT_GPU_LARGE_P", "-1", 1);
     setenv("JITFIT_GPU_LP_CHUNK", "1000", 1);
+    setenv("JITFIT_GPU_FACTOR_ROUNDS", "1", 1);
     have_while = 0;
-    printf("-- device loop: many-parameter path (cuBLAS) for every fit\n");
+    printf("-- device loop: many-parameter path (cuBLAS, cuSOLVER) for every fit\n");
     test_nist();
     test_sine(1);
     unsetenv("JITFIT_GPU_LARGE_P");
     unsetenv("JITFIT_GPU_LP_CHUNK");
+    unsetenv("JITFIT_GPU_FACTOR_ROUNDS");
     if (jf_cuda_emulated()) test_while_refused();
     test_peaks();
     test_batch();
