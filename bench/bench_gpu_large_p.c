@@ -1,12 +1,15 @@
 /* bench_gpu_large_p: where the GPU's many-parameter path (J in chunks, cuBLAS syrk/gemv) starts
  * to beat the model's own normal_eq kernel, to choose JF_GPU_LARGE_P (docs/PERFORMANCE.md,
- * "GPU solver"). For sums of K Gaussian peaks (3K parameters) on --points points, one fit per
- * path, forced with $JITFIT_GPU_LARGE_P: the cuBLAS path (-1) and the register/tiled kernel
- * (a huge threshold), warm (the second of two fits), with the time per pass (solve ÷ nfev), and
+ * "GPU solver"), and whether its p×p factorizations should go to cuSOLVER. For sums of K
+ * Gaussian peaks (3K parameters) on --points points, one fit per path, forced with
+ * $JITFIT_GPU_LARGE_P and $JITFIT_GPU_FACTOR_ROUNDS: the cuBLAS path with cuSOLVER (-1, the
+ * default rounds), the cuBLAS path factorizing in the state machine's thread (rounds 0), and
+ * the register/tiled kernel (a huge threshold), warm (the second of two fits), with the time
+ * per pass (solve ÷ nfev), and
  * the CPU fit for reference (warm too, up to --cpu-max points). Without a GPU only the CPU column is
  * filled. Not a test: it asserts nothing.
  *
- * usage: bench_gpu_large_p [--points N] [--peaks 2,4,6,8,12,20] [--cpu-max N]
+ * usage: bench_gpu_large_p [--points N] [--peaks 2,4,6,8,12,20,40] [--cpu-max N]
  */
 #include <math.h>
 #include <stdio.h>
@@ -37,7 +40,7 @@ static double fit_ms(const jf_model *m, const jf_data *d, const double *p0, jf_d
 
 int main(int argc, char **argv) {
     double points = 1e6, cpu_max = 1e6;
-    int peaks[16] = {2, 4, 6, 8, 12, 20}, npeaks = 6;
+    int peaks[16] = {2, 4, 6, 8, 12, 20, 40}, npeaks = 7;
     for (int i = 1; i + 1 < argc; i += 2) {
         if (!strcmp(argv[i], "--points")) points = strtod(argv[i + 1], NULL);
         else if (!strcmp(argv[i], "--cpu-max")) cpu_max = strtod(argv[i + 1], NULL);
@@ -53,8 +56,9 @@ int main(int argc, char **argv) {
     size_t n = (size_t)points;
     double *x = malloc(n * sizeof *x), *y = malloc(n * sizeof *y);
     if (!x || !y) return 1;
-    printf("%6s %6s %10s %12s %12s %12s %12s %10s\n", "peaks", "params", "points",
-           "cublas ms", "cublas/pass", "kernel ms", "kernel/pass", "cpu ms");
+    printf("%6s %6s %10s %12s %12s %12s %12s %12s %12s %10s\n", "peaks", "params", "points",
+           "cusolver ms", "cusolver/pass", "kchol ms", "kchol/pass", "kernel ms", "kernel/pass",
+           "cpu ms");
     for (int c = 0; c < npeaks; c++) {
         int K = peaks[c];
         static char text[16384];
@@ -88,9 +92,11 @@ int main(int argc, char **argv) {
             y[i] = f + 0.01 * normal();
         }
         jf_data d = {n, x, 0, y, NULL};
-        double ms[2] = {NAN, NAN}, per[2] = {NAN, NAN};
-        for (int path = 0; path < 2; path++) {
-            setenv("JITFIT_GPU_LARGE_P", path == 0 ? "-1" : "1000000", 1);
+        double ms[3] = {NAN, NAN, NAN}, per[3] = {NAN, NAN, NAN};
+        for (int path = 0; path < 3; path++) {
+            setenv("JITFIT_GPU_LARGE_P", path < 2 ? "-1" : "1000000", 1);
+            if (path == 1) setenv("JITFIT_GPU_FACTOR_ROUNDS", "0", 1);
+            else unsetenv("JITFIT_GPU_FACTOR_ROUNDS");
             size_t nfev = 0;
             double solve = NAN;
             if (isnan(fit_ms(m, &d, p0, JF_DEVICE_GPU, &nfev, &solve))) continue; /* cold */
@@ -98,13 +104,14 @@ int main(int argc, char **argv) {
             per[path] = nfev ? solve / (double)nfev : NAN;
         }
         unsetenv("JITFIT_GPU_LARGE_P");
+        unsetenv("JITFIT_GPU_FACTOR_ROUNDS");
         size_t nfev = 0;
         double solve = NAN;
         double cpu = NAN;
         if ((double)n <= cpu_max && !isnan(fit_ms(m, &d, p0, JF_DEVICE_CPU, &nfev, &solve)))
             cpu = fit_ms(m, &d, p0, JF_DEVICE_CPU, &nfev, &solve); /* warm */
-        printf("%6d %6d %10.0e %12.2f %12.4f %12.2f %12.4f %10.2f\n", K, 3 * K, (double)n, ms[0],
-               per[0], ms[1], per[1], cpu);
+        printf("%6d %6d %10.0e %12.2f %12.4f %12.2f %12.4f %12.2f %12.4f %10.2f\n", K, 3 * K,
+               (double)n, ms[0], per[0], ms[1], per[1], ms[2], per[2], cpu);
         fflush(stdout);
         free(truth);
         free(p0);

@@ -39,7 +39,7 @@ if [ "${QUICK:-0}" = 1 ]; then
   lp_points=3000; lp_peaks=2,6
 else
   sizes=1e5,1e6,1e7,1e8; big=1e8; stream_mem=4e8; fits=1e4,1e5,1e6,1e7; spec=""; reps=5
-  lp_points=1e6; lp_peaks=2,4,6,8,12,20
+  lp_points=1e6; lp_peaks=2,4,6,8,12,20,40
 fi
 echo "commit $(cat gpu-bundle/COMMIT 2>/dev/null)" >"$OUT/env.txt"
 step env.txt 60 nvidia-smi
