@@ -14,7 +14,11 @@
  *     obtains from its pivoted QR in the rank-deficient case, and it never fails.
  * A step computed this way is only as accurate as the normal equations allow; the gain ratio
  * protects the iteration, and the final Gauss-Newton polish (lm.c) works on the materialized J
- * with jf_linalg_lstsq, which does not square the condition number.
+ * with jf_linalg_lstsq, which does not square the condition number: LAPACK's dgelsy (QR with
+ * column pivoting, the rank from R's incremental condition estimate, minimum-norm solution by
+ * a complete orthogonal factorization; MINPACK's pivoted QR, made rank-revealing). It replaced
+ * the SVD driver dgelsd, which gave the same solutions at 1.5× the cost of a whole small fit
+ * (docs/PERFORMANCE.md, "CPU batches").
  */
 #include <lapacke.h>
 #include <math.h>
@@ -140,10 +144,10 @@ int jf_linalg_lstsq(double *A, size_t n, size_t m, double *b, double *x) {
     /* the solver's threads split the data; OpenBLAS's would only spin against them */
     jf_blas_single_threaded();
     double *c = malloc(m * sizeof *c);
-    double *sv = malloc(m * sizeof *sv);
-    if (!c || !sv) {
+    lapack_int *jpvt = calloc(m, sizeof *jpvt); /* 0: every column free to be pivoted */
+    if (!c || !jpvt) {
         free(c);
-        free(sv);
+        free(jpvt);
         return JF_ERR_NOMEM;
     }
     for (size_t j = 0; j < m; j++) {
@@ -158,12 +162,12 @@ int jf_linalg_lstsq(double *A, size_t n, size_t m, double *b, double *x) {
     }
     lapack_int rank = 0;
     double rcond = EPS * (double)(n > m ? n : m);
-    lapack_int info = LAPACKE_dgelsd(LAPACK_COL_MAJOR, (lapack_int)n, (lapack_int)m, 1, A,
-                                     (lapack_int)n, b, (lapack_int)n, sv, rcond, &rank);
+    lapack_int info = LAPACKE_dgelsy(LAPACK_COL_MAJOR, (lapack_int)n, (lapack_int)m, 1, A,
+                                     (lapack_int)n, b, (lapack_int)n, jpvt, rcond, &rank);
     if (info == 0)
         for (size_t j = 0; j < m; j++) x[j] = b[j] / c[j];
     free(c);
-    free(sv);
+    free(jpvt);
     if (info == LAPACK_WORK_MEMORY_ERROR || info == LAPACK_TRANSPOSE_MEMORY_ERROR)
         return JF_ERR_NOMEM;
     return info == 0 ? JF_OK : JF_ERR_INTERNAL;

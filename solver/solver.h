@@ -114,8 +114,8 @@ JF_INTERNAL void jf_linalg_solve(jf_linalg *la, const double *b, double *x);
 /* wᵀ M⁺ w for the last factorization. */
 JF_INTERNAL double jf_linalg_quad(jf_linalg *la, const double *w);
 /* The minimum-norm least-squares solution x (m) of A x ≈ b, A n×m column-major. Columns are
- * scaled to unit norm first; singular values below ε·max(n, m) of the largest are dropped.
- * A and b are destroyed. JF_OK, JF_ERR_NOMEM or JF_ERR_INTERNAL. */
+ * scaled to unit norm first; the rank is where the pivoted QR's condition estimate passes
+ * 1/(ε·max(n, m)) (dgelsy). A and b are destroyed. JF_OK, JF_ERR_NOMEM or JF_ERR_INTERNAL. */
 JF_INTERNAL int jf_linalg_lstsq(double *A, size_t n, size_t m, double *b, double *x);
 
 /* ---- covar.c ------------------------------------------------------------------------------- */
