@@ -172,6 +172,17 @@ static int drv_stream_launch(jf_cuda_graph *g, void *fn, unsigned grid, unsigned
     snprintf(why, n, "%s", no_headers);
     return JF_ERR_UNAVAILABLE;
 }
+static int drv_graph_mark(jf_cuda_graph *g, int slot, char *why, size_t n) {
+    (void)g, (void)slot;
+    snprintf(why, n, "%s", no_headers);
+    return JF_ERR_UNAVAILABLE;
+}
+static int drv_graph_wait_mark(jf_cuda_graph *g, jf_cuda_graph *other, int slot, char *why,
+                               size_t n) {
+    (void)g, (void)other, (void)slot;
+    snprintf(why, n, "%s", no_headers);
+    return JF_ERR_UNAVAILABLE;
+}
 
 #else
 
@@ -216,7 +227,11 @@ static int drv_stream_launch(jf_cuda_graph *g, void *fn, unsigned grid, unsigned
     X(cuGraphDestroy)                                                                              \
     X(cuGraphAddMemcpyNode)                                                                        \
     X(cuMemHostAlloc)                                                                              \
-    X(cuMemFreeHost)
+    X(cuMemFreeHost)                                                                               \
+    X(cuEventCreate)                                                                               \
+    X(cuEventRecord)                                                                               \
+    X(cuEventDestroy)                                                                              \
+    X(cuStreamWaitEvent)
 
 /* The resolved driver, filled once by load_driver. */
 static struct {
@@ -483,6 +498,7 @@ struct jf_cuda_graph {
     CUgraphExec exec;    /* after instantiation */
     unsigned long syncs; /* host synchronizations so far */
     int own_stream;      /* 1: the stream is this graph's to destroy */
+    CUevent marks[JF_CUDA_MARKS]; /* jf_cuda_graph_mark's events, created on first use */
 };
 
 static void drv_graph_free(jf_cuda_graph *g);
@@ -532,6 +548,8 @@ static void drv_graph_free(jf_cuda_graph *g) {
         if (g->exec) cu.cuGraphExecDestroy(g->exec);
         if (g->graph) cu.cuGraphDestroy(g->graph);
         if (g->own_stream) cu.cuStreamDestroy(g->stream);
+        for (int k = 0; k < JF_CUDA_MARKS; k++)
+            if (g->marks[k]) cu.cuEventDestroy(g->marks[k]);
     }
     free(g);
 }
@@ -716,6 +734,20 @@ static int drv_stream_launch(jf_cuda_graph *g, void *fn, unsigned grid, unsigned
     return r == CUDA_SUCCESS ? JF_OK : fail(r, "kernel launch failed", why, n, JF_ERR_INTERNAL);
 }
 
+static int drv_graph_mark(jf_cuda_graph *g, int slot, char *why, size_t n) {
+    CUresult r = CUDA_SUCCESS;
+    if (!g->marks[slot]) r = cu.cuEventCreate(&g->marks[slot], CU_EVENT_DISABLE_TIMING);
+    if (r == CUDA_SUCCESS) r = cu.cuEventRecord(g->marks[slot], g->stream);
+    return r == CUDA_SUCCESS ? JF_OK : fail(r, "cannot record a CUDA event", why, n, JF_ERR_INTERNAL);
+}
+
+static int drv_graph_wait_mark(jf_cuda_graph *g, jf_cuda_graph *other, int slot, char *why,
+                               size_t n) {
+    if (!other->marks[slot]) return JF_OK; /* never marked: nothing to wait for */
+    CUresult r = cu.cuStreamWaitEvent(g->stream, other->marks[slot], 0);
+    return r == CUDA_SUCCESS ? JF_OK : fail(r, "cannot order two CUDA streams", why, n, JF_ERR_INTERNAL);
+}
+
 #endif
 
 /* ---- the entry points: the driver above, or the emulator (cuda_emu.h) ----------------------- */
@@ -851,6 +883,21 @@ unsigned long jf_cuda_graph_syncs(const jf_cuda_graph *g) {
 }
 void *jf_cuda_graph_stream(jf_cuda_graph *g) {
     return jf_cuda_emulated() ? NULL : drv_graph_stream(g);
+}
+/* The emulator runs everything at once, in the order it is enqueued: no stream is ever behind. */
+int jf_cuda_graph_mark(jf_cuda_graph *g, int slot, char *why, size_t n) {
+    if (slot < 0 || slot >= JF_CUDA_MARKS) {
+        snprintf(why, n, "mark slot %d out of range", slot);
+        return JF_ERR_INTERNAL;
+    }
+    return jf_cuda_emulated() ? JF_OK : drv_graph_mark(g, slot, why, n);
+}
+int jf_cuda_graph_wait_mark(jf_cuda_graph *g, jf_cuda_graph *other, int slot, char *why, size_t n) {
+    if (slot < 0 || slot >= JF_CUDA_MARKS) {
+        snprintf(why, n, "mark slot %d out of range", slot);
+        return JF_ERR_INTERNAL;
+    }
+    return jf_cuda_emulated() ? JF_OK : drv_graph_wait_mark(g, other, slot, why, n);
 }
 /* The emulator runs a launch at once: nothing else is in flight on its streams. */
 int jf_cuda_stream_launch(jf_cuda_graph *g, void *fn, unsigned grid, unsigned block, void **args,

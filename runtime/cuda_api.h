@@ -140,6 +140,14 @@ JF_INTERNAL void *jf_cuda_graph_stream(jf_cuda_graph *g);
  * returns without waiting. */
 JF_INTERNAL int jf_cuda_stream_launch(jf_cuda_graph *g, void *fn, unsigned grid, unsigned block,
                                       void **args, char *why, size_t n);
+/* Marks on a graph's stream, for ordering two streams without the host. */
+#define JF_CUDA_MARKS 4
+/* Records mark `slot` (0 .. JF_CUDA_MARKS-1) at the current end of g's stream. */
+JF_INTERNAL int jf_cuda_graph_mark(jf_cuda_graph *g, int slot, char *why, size_t n);
+/* Makes work enqueued on g's stream from now on wait until other's stream has reached its
+ * latest mark `slot` (recorded before this call; none recorded: no wait). */
+JF_INTERNAL int jf_cuda_graph_wait_mark(jf_cuda_graph *g, jf_cuda_graph *other, int slot,
+                                        char *why, size_t n);
 /* Waits for everything queued on the stream: a host synchronization, counted. */
 JF_INTERNAL int jf_cuda_graph_sync(jf_cuda_graph *g, char *why, size_t n);
 /* Host synchronizations made through jf_cuda_graph_sync so far. */

@@ -503,9 +503,9 @@ static int run_fit(const fit_setup *s, const jf_data *d, const double *w, const 
                      gs.loop_syncs, gs.loop_syncs == 1 ? "" : "s", gs.iterations, gs.finish_syncs);
         else if (gs.mode == JF_GPU_LOOP_STREAM)
             snprintf(b->device_note + len, MSG_LEN - len,
-                     "; device loop: kernels and cuBLAS on a stream, %d iterations per wait, %lu "
+                     "; device loop: kernels and cuBLAS on a stream, %d iteration%s per wait, %lu "
                      "host synchronization%s for %llu iterations (%lu blocking calls after); %s",
-                     JF_LM_CUDA_UNROLL, gs.loop_syncs, gs.loop_syncs == 1 ? "" : "s",
+                     gs.per_wait, gs.per_wait == 1 ? "" : "s", gs.loop_syncs, gs.loop_syncs == 1 ? "" : "s",
                      gs.iterations, gs.finish_syncs, gs.note);
         else
             snprintf(b->device_note + len, MSG_LEN - len,

@@ -195,6 +195,12 @@ static size_t lp_bytes(size_t n, size_t np) {
 }
 
 void jf_gpu_problem_free(jf_gpu_problem *gp) {
+    if (gp->lp_copy) { /* no copy may still read the pinned chunks freed below */
+        char why[256];
+        (void)jf_cuda_graph_sync(gp->lp_copy, why, sizeof why);
+    }
+    jf_cuda_graph_free(gp->lp_copy);
+    gp->lp_copy = NULL;
     jf_cuda_graph_free(gp->lp_stream);
     gp->lp_stream = NULL;
     jf_devptr *all[] = {&gp->x,   &gp->y, &gp->w, &gp->p,      &gp->partial,
@@ -266,12 +272,29 @@ static void poison(double *v, size_t n) {
     for (size_t i = 0; i < n; i++) v[i] = NAN;
 }
 
+/* Streamed many-parameter pass: chunk c is copied into buffer b on the copy stream once the
+ * jacobian_row that last read b (mark b of g) is done, and g's next work waits for the copy
+ * (mark b of the copy stream). So the copy of chunk c+1 overlaps the work of chunk c, and the
+ * host waits for neither. */
+static int stream_chunk(jf_gpu_problem *gp, jf_cuda_graph *g, size_t c, int b, char *why,
+                        size_t n) {
+    jf_cuda_graph *cp = gp->lp_copy;
+    int st = jf_cuda_graph_wait_mark(cp, g, b, why, n);
+    if (st == JF_OK)
+        st = jf_cuda_graph_to_device(cp, gp->buf[b], chunk_host(gp, c),
+                                     gp->lay.ncols * gp->chunk * sizeof(double), why, n);
+    if (st == JF_OK) st = jf_cuda_graph_mark(cp, b, why, n);
+    if (st == JF_OK) st = jf_cuda_graph_wait_mark(g, cp, b, why, n);
+    return st;
+}
+
 /* The many-parameter pass at device parameters p on g's stream, into gp->acc: J and r chunk
  * by chunk (jacobian_row, weights w or none), scaled for the loss, JᵀJ and Jᵀr by cuBLAS, then
  * packed. Our kernels return at once once stop (0: never) says the loop has ended; cuBLAS
  * calls cannot, and then multiply what is left in the buffers, which nothing reads. */
 static int large_pass(jf_gpu_problem *gp, jf_cuda_graph *g, jf_devptr p, jf_loss loss,
-                      jf_devptr w, jf_devptr stop, char *why, size_t n) {
+                      int weighted, jf_devptr stop, char *why, size_t n) {
+    jf_devptr w = weighted ? gp->w : 0;
     unsigned long long np = gp->np, len, ldx = gp->n, ldj = gp->lp_chunk, nag = np * np + np;
     int loss_ = (int)loss;
     double fs = gp->f_scale;
@@ -282,10 +305,21 @@ static int large_pass(jf_gpu_problem *gp, jf_cuda_graph *g, jf_devptr p, jf_loss
         if (end > gp->n) end = gp->n;
         len = end - begin;
         jf_devptr part = gp->lp_cost + c * gp->lp_grid * sizeof(double);
-        void *jargs[] = {&p, &gp->x, &ldx, &gp->y, &w, &begin, &end, &gp->lp_r, &gp->lp_J, &ldj};
+        jf_devptr xc = gp->x, yc = gp->y, wc = w;
+        unsigned long long ldxc = ldx;
+        if (gp->chunk) { /* streamed: chunk c arrives in buffer c mod 2 on the copy stream */
+            int b = (int)(c & 1);
+            chunk_args a = chunk_at(gp, c, gp->buf[b], weighted);
+            xc = a.x, yc = a.y, wc = a.w, ldxc = a.ldx, begin = a.begin, end = a.end;
+            st = stream_chunk(gp, g, c, b, why, n);
+        }
+        void *jargs[] = {&p, &xc, &ldxc, &yc, &wc, &begin, &end, &gp->lp_r, &gp->lp_J, &ldj};
         void *sargs[] = {&gp->lp_r, &gp->lp_J, &ldj, &len, &np, &loss_, &fs, &part, &stop};
-        st = jf_cuda_stream_launch(g, gp->fn_jacobian_row, grid_for(len), JF_CUDA_BLOCK, jargs,
-                                   why, n);
+        if (st == JF_OK)
+            st = jf_cuda_stream_launch(g, gp->fn_jacobian_row, grid_for(len), JF_CUDA_BLOCK, jargs,
+                                       why, n);
+        /* buffer b is free again once jacobian_row has read it */
+        if (st == JF_OK && gp->chunk) st = jf_cuda_graph_mark(g, (int)(c & 1), why, n);
         if (st == JF_OK)
             st = jf_cuda_stream_launch(g, gp->fn_lp_scale, gp->lp_grid, JF_CUDA_BLOCK, sargs, why, n);
         if (st == JF_OK)
@@ -307,7 +341,7 @@ static int pass(jf_gpu_problem *gp, const double *p, jf_loss loss, int weighted,
     if (gp->large) { /* everything on the many-parameter stream, one wait */
         jf_cuda_graph *g = gp->lp_stream;
         int st = jf_cuda_graph_to_device(g, gp->p, p, gp->np * sizeof(double), why, wn);
-        if (st == JF_OK) st = large_pass(gp, g, gp->p, loss, weighted ? gp->w : 0, 0, why, wn);
+        if (st == JF_OK) st = large_pass(gp, g, gp->p, loss, weighted, 0, why, wn);
         if (st == JF_OK) st = jf_cuda_graph_to_host(g, acc, gp->acc, gp->nacc * sizeof(double), why, wn);
         return blocking(gp, st == JF_OK ? jf_cuda_graph_sync(g, why, wn) : st);
     }
@@ -452,6 +486,26 @@ static int large_solver_init(jf_gpu_problem *gp, char *why, size_t wn) {
     return st;
 }
 
+/* The many-parameter path's buffers and streams for J chunks of `rows` rows (the data's
+ * chunks when streamed: then also the copy stream). */
+static int large_init(jf_gpu_problem *gp, size_t rows, char *why, size_t wn) {
+    size_t np = gp->np;
+    gp->large = 1;
+    gp->lp_chunk = rows;
+    gp->lp_nchunks = (gp->n + rows - 1) / rows;
+    gp->lp_grid = lp_grid_for(rows);
+    int st = jf_cublas_init(why, wn);
+    if (st == JF_OK) st = jf_cuda_alloc(&gp->lp_J, rows * np * sizeof(double), why, wn);
+    if (st == JF_OK) st = jf_cuda_alloc(&gp->lp_r, rows * sizeof(double), why, wn);
+    if (st == JF_OK) st = jf_cuda_alloc(&gp->lp_Ag, (np * np + np) * sizeof(double), why, wn);
+    if (st == JF_OK)
+        st = jf_cuda_alloc(&gp->lp_cost, gp->lp_nchunks * gp->lp_grid * sizeof(double), why, wn);
+    if (st == JF_OK) st = jf_cuda_graph_new(&gp->lp_stream, NULL, why, wn);
+    if (st == JF_OK && gp->chunk) st = jf_cuda_graph_new(&gp->lp_copy, NULL, why, wn);
+    if (st == JF_OK) st = large_solver_init(gp, why, wn);
+    return st;
+}
+
 int jf_gpu_problem_init(jf_gpu_problem *gp, jf_problem *prob, const jf_cuda_kernels *k,
                         size_t nv) {
     size_t n = prob->n, np = prob->np;
@@ -472,20 +526,8 @@ int jf_gpu_problem_init(jf_gpu_problem *gp, jf_problem *prob, const jf_cuda_kern
     if (st == JF_OK)
         st = jf_cuda_alloc(&gp->partial, (size_t)gp->grid * gp->nacc * sizeof(double), why, wn);
     if (st == JF_OK) st = jf_cuda_alloc(&gp->acc, gp->nacc * sizeof(double), why, wn);
-    if (st == JF_OK && jf_gpu_large_p(np)) { /* the many-parameter path's buffers */
-        gp->large = 1;
-        gp->lp_chunk = lp_chunk_rows(n, np);
-        gp->lp_nchunks = (n + gp->lp_chunk - 1) / gp->lp_chunk;
-        gp->lp_grid = lp_grid_for(gp->lp_chunk);
-        st = jf_cublas_init(why, wn);
-        if (st == JF_OK) st = jf_cuda_alloc(&gp->lp_J, gp->lp_chunk * np * sizeof(double), why, wn);
-        if (st == JF_OK) st = jf_cuda_alloc(&gp->lp_r, gp->lp_chunk * sizeof(double), why, wn);
-        if (st == JF_OK) st = jf_cuda_alloc(&gp->lp_Ag, (np * np + np) * sizeof(double), why, wn);
-        if (st == JF_OK)
-            st = jf_cuda_alloc(&gp->lp_cost, gp->lp_nchunks * gp->lp_grid * sizeof(double), why, wn);
-        if (st == JF_OK) st = jf_cuda_graph_new(&gp->lp_stream, NULL, why, wn);
-        if (st == JF_OK) st = large_solver_init(gp, why, wn);
-    }
+    if (st == JF_OK && jf_gpu_large_p(np))
+        st = large_init(gp, lp_chunk_rows(n, np), why, wn);
     return attach(gp, prob, st);
 }
 
@@ -496,19 +538,24 @@ int jf_gpu_problem_init_streamed(jf_gpu_problem *gp, jf_problem *prob,
     size_t wn = sizeof gp->why;
     begin_init(gp, prob, k);
     const jf_data_view *d = &prob->view;
-    if (jf_gpu_large_p(np)) {
-        snprintf(why, wn, "fits of more than %d parameters are not streamed (JF_GPU_LARGE_P)",
-                 JF_GPU_LARGE_P);
-        return JF_ERR_NOMEM;
-    }
+    int large = jf_gpu_large_p(np);
     jf_stream_layout_init(&gp->lay, n, nv, d->w != NULL, 1);
-    /* block partials: chunk k has grid_for(len_k) <= len_k/JF_CUDA_BLOCK + 1 rows, so all
-     * chunks together at most n/JF_CUDA_BLOCK + nchunks (and never more than the grid cap) */
-    size_t rows = (n + JF_CUDA_BLOCK - 1) / JF_CUDA_BLOCK + JF_CUDA_GRAPH_MAX_DEPS;
-    size_t rows_cap = (size_t)JF_CUDA_GRAPH_MAX_DEPS * JF_LM_CUDA_MAX_GRID;
-    size_t fixed = (2 * gp->nacc + np + 4096) * sizeof(double) +
-                   (rows < rows_cap ? rows : rows_cap) * gp->nacc * sizeof(double);
-    size_t per_point = 2 * gp->lay.ncols * sizeof(double);
+    size_t fixed, per_point = 2 * gp->lay.ncols * sizeof(double);
+    if (large) {
+        /* the many-parameter path: a chunk of J and r per chunk of data; JᵀJ and Jᵀr, the
+         * factorization request, potrf's workspace (a guess before the query) and the cost
+         * partials (at most 256 blocks per chunk) do not grow with the data */
+        per_point += (np + 1) * sizeof(double);
+        fixed = (2 * gp->nacc + np + 4096 + 3 * np * np + np + 64 * np + 1024 +
+                 (size_t)JF_CUDA_GRAPH_MAX_DEPS * 256) * sizeof(double);
+    } else {
+        /* block partials: chunk k has grid_for(len_k) <= len_k/JF_CUDA_BLOCK + 1 rows, so all
+         * chunks together at most n/JF_CUDA_BLOCK + nchunks (and never more than the grid cap) */
+        size_t rows = (n + JF_CUDA_BLOCK - 1) / JF_CUDA_BLOCK + JF_CUDA_GRAPH_MAX_DEPS;
+        size_t rows_cap = (size_t)JF_CUDA_GRAPH_MAX_DEPS * JF_LM_CUDA_MAX_GRID;
+        fixed = (2 * gp->nacc + np + 4096) * sizeof(double) +
+                (rows < rows_cap ? rows : rows_cap) * gp->nacc * sizeof(double);
+    }
     size_t chunk = avail > fixed ? (avail - fixed) / per_point : 0;
     const char *force = getenv("JITFIT_GPU_CHUNK");
     if (force && *force) {
@@ -531,10 +578,11 @@ int jf_gpu_problem_init_streamed(jf_gpu_problem *gp, jf_problem *prob,
     if (st == JF_OK) st = jf_cuda_alloc(&gp->p, np * sizeof(double), why, wn);
     for (int b = 0; st == JF_OK && b < 2; b++)
         st = jf_cuda_alloc(&gp->buf[b], gp->lay.ncols * chunk * sizeof(double), why, wn);
-    if (st == JF_OK)
+    if (st == JF_OK && !large)
         st = jf_cuda_alloc(&gp->partial,
                            gp->lay.nchunks * (size_t)gp->grid * gp->nacc * sizeof(double), why, wn);
     if (st == JF_OK) st = jf_cuda_alloc(&gp->acc, gp->nacc * sizeof(double), why, wn);
+    if (st == JF_OK && large) st = large_init(gp, chunk, why, wn);
     return attach(gp, prob, st);
 }
 
@@ -641,7 +689,8 @@ static int run_loop_large(jf_gpu_problem *gp, const loop_mem *lm, jf_loss loss,
                           jf_gpu_stats *stats, char *why, size_t n) {
     size_t np = gp->np;
     jf_cuda_graph *g = gp->lp_stream;
-    jf_devptr dx = lm->ws, dx_try = lm->ws + np * sizeof(double), w = gp->w;
+    jf_devptr dx = lm->ws, dx_try = lm->ws + np * sizeof(double);
+    int w = gp->weighted;
     jf_devptr status = lm->c + offsetof(jf_lmc, status);
     unsigned long syncs0 = jf_cuda_graph_syncs(g);
     stats->mode = JF_GPU_LOOP_STREAM;
@@ -649,8 +698,12 @@ static int run_loop_large(jf_gpu_problem *gp, const loop_mem *lm, jf_loss loss,
     if (code == JF_OK) code = jf_cuda_graph_to_device(g, lm->ws, ws, nws * sizeof(double), why, n);
     if (code == JF_OK) code = large_pass(gp, g, dx, loss, w, 0, why, n);
     if (code == JF_OK) code = large_step(gp, g, lm, sfn, 0, why, n);
+    /* streamed data: one iteration per wait, as the leftover iterations of a batch would copy
+     * all the data again for nothing */
+    int per_wait = gp->chunk ? 1 : JF_LM_CUDA_UNROLL;
+    stats->per_wait = per_wait;
     while (code == JF_OK) {
-        for (int k = 0; code == JF_OK && k < JF_LM_CUDA_UNROLL; k++) {
+        for (int k = 0; code == JF_OK && k < per_wait; k++) {
             code = large_pass(gp, g, dx_try, loss, w, status, why, n);
             if (code == JF_OK) code = large_step(gp, g, lm, sfn, 1, why, n);
         }

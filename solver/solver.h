@@ -293,6 +293,7 @@ typedef struct jf_gpu_stats {
     unsigned long loop_syncs;   /* host synchronizations while iterating (1 with WHILE) */
     unsigned long finish_syncs; /* blocking calls of the finish (polish, covariance inputs) */
     unsigned long launches;     /* graph launches */
+    int per_wait;               /* JF_GPU_LOOP_STREAM: iterations enqueued per host wait */
     unsigned long long iterations; /* trial steps judged on the device */
     char note[320];             /* why the WHILE form was not used, or "" */
 } jf_gpu_stats;
@@ -325,6 +326,7 @@ typedef struct jf_gpu_problem {
     size_t lp_lwork;             /* large: doubles at lp_work */
     char lp_solver[160];         /* large: why cuSOLVER is not used, or "" */
     jf_cuda_graph *lp_stream;    /* large: the stream the finish's passes run on */
+    jf_cuda_graph *lp_copy;      /* large, streamed: the stream copying chunks in */
     unsigned long syncs_after;   /* blocking calls of the ops */
     int failed;                  /* first error of an op (a jf_status), or 0 */
     char why[512];               /* its reason */

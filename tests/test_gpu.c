@@ -13,7 +13,8 @@
  * different lengths in one launch equals the CPU batch (fp64 to 1e-10, fp32 to 0.01 s.e.), and a
  * 60-parameter sum of peaks equals the CPU fit to 1e-10 (through the many-parameter path:
  * J in chunks, cuBLAS, p×p factorizations by cuSOLVER or by the kernel), as do the NIST
- * problems and the damped sine with that path forced (one cuSOLVER round per pass).
+ * problems and the damped sine with that path forced (one cuSOLVER round per pass), streamed
+ * too (with and without sigma).
  */
 #include <stdlib.h>
 
@@ -102,8 +103,47 @@ static void sine(size_t n, double *x, double *y, double *sig) {
     }
 }
 
-/* large: the many-parameter path is forced, which neither streams nor has fp32 model sums of
- * its own: only the comparisons and determinism run. */
+/* More data than a (forced) memory limit that still holds two chunk buffers: streamed in
+ * chunks of BIG/10 points, the same answer as in memory (same cost; parameters as far apart as
+ * a different summation order allows without the polish); the limit is the option's. large:
+ * the many-parameter path (forced by the caller), whose streamed loop waits once per
+ * iteration instead of once per 8. */
+static void test_streamed(const jf_model *m, const jf_data *db, jf_fit_options o, size_t BIG,
+                          int large) {
+    char chunk[64], note[128];
+    snprintf(chunk, sizeof chunk, "%zu", BIG / 10);
+    snprintf(note, sizeof note, "data streamed: 10 chunks of %zu points", BIG / 10);
+    setenv("JITFIT_GPU_CHUNK", chunk, 1);
+    jf_fit_result *a = NULL, *b = NULL;
+    jf_fit_options omem = o;
+    omem.device = JF_DEVICE_GPU;
+    /* in memory, less by half (plain path) or by one byte (the many-parameter path, whose
+     * in-memory J chunks the caller has made small) */
+    size_t need = jf_gpu_problem_bytes(BIG, 5, 1, db->sigma != NULL);
+    omem.max_gpu_mem = large ? need - 1 : need / 2;
+    o.device = JF_DEVICE_GPU;
+    if (CHECK(jf_fit(m, db, &omem, &b, NULL) == JF_OK)) {
+        CHECK_CONTAINS(b->device_note, note);
+        if (large) CHECK_CONTAINS(b->device_note, "JᵀJ and Jᵀr by cuBLAS");
+        if (large) CHECK_CONTAINS(b->device_note, "kernels and cuBLAS on a stream, 1 iteration per wait");
+        if (CHECK(jf_fit(m, db, &o, &a, NULL) == JF_OK)) {
+            CHECK(a->success && b->success && b->backend == JF_BACKEND_CUDA);
+            if (large) CHECK(b->host_syncs >= b->iterations && b->host_syncs <= b->iterations + 2);
+            else CHECK(b->host_syncs == a->host_syncs);
+            CHECK(fabs(a->cost - b->cost) <= 1e-12 * a->cost);
+            for (int k = 0; k < 5; k++)
+                CHECK(fabs(a->params[k] - b->params[k]) <= 1e-3 * a->std_errors[k]);
+            printf("streamed%s%s: %s; cost %.17g vs %.17g in memory\n", large ? ", many-parameter path" : "",
+                   db->sigma ? ", sigma" : "", b->device_note, b->cost, a->cost);
+        }
+    }
+    jf_fit_result_free(a);
+    jf_fit_result_free(b);
+    unsetenv("JITFIT_GPU_CHUNK");
+}
+
+/* large: the many-parameter path is forced, which has no fp32 model sums of its own: the
+ * comparisons, determinism and streaming run. */
 static void test_sine(int large) {
     jf_model *m = NULL;
     if (!CHECK(jf_model_compile("a*exp(-b*x)*sin(c*x+d)+e", (size_t)-1, NULL, &m, NULL) == JF_OK))
@@ -139,7 +179,10 @@ static void test_sine(int large) {
         CHECK(memcmp(a->params, b->params, 5 * sizeof(double)) == 0 && a->cost == b->cost);
     jf_fit_result_free(a);
     jf_fit_result_free(b);
-    if (large) {
+    if (large) { /* streamed through the many-parameter path, with and without sigma */
+        test_streamed(m, &db, o, BIG, 1);
+        jf_data dbs = {BIG, x, 0, y, sg};
+        test_streamed(m, &dbs, o, BIG, 1);
         free(x);
         free(y);
         free(sg);
@@ -159,28 +202,7 @@ static void test_sine(int large) {
     jf_fit_result_free(a);
     jf_fit_result_free(b);
 
-    /* more data than a (forced) memory limit that still holds two chunk buffers: streamed in
-     * chunks of 10⁵ points, the same answer as in memory (same cost; parameters as far apart as
-     * a different summation order allows without the polish); the limit is the option's */
-    char chunk[64], note[128];
-    snprintf(chunk, sizeof chunk, "%zu", BIG / 10);
-    snprintf(note, sizeof note, "data streamed: 10 chunks of %zu points", BIG / 10);
-    setenv("JITFIT_GPU_CHUNK", chunk, 1);
-    a = b = NULL;
-    jf_fit_options omem = o;
-    omem.max_gpu_mem = jf_gpu_problem_bytes(BIG, 5, 1, 0) / 2;
-    if (CHECK(jf_fit(m, &db, &omem, &b, NULL) == JF_OK)) {
-        CHECK_CONTAINS(b->device_note, note);
-        if (CHECK(jf_fit(m, &db, &o, &a, NULL) == JF_OK)) {
-            CHECK(a->success && b->success && b->host_syncs == a->host_syncs);
-            CHECK(fabs(a->cost - b->cost) <= 1e-12 * a->cost);
-            for (int k = 0; k < 5; k++)
-                CHECK(fabs(a->params[k] - b->params[k]) <= 1e-3 * a->std_errors[k]);
-        }
-    }
-    jf_fit_result_free(a);
-    jf_fit_result_free(b);
-    unsetenv("JITFIT_GPU_CHUNK");
+    test_streamed(m, &db, o, BIG, 0);
 
     /* more data than the (forced) memory limit, too little even for streaming: the CPU fits
      * them, and says so */
