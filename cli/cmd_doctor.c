@@ -17,6 +17,9 @@
 #include <unistd.h>
 
 #include "../runtime/cache.h"
+#include "../runtime/cublas_api.h"
+#include "../runtime/cuda_emu.h"
+#include "../runtime/cusolver_api.h"
 #include "../runtime/device.h"
 #include "../runtime/jit_cc.h"
 #include "../runtime/kernels.h"
@@ -112,6 +115,22 @@ static void print_nvrtc(const jf_device_info *di) {
     else printf("nvrtc: %s\n", di->nvrtc_why);
 }
 
+/* The GPU libraries of the many-parameter path, loaded as a fit would load them. */
+static void print_gpu_libraries(const jf_device_info *di) {
+    if (!di->gpu_ok) {
+        printf("cublas: not probed (no usable GPU)\ncusolver: not probed (no usable GPU)\n");
+        return;
+    }
+    if (jf_cuda_emulated()) {
+        printf("cublas: CBLAS on the CUDA emulator\ncusolver: LAPACKE on the CUDA emulator\n");
+        return;
+    }
+    char why[256];
+    printf("cublas: %s\n", jf_cublas_init(why, sizeof why) == JF_OK ? "ok (handle created)" : why);
+    printf("cusolver: %s\n",
+           jf_cusolver_init(why, sizeof why) == JF_OK ? "ok (handle created)" : why);
+}
+
 static void print_driver(const jf_device_info *di) {
     if (!di->driver_loaded) {
         printf("cuda driver: %s\n", di->gpu_why);
@@ -205,6 +224,7 @@ int jf_cmd_doctor(int argc, char **argv) {
     jf_device_probe(di);
     print_nvrtc(di);
     print_driver(di);
+    print_gpu_libraries(di);
     fflush(stdout);
 
     double x[SELFTEST_N], y[SELFTEST_N];

@@ -37,7 +37,7 @@ static void load_cusolver(void) {
         snprintf(cs.why, sizeof cs.why, "%s", why);
         return;
     }
-    static const char *const names[] = {"libcusolver.so.12", "libcusolver.so.11",
+    static const char *const names[] = {"libcusolver.so.13", "libcusolver.so.12", "libcusolver.so.11",
                                         "libcusolver.so"};
     void *lib = jf_nvrtc_open_beside(names, sizeof names / sizeof names[0]);
     if (!lib) {

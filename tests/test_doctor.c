@@ -13,6 +13,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "runtime/cuda_emu.h"
 #include "runtime/device.h"
 #include "tests/testlib.h"
 
@@ -86,6 +87,21 @@ static void test_doctor(const jf_device_info *di) {
         }
         CHECK_CONTAINS(line_of(out, "self-test cuda: "),
                        di->gpu_ok ? "converged" : "unavailable: ");
+    }
+    /* the many-parameter path's libraries: probed only with a usable GPU (on a real one, a
+     * toolkit without them is a fact, reported as unavailable) */
+    char libs[512], libs2[512]; /* line_of's buffer is static */
+    snprintf(libs, sizeof libs, "%s", line_of(out, "cublas: "));
+    snprintf(libs2, sizeof libs2, "%s", line_of(out, "cusolver: "));
+    if (!di->gpu_ok) {
+        CHECK_CONTAINS(libs, "not probed (no usable GPU)");
+        CHECK_CONTAINS(libs2, "not probed (no usable GPU)");
+    } else if (jf_cuda_emulated()) {
+        CHECK_CONTAINS(libs, "CBLAS on the CUDA emulator");
+        CHECK_CONTAINS(libs2, "LAPACKE on the CUDA emulator");
+    } else {
+        CHECK(strstr(libs, "ok (handle created)") || strstr(libs, "unavailable: "));
+        CHECK(strstr(libs2, "ok (handle created)") || strstr(libs2, "unavailable: "));
     }
     CHECK_CONTAINS(line_of(out, "self-test interp: "), "converged");
     CHECK_CONTAINS(line_of(out, "self-test c: "), "converged");
