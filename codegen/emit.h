@@ -86,9 +86,10 @@ typedef struct jf_emit_options {
                                then ignored): the linear kernel carries no robust-loss code, which
                                cuts NVRTC's compile time by a quarter (docs/PERFORMANCE.md) */
     jf_vec_isa vec_isa;     /* C: vector math for this ISA (default JF_VEC_NONE: exact) */
-    int cuda_batch;         /* CUDA: 1 also emits the device function jf_fit_sums<suffix> (the sums
-                               of one thread's points of one fit, for the batched solver's
-                               kernel, solver/batch_cuda.c); np <= 8 only (register sums) */
+    int cuda_batch;         /* CUDA: 1 also emits the batched solver's pass (solver/batch_cuda.c):
+                               for np <= 8 the device function jf_fit_sums<suffix> (the sums of
+                               one thread's points of one fit, in registers), else
+                               jf_fit_sums_tiled<suffix> (one block's tiles of one fit) */
     int cuda_single;        /* CUDA: 1 evaluates the model (f and its gradient) in fp32 and converts
                                r and J to fp64 before the loss and the sums (default 0: fp64) */
     int no_normal_eq;       /* 1 leaves jf_normal_eq (and for CUDA jf_reduce_blocks) out (default
@@ -112,6 +113,11 @@ JF_INTERNAL char *jf_emit_many(const struct jf_model *const *models, const char 
 
 /* Number of values normal_eq accumulates for np parameters: np(np+1)/2 + np + 1. */
 JF_INTERNAL size_t jf_emit_num_acc(size_t np);
+/* 1 when jf_fit_sums_tiled of np parameters fits a block's static shared memory (tiles of at
+ * least 32 points beside the fit's totals). */
+JF_INTERNAL int jf_emit_cuda_batch_tiled_ok(size_t np);
+/* 1 when a model of np parameters can be batched on the GPU at all (register or tiled sums). */
+JF_INTERNAL int jf_emit_cuda_batch_ok(size_t np);
 
 /* ---- shared by emit_c.c and emit_cuda.c ---------------------------------------------------- */
 

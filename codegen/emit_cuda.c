@@ -173,13 +173,33 @@ static void emit_normal_eq_registers(jf_buf *b, const jf_emit_model *em, const j
  * tile and parks its row (J_0..J_np-1, r, cost) in shared memory; then every thread owns
  * ceil(nacc / JF_BLOCK) of the sums and adds the tile's products for them, points in order.
  * Registers stay few, and the order of every sum is still fixed. */
-static void emit_normal_eq_tiled(jf_buf *b, const jf_emit_model *em, const jf_emit_options *o) {
+/* Points per tile for np parameters: as many as fit 48 KiB of static shared memory besides
+ * `reserve` doubles, a multiple of 32, at most a block; 0 when not even 32 fit. */
+static size_t tile_points(size_t np, size_t reserve) {
+    size_t rows = np + 2, budget = 48 * 1024 / 8;
+    if (budget <= reserve + 33 * rows) return 0;
+    size_t tile = ((budget - reserve) / rows - 1) / 32 * 32;
+    return tile > JF_CUDA_BLOCK ? JF_CUDA_BLOCK : tile;
+}
+
+/* Doubles of shared memory a tiled batch kernel keeps besides the tile: the fit's totals. */
+static size_t batch_reserve(size_t np) { return jf_emit_num_acc(np) + 8; }
+
+int jf_emit_cuda_batch_tiled_ok(size_t np) { return tile_points(np, batch_reserve(np)) >= 32; }
+
+int jf_emit_cuda_batch_ok(size_t np) {
+    return np > 0 && (jf_emit_num_acc(np) <= JF_CUDA_REGISTER_SUMS || jf_emit_cuda_batch_tiled_ok(np));
+}
+
+/* batch = 0: normal_eq's body (tiles strided over the grid, block sums to partial); batch = 1:
+ * the body of jf_fit_sums_tiled, where one block walks all the tiles of [begin, end) and leaves
+ * the totals in out (shared memory), in the same fixed order. */
+static void emit_tiled_sums(jf_buf *b, const jf_emit_model *em, const jf_emit_options *o,
+                            int batch) {
     const jf_schedule *s = em->sall;
     size_t np = em->m->np, nacc = jf_emit_num_acc(np), rows = np + 2;
     size_t nq = (nacc + JF_CUDA_BLOCK - 1) / JF_CUDA_BLOCK;
-    /* tile: as many points as fit 48 KiB of static shared memory, a multiple of 32, <= block */
-    size_t tile = (48 * 1024 / 8 / rows - 1) / 32 * 32;
-    if (tile > JF_CUDA_BLOCK) tile = JF_CUDA_BLOCK;
+    size_t tile = tile_points(np, batch ? batch_reserve(np) : 0);
     if (tile < 32) tile = 32;
     jf_buf_printf(b,
                   "    /* rows of the tile: J_0..J_%zu, r, cost; stride T+1 against bank conflicts */\n"
@@ -211,10 +231,13 @@ static void emit_normal_eq_tiled(jf_buf *b, const jf_emit_model *em, const jf_em
                   "    }\n",
                   nq, nq, nq, nq, rows, np * (np + 1) / 2, np, np, nacc - 1, np * (np + 1) / 2,
                   np, nacc - 1, np + 1);
-    jf_buf_puts(b, "    (void)p;\n    (void)x;\n    (void)ldx;\n"
-                   "    for (jf_index t0 = begin + (jf_index)blockIdx.x * T; t0 < end;"
-                   " t0 += (jf_index)gridDim.x * T) {\n"
-                   "        if (threadIdx.x < T) {\n"
+    jf_buf_puts(b, "    (void)p;\n    (void)x;\n    (void)ldx;\n");
+    if (batch)
+        jf_buf_puts(b, "    for (jf_index t0 = begin; t0 < end; t0 += T) {\n");
+    else
+        jf_buf_puts(b, "    for (jf_index t0 = begin + (jf_index)blockIdx.x * T; t0 < end;"
+                       " t0 += (jf_index)gridDim.x * T) {\n");
+    jf_buf_puts(b, "        if (threadIdx.x < T) {\n"
                    "            const jf_index i = t0 + threadIdx.x;\n"
                    "            if (i < end) {\n");
     point_rj(b, s, np, 1, "                ");
@@ -243,10 +266,16 @@ static void emit_normal_eq_tiled(jf_buf *b, const jf_emit_model *em, const jf_em
                   "        __syncthreads();\n"
                   "    }\n"
                   "    for (unsigned int j = 0; j < %zuu; j++) {\n"
-                  "        const unsigned int q = threadIdx.x + j * JF_BLOCK;\n"
-                  "        if (q < %zuu) partial[(jf_index)blockIdx.x * %zu + q] = sum[j];\n"
-                  "    }\n",
-                  np, np + 1, rows, nq, rows, np + 1, nq, nacc, nacc);
+                  "        const unsigned int q = threadIdx.x + j * JF_BLOCK;\n",
+                  np, np + 1, rows, nq, rows, np + 1, nq);
+    if (batch)
+        jf_buf_printf(b, "        if (q < %zuu) out[q] = sum[j];\n    }\n"
+                         "    __syncthreads(); /* the totals are complete for every thread */\n",
+                      nacc);
+    else
+        jf_buf_printf(b, "        if (q < %zuu) partial[(jf_index)blockIdx.x * %zu + q] = sum[j];\n"
+                         "    }\n",
+                      nacc, nacc);
 }
 
 static void emit_normal_eq(jf_buf *b, const jf_emit_model *em, const jf_emit_options *o) {
@@ -256,7 +285,7 @@ static void emit_normal_eq(jf_buf *b, const jf_emit_model *em, const jf_emit_opt
                    "    if (stop != nullptr && *stop != 0) return; /* the solver's loop has ended */\n");
     jf_emit_load_params(b, em->sall, "    ");
     if (nacc <= JF_CUDA_REGISTER_SUMS) emit_normal_eq_registers(b, em, o);
-    else emit_normal_eq_tiled(b, em, o);
+    else emit_tiled_sums(b, em, o, 0);
     jf_buf_puts(b, "}\n\n");
     jf_buf_printf(b,
                   "extern \"C\" __global__ void jf_reduce_blocks%s(const double *__restrict__ partial,\n"
@@ -299,6 +328,23 @@ static void emit_fit_sums(jf_buf *b, const jf_emit_model *em, const jf_emit_opti
     jf_buf_puts(b, "}\n\n");
 }
 
+/* The batched solver's block-per-fit pass for many sums: jf_fit_sums_tiled leaves the totals
+ * of [begin, end) at p in out (nacc doubles of shared memory) for every thread of the block.
+ * The same point code and tiling as the tiled normal_eq. */
+static void emit_fit_sums_tiled(jf_buf *b, const jf_emit_model *em, const jf_emit_options *o) {
+    size_t nacc = jf_emit_num_acc(em->m->np);
+    jf_buf_printf(b,
+                  "#define JF_FIT_NACC%s %zuu\n"
+                  "static __device__ __noinline__ void jf_fit_sums_tiled%s(const double *__restrict__ p,\n"
+                  "        const double *__restrict__ x, jf_index ldx, const double *__restrict__ y,\n"
+                  "        const double *__restrict__ w, jf_index begin, jf_index end, int loss,\n"
+                  "        double f_scale, double *out)\n{\n",
+                  em->suffix, nacc, em->suffix);
+    jf_emit_load_params(b, em->sall, "    ");
+    emit_tiled_sums(b, em, o, 1);
+    jf_buf_puts(b, "}\n\n");
+}
+
 void jf_emit_cuda_model(jf_buf *b, const jf_emit_model *em, const jf_emit_options *o) {
     const struct jf_model *m = em->m;
     const char *real = b->real;
@@ -319,5 +365,6 @@ void jf_emit_cuda_model(jf_buf *b, const jf_emit_model *em, const jf_emit_option
     emit_jacobian_row(b, em);
     if (!o->no_normal_eq) emit_normal_eq(b, em, o);
     if (o->cuda_batch && jf_emit_num_acc(m->np) <= JF_CUDA_REGISTER_SUMS) emit_fit_sums(b, em, o);
+    else if (o->cuda_batch) emit_fit_sums_tiled(b, em, o);
     b->real = real;
 }

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "../codegen/emit.h"
 #include "cuda_api.h"
 #include "cuda_emu.h"
 #include "jit_nvrtc.h"
@@ -101,13 +102,15 @@ int jf_device_choose(const jf_device_request *req, char *why, size_t n) {
         snprintf(why, n, "unknown device %d", (int)req->device);
         return -JF_ERR_ARG;
     }
-    if (req->nfits > 1 && req->nparams > 8) { /* the batch kernel keeps its sums in registers */
+    if (req->nfits > 1 && !jf_emit_cuda_batch_ok(req->nparams)) {
+        /* a block's shared memory holds one fit's sums (up to about 80 parameters) */
         if (req->device == JF_DEVICE_GPU) {
-            snprintf(why, n, "GPU requested but unavailable: GPU batches support models of up to "
-                             "8 parameters (this one has %zu)", req->nparams);
+            snprintf(why, n, "GPU requested but unavailable: a GPU batch's per-fit sums of %zu "
+                             "parameters do not fit a block's shared memory", req->nparams);
             return -JF_ERR_UNAVAILABLE;
         }
-        snprintf(why, n, "cpu: GPU batches support up to 8 parameters");
+        snprintf(why, n, "cpu: a GPU batch's per-fit sums of %zu parameters do not fit a block's "
+                         "shared memory", req->nparams);
         return JF_DEVICE_CPU;
     }
     int threads = req->threads > 0 ? req->threads : 1;

@@ -29,7 +29,7 @@ extern const char jf_embed_lm_core_h[];
 /* Warps per block of the batch kernel. */
 #define WARPS_PER_BLOCK 8
 
-static const char batch_kernel[] =
+static const char batch_views[] =
     "\n/* ---- batched LM (solver/batch_cuda.c) ---- */\n"
     "/* the views of fit f's workspace in the batch's arrays */\n"
     "static __device__ void jf_batch_views(jf_lmc_views *v, const jf_lmc *c, double *wss, int *iwss,\n"
@@ -38,7 +38,9 @@ static const char batch_kernel[] =
     "    const unsigned long long np = c->np;\n"
     "    jf_lmc_views_init(v, wss + (unsigned long long)f * jf_lmc_ws_doubles(np),\n"
     "                      iwss + (unsigned long long)f * jf_lmc_ws_ints(np), np);\n"
-    "}\n"
+    "}\n";
+
+static const char batch_kernel[] =
     "\n/* one warp per fit */\n"
     "extern \"C\" __global__ void __launch_bounds__(32 * " "8" ")\n"
     "jf_batch_lm(const double *__restrict__ x, jf_index ldx, const double *__restrict__ y,\n"
@@ -97,12 +99,46 @@ static const char batch_kernel[] =
     "    }\n"
     "}\n";
 
+/* Models whose sums do not fit in registers (more than 8 parameters): a block per fit, its
+ * passes tiled as the tiled normal_eq (jf_fit_sums_tiled leaves the totals in shared memory). */
+static const char batch_kernel_tiled[] =
+    "\n/* ---- batched LM, many parameters: one block per fit, tiled sums (solver/batch_cuda.c) ---- */\n"
+    "extern \"C\" __global__ void __launch_bounds__(JF_BLOCK)\n"
+    "jf_batch_lm_tiled(const double *__restrict__ x, jf_index ldx, const double *__restrict__ y,\n"
+    "                  const double *__restrict__ w, const jf_index *__restrict__ off,\n"
+    "                  unsigned int nfits, int loss, double f_scale, jf_lmc *cs, double *wss,\n"
+    "                  int *iwss)\n"
+    "{\n"
+    "    __shared__ double tot[JF_FIT_NACC];\n"
+    "    __shared__ int more_sh;\n"
+    "    for (unsigned int f = blockIdx.x; f < nfits; f += gridDim.x) {\n"
+    "        jf_lmc *c = cs + f;\n"
+    "        jf_lmc_views v;\n"
+    "        jf_batch_views(&v, c, wss, iwss, f);\n"
+    "        const double *p = v.x;\n"
+    "        int more = 1, started = 0;\n"
+    "        while (more) {\n"
+    "            jf_fit_sums_tiled(p, x, ldx, y, w, off[f], off[f + 1], loss, f_scale, tot);\n"
+    "            if (threadIdx.x == 0) more_sh = started ? jf_lmc_judge(c, &v, tot) : jf_lmc_start(c, &v, tot);\n"
+    "            started = 1;\n"
+    "            __syncthreads(); /* thread 0's decision and x_try are visible to the block */\n"
+    "            more = more_sh;\n"
+    "            p = v.x_try;\n"
+    "        }\n"
+    "        __syncthreads(); /* tot and more_sh are free for the next fit */\n"
+    "    }\n"
+    "}\n";
+
 /* Mean points per fit from which a block (JF_CUDA_BLOCK threads) runs each fit instead of a warp:
  * a warp would go round its fit's points 16 times or more per pass. Not yet measured on a GPU;
  * $JITFIT_GPU_BATCH_BLOCK overrides it (points; 1 makes every batch use blocks). */
 #define BLOCK_PER_FIT_POINTS 512
 
-int jf_batch_cuda_supported(size_t np) { return jf_emit_num_acc(np) <= JF_CUDA_REGISTER_SUMS; }
+int jf_batch_cuda_supported(size_t np) { return jf_emit_cuda_batch_ok(np); }
+
+/* 1 when the batch of np-parameter fits keeps its sums in registers (a warp or block per fit),
+ * 0 when it tiles them (a block per fit). */
+static int register_sums(size_t np) { return jf_emit_num_acc(np) <= JF_CUDA_REGISTER_SUMS; }
 
 char *jf_batch_cuda_source(const struct jf_model *m, int loss, int single_precision) {
     jf_emit_options eo = jf_emit_options_default(JF_EMIT_CUDA);
@@ -116,7 +152,8 @@ char *jf_batch_cuda_source(const struct jf_model *m, int loss, int single_precis
     free(model);
     jf_buf_puts(&b, jf_embed_step_h);
     jf_buf_puts(&b, jf_embed_lm_core_h);
-    jf_buf_puts(&b, batch_kernel);
+    jf_buf_puts(&b, batch_views);
+    jf_buf_puts(&b, register_sums(m->np) ? batch_kernel : batch_kernel_tiled);
     return jf_buf_take(&b);
 }
 
@@ -137,7 +174,8 @@ int jf_batch_cuda_run(const struct jf_model *m, const jf_jit_options *jo, jf_los
     size_t np = m->np, nv = m->nv, total = 0;
     int weighted = 0;
     if (!jf_batch_cuda_supported(np)) {
-        snprintf(why, n, "GPU batches support models of up to 8 parameters (this one has %zu)", np);
+        snprintf(why, n, "a GPU batch's per-fit sums of %zu parameters do not fit a block's shared "
+                         "memory", np);
         return JF_ERR_UNAVAILABLE;
     }
     for (size_t f = 0; f < nfits; f++) {
@@ -161,8 +199,11 @@ int jf_batch_cuda_run(const struct jf_model *m, const jf_jit_options *jo, jf_los
         return JF_ERR_NOMEM;
     }
     static const char *const names[] = {"jf_batch_lm", "jf_batch_lm_block"};
+    static const char *const names_tiled[] = {"jf_batch_lm_tiled"};
+    int regs = register_sums(np);
     void *fns[2] = {NULL, NULL};
-    int code = jf_cuda_module_get(src, names, 2, jo, fns, NULL, why, n, NULL, 0);
+    int code = jf_cuda_module_get(src, regs ? names : names_tiled, regs ? 2 : 1, jo, fns, NULL,
+                                  why, n, NULL, 0);
     free(src);
     if (code != JF_OK) return code;
 
@@ -207,8 +248,8 @@ int jf_batch_cuda_run(const struct jf_model *m, const jf_jit_options *jo, jf_los
         void *fn = fns[0];
         const char *e = getenv("JITFIT_GPU_BATCH_BLOCK");
         double from = e && *e ? strtod(e, NULL) : BLOCK_PER_FIT_POINTS;
-        if ((double)total >= from * (double)nfits) { /* long fits: a block each */
-            fn = fns[1];
+        if (!regs || (double)total >= from * (double)nfits) { /* long fits: a block each */
+            fn = regs ? fns[1] : fns[0];
             per_block = JF_CUDA_BLOCK;
             fits_per_block = 1;
         }

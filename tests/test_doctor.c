@@ -163,13 +163,15 @@ static void test_choose(const jf_device_info *di) {
     req.npoints = 100;
     CHECK(jf_device_choose(&req, why, sizeof why) == JF_DEVICE_CPU);
     CHECK_CONTAINS(why, "cpu: small fit (estimated ");
-    /* GPU batches keep their sums in registers: at most 8 parameters */
-    req.nparams = 9;
+    /* a GPU batch keeps one fit's sums in registers (up to 8 parameters) or in a block's
+     * shared memory (up to about 80): beyond that, the CPU */
+    req.nparams = 200;
     CHECK(jf_device_choose(&req, why, sizeof why) == JF_DEVICE_CPU);
-    CHECK_STREQ(why, "cpu: GPU batches support up to 8 parameters");
+    CHECK_STREQ(why, "cpu: a GPU batch's per-fit sums of 200 parameters do not fit a block's "
+                     "shared memory");
     req.device = JF_DEVICE_GPU;
     CHECK(jf_device_choose(&req, why, sizeof why) == -JF_ERR_UNAVAILABLE);
-    CHECK_CONTAINS(why, "up to 8 parameters (this one has 9)");
+    CHECK_CONTAINS(why, "GPU requested but unavailable: a GPU batch's per-fit sums of 200 ");
     req.nfits = 1;
     req.nparams = 3;
 

@@ -318,6 +318,62 @@ static void test_peaks(void) {
     jf_model_free(m);
 }
 
+/* A batch of a model with more sums than registers hold (3 Gaussian lines on a constant: 10
+ * parameters, 65 sums): a block per fit with tiled sums, equal to the CPU batch to 1e-10
+ * (polished fits), for fits of different lengths, with sigma on some. */
+static void test_batch_tiled(void) {
+    jf_model *m = NULL;
+    if (!CHECK(jf_model_compile("A1*exp(-(x-m1)^2/(2*s1^2))+A2*exp(-(x-m2)^2/(2*s2^2))+"
+                                "A3*exp(-(x-m3)^2/(2*s3^2))+c",
+                                (size_t)-1, NULL, &m, NULL) == JF_OK))
+        return;
+    enum { NF = 24, MAXPTS = 400, P = 10 };
+    static double xs[NF][MAXPTS], ys[NF][MAXPTS], ss[NF][MAXPTS], p0[NF * P];
+    static jf_data d[NF];
+    const char *names[P] = {"A1", "m1", "s1", "A2", "m2", "s2", "A3", "m3", "s3", "c"};
+    double truth[P] = {3, 2.5, 0.4, 2, 5, 0.6, 1.5, 7.5, 0.5, 0.3};
+    for (int f = 0; f < NF; f++) {
+        size_t n = 150 + (size_t)(f * 11 % 250);
+        for (size_t i = 0; i < n; i++) {
+            double x = 10.0 * (double)i / (double)(n - 1), v = truth[9];
+            for (int l = 0; l < 3; l++) {
+                double a = truth[3 * l] * (1 + 0.01 * f), mu = truth[3 * l + 1], sd = truth[3 * l + 2];
+                v += a * exp(-(x - mu) * (x - mu) / (2 * sd * sd));
+            }
+            xs[f][i] = x;
+            ys[f][i] = v + 0.02 * sin(12.9898 * (double)(i + 7 * f));
+            ss[f][i] = 0.02 + 0.005 * cos(0.37 * (double)i);
+        }
+        d[f] = (jf_data){n, xs[f], 0, ys[f], f % 3 == 0 ? ss[f] : NULL};
+        for (int k = 0; k < P; k++)
+            p0[f * P + jf_model_param_index(m, names[k])] = truth[k] * (k % 3 == 1 ? 1.02 : 1.1);
+    }
+    static jf_fit_result *rc[NF], *rg[NF];
+    jf_fit_options o = jf_fit_options_default();
+    o.device = JF_DEVICE_CPU;
+    CHECK(jf_fit_batch(m, NF, d, p0, &o, rc, NULL) == JF_OK);
+    o.device = JF_DEVICE_GPU;
+    CHECK(jf_fit_batch(m, NF, d, p0, &o, rg, NULL) == JF_OK);
+    double dev = 0;
+    for (int f = 0; f < NF; f++) {
+        if (!CHECK(rc[f] && rg[f])) continue;
+        CHECK(rg[f]->backend == JF_BACKEND_CUDA && rc[f]->success && rg[f]->success);
+        if (f == 0) CHECK_CONTAINS(rg[f]->device_note, "batch: one launch");
+        for (int k = 0; k < P; k++) {
+            double a = rc[f]->params[k];
+            dev = fmax(dev, fabs(rg[f]->params[k] - a) / fmax(fabs(a), 1e-2));
+        }
+    }
+    printf("batch of %d fits of %d parameters, tiled sums: GPU vs CPU max rel. diff %.2g\n", NF, P,
+           dev);
+    CHECK(dev <= 1e-10);
+    for (int f = 0; f < NF; f++) {
+        jf_fit_result_free(rc[f]);
+        jf_fit_result_free(rg[f]);
+    }
+    jf_model_free(m);
+}
+
 /* A batch on the GPU (one launch, a warp per fit) against the same batch on the CPU: fits of
  * different lengths, each polished afterwards, so parameters agree to 1e-10; fp32 close. */
 static void test_batch(void) {
@@ -437,6 +493,7 @@ int main(void) {
     if (jf_cuda_emulated()) test_while_refused();
     test_peaks();
     test_batch();
+    test_batch_tiled();
     test_cli();
     return jf_test_finish();
 }

@@ -147,9 +147,11 @@ static void check_solver_module(const char *tmpdir) {
     free(cond);
     /* the batch module (model kernels + jf_fit_sums + lm_core + the warp-per-fit kernel), for
      * the damped sine and the 2D Gaussian of issue 6, fp64 and fp32, linear and any loss */
-    static const char *const batch_models[] = {"a*exp(-b*x)*sin(c*x+d)+e",
-                                               "A*exp(-((u-u0)^2+(v-v0)^2)/(2*s^2))+b"};
-    for (int i = 0; i < 2; i++) {
+    static const char *const batch_models[] = {
+        "a*exp(-b*x)*sin(c*x+d)+e", "A*exp(-((u-u0)^2+(v-v0)^2)/(2*s^2))+b",
+        /* 10 parameters: the block-per-fit kernel with tiled sums */
+        "A1*exp(-(x-m1)^2/(2*s1^2))+A2*exp(-(x-m2)^2/(2*s2^2))+A3*exp(-(x-m3)^2/(2*s3^2))+c"};
+    for (int i = 0; i < 3; i++) {
         jf_model *m = compile(batch_models[i]);
         if (!CHECK(m != NULL)) continue;
         CHECK(jf_batch_cuda_supported(jf_model_num_params(m)));
@@ -157,13 +159,16 @@ static void check_solver_module(const char *tmpdir) {
             char *bsrc = jf_batch_cuda_source(m, single ? -1 : 0, single);
             if (CHECK(bsrc != NULL)) {
                 CHECK_CONTAINS(bsrc, "jf_fit_sums");
-                ptx_and_assemble_entry(bsrc, 90, batch_models[i], tmpdir, "jf_batch_lm");
+                ptx_and_assemble_entry(bsrc, 90, batch_models[i], tmpdir,
+                                       i == 2 ? "jf_batch_lm_tiled" : "jf_batch_lm");
             }
             free(bsrc);
         }
         jf_model_free(m);
     }
-    CHECK(jf_batch_cuda_supported(8) && !jf_batch_cuda_supported(9));
+    /* register sums up to 8 parameters, tiled sums up to what a block's shared memory holds */
+    CHECK(jf_batch_cuda_supported(8) && jf_batch_cuda_supported(9) && jf_batch_cuda_supported(60));
+    CHECK(!jf_batch_cuda_supported(200));
 }
 
 int main(void) {
