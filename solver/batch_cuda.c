@@ -40,8 +40,13 @@ static const char batch_views[] =
     "                      iwss + (unsigned long long)f * jf_lmc_ws_ints(np), np);\n"
     "}\n";
 
-static const char batch_kernel[] =
-    "\n/* one warp per fit */\n"
+/* The kernels, after the model (jf_fit_sums, or for many parameters jf_fit_sums_tiled), step.h,
+ * lm_core.h and jf_batch_views. A model with register sums gets the warp-per-fit kernel and
+ * jf_batch_block_totals (a block reduction) here; one with tiled sums gets no warp kernel, and
+ * its block totals come from the tiles (batch_tiled). Both then get the block-per-fit kernel.
+ * (Plain C decides, not the preprocessor: the emulator wraps every kernel in the text.) */
+static const char batch_warp[] =
+    "/* one warp per fit */\n"
     "extern \"C\" __global__ void __launch_bounds__(32 * " "8" ")\n"
     "jf_batch_lm(const double *__restrict__ x, jf_index ldx, const double *__restrict__ y,\n"
     "            const double *__restrict__ w, const jf_index *__restrict__ off, unsigned int nfits,\n"
@@ -68,7 +73,22 @@ static const char batch_kernel[] =
     "        }\n"
     "    }\n"
     "}\n"
-    "\n/* ---- batched LM: one block per fit, for long fits ---- */\n"
+    "/* the block's totals of one fit's points [begin, end) at p, in tot, for every thread */\n"
+    "static __device__ void jf_batch_block_totals(const double *__restrict__ p,\n"
+    "        const double *__restrict__ x, jf_index ldx, const double *__restrict__ y,\n"
+    "        const double *__restrict__ w, jf_index begin, jf_index end, int loss, double f_scale,\n"
+    "        double *tot)\n"
+    "{\n"
+    "    double a[JF_FIT_NACC];\n"
+    "    jf_fit_sums(p, x, ldx, y, w, begin, end, threadIdx.x, blockDim.x, loss, f_scale, a);\n"
+    "    jf_block_sums(a, JF_FIT_NACC, tot); /* warp shuffles, then warps in order */\n"
+    "    __syncthreads();\n"
+    "}\n";
+
+static const char batch_tiled[] = "#define jf_batch_block_totals jf_fit_sums_tiled\n";
+
+static const char batch_block[] =
+    "\n/* ---- batched LM: one block per fit, for long fits and for many parameters ---- */\n"
     "extern \"C\" __global__ void __launch_bounds__(JF_BLOCK)\n"
     "jf_batch_lm_block(const double *__restrict__ x, jf_index ldx, const double *__restrict__ y,\n"
     "                  const double *__restrict__ w, const jf_index *__restrict__ off,\n"
@@ -81,14 +101,10 @@ static const char batch_kernel[] =
     "        jf_lmc *c = cs + f;\n"
     "        jf_lmc_views v;\n"
     "        jf_batch_views(&v, c, wss, iwss, f);\n"
-    "        double a[JF_FIT_NACC];\n"
     "        const double *p = v.x;\n"
     "        int more = 1, started = 0;\n"
     "        while (more) {\n"
-    "            jf_fit_sums(p, x, ldx, y, w, off[f], off[f + 1], threadIdx.x, blockDim.x, loss,\n"
-    "                        f_scale, a);\n"
-    "            jf_block_sums(a, JF_FIT_NACC, tot); /* warp shuffles, then warps in order */\n"
-    "            __syncthreads();\n"
+    "            jf_batch_block_totals(p, x, ldx, y, w, off[f], off[f + 1], loss, f_scale, tot);\n"
     "            if (threadIdx.x == 0) more_sh = started ? jf_lmc_judge(c, &v, tot) : jf_lmc_start(c, &v, tot);\n"
     "            started = 1;\n"
     "            __syncthreads(); /* thread 0's decision and x_try are visible to the block */\n"
@@ -96,36 +112,6 @@ static const char batch_kernel[] =
     "            p = v.x_try;\n"
     "        }\n"
     "        __syncthreads(); /* the shared totals are free for the next fit */\n"
-    "    }\n"
-    "}\n";
-
-/* Models whose sums do not fit in registers (more than 8 parameters): a block per fit, its
- * passes tiled as the tiled normal_eq (jf_fit_sums_tiled leaves the totals in shared memory). */
-static const char batch_kernel_tiled[] =
-    "\n/* ---- batched LM, many parameters: one block per fit, tiled sums (solver/batch_cuda.c) ---- */\n"
-    "extern \"C\" __global__ void __launch_bounds__(JF_BLOCK)\n"
-    "jf_batch_lm_tiled(const double *__restrict__ x, jf_index ldx, const double *__restrict__ y,\n"
-    "                  const double *__restrict__ w, const jf_index *__restrict__ off,\n"
-    "                  unsigned int nfits, int loss, double f_scale, jf_lmc *cs, double *wss,\n"
-    "                  int *iwss)\n"
-    "{\n"
-    "    __shared__ double tot[JF_FIT_NACC];\n"
-    "    __shared__ int more_sh;\n"
-    "    for (unsigned int f = blockIdx.x; f < nfits; f += gridDim.x) {\n"
-    "        jf_lmc *c = cs + f;\n"
-    "        jf_lmc_views v;\n"
-    "        jf_batch_views(&v, c, wss, iwss, f);\n"
-    "        const double *p = v.x;\n"
-    "        int more = 1, started = 0;\n"
-    "        while (more) {\n"
-    "            jf_fit_sums_tiled(p, x, ldx, y, w, off[f], off[f + 1], loss, f_scale, tot);\n"
-    "            if (threadIdx.x == 0) more_sh = started ? jf_lmc_judge(c, &v, tot) : jf_lmc_start(c, &v, tot);\n"
-    "            started = 1;\n"
-    "            __syncthreads(); /* thread 0's decision and x_try are visible to the block */\n"
-    "            more = more_sh;\n"
-    "            p = v.x_try;\n"
-    "        }\n"
-    "        __syncthreads(); /* tot and more_sh are free for the next fit */\n"
     "    }\n"
     "}\n";
 
@@ -153,7 +139,8 @@ char *jf_batch_cuda_source(const struct jf_model *m, int loss, int single_precis
     jf_buf_puts(&b, jf_embed_step_h);
     jf_buf_puts(&b, jf_embed_lm_core_h);
     jf_buf_puts(&b, batch_views);
-    jf_buf_puts(&b, register_sums(m->np) ? batch_kernel : batch_kernel_tiled);
+    jf_buf_puts(&b, register_sums(m->np) ? batch_warp : batch_tiled);
+    jf_buf_puts(&b, batch_block);
     return jf_buf_take(&b);
 }
 
@@ -199,7 +186,7 @@ int jf_batch_cuda_run(const struct jf_model *m, const jf_jit_options *jo, jf_los
         return JF_ERR_NOMEM;
     }
     static const char *const names[] = {"jf_batch_lm", "jf_batch_lm_block"};
-    static const char *const names_tiled[] = {"jf_batch_lm_tiled"};
+    static const char *const names_tiled[] = {"jf_batch_lm_block"};
     int regs = register_sums(np);
     void *fns[2] = {NULL, NULL};
     int code = jf_cuda_module_get(src, regs ? names : names_tiled, regs ? 2 : 1, jo, fns, NULL,

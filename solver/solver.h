@@ -382,8 +382,8 @@ typedef struct jf_batch_out {
  * in a block's shared memory up to about 80). */
 JF_INTERNAL int jf_batch_cuda_supported(size_t np);
 /* The CUDA source of m's batch module: its kernels with jf_fit_sums, step.h, lm_core.h and the
- * warp- and block-per-fit kernels jf_batch_lm, jf_batch_lm_block (or, beyond 8 parameters,
- * jf_fit_sums_tiled and jf_batch_lm_tiled); malloc'd, NULL when out of memory. For test_ptx too. */
+ * warp- and block-per-fit kernels jf_batch_lm, jf_batch_lm_block (beyond 8 parameters the
+ * latter only, over jf_fit_sums_tiled); malloc'd, NULL when out of memory. For test_ptx too. */
 JF_INTERNAL char *jf_batch_cuda_source(const struct jf_model *m, int loss, int single_precision);
 /* Runs the device loops of nfits fits in one launch (see batch_cuda.c) and fills out. JF_OK;
  * JF_ERR_NOMEM when the batch does not fit in GPU memory (at most max_mem bytes, 0: no limit

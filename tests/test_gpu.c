@@ -359,6 +359,9 @@ static void test_batch_tiled(void) {
         if (!CHECK(rc[f] && rg[f])) continue;
         CHECK(rg[f]->backend == JF_BACKEND_CUDA && rc[f]->success && rg[f]->success);
         if (f == 0) CHECK_CONTAINS(rg[f]->device_note, "batch: one launch");
+        /* the device loop did the iterating (the host's polish alone would hide a dead loop) */
+        CHECK(rg[f]->iterations >= 2 && rg[f]->iterations + 2 >= rc[f]->iterations &&
+              rc[f]->iterations + 2 >= rg[f]->iterations);
         for (int k = 0; k < P; k++) {
             double a = rc[f]->params[k];
             dev = fmax(dev, fabs(rg[f]->params[k] - a) / fmax(fabs(a), 1e-2));

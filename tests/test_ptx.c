@@ -160,7 +160,7 @@ static void check_solver_module(const char *tmpdir) {
             if (CHECK(bsrc != NULL)) {
                 CHECK_CONTAINS(bsrc, "jf_fit_sums");
                 ptx_and_assemble_entry(bsrc, 90, batch_models[i], tmpdir,
-                                       i == 2 ? "jf_batch_lm_tiled" : "jf_batch_lm");
+                                       i == 2 ? "jf_batch_lm_block" : "jf_batch_lm");
             }
             free(bsrc);
         }
