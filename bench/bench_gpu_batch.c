@@ -6,8 +6,9 @@
  *   gauss2d   A*exp(-((x-x0)^2+(y-y0)^2)/(2*s^2))+b on 5×5 pixels (Gpufit's benchmark shape:
  *             its paper reports 3.0 M fits/s on a GTX 1080, fp32, ≤ 10 iterations), fp64 and
  *             fp32, for each count in --fits;
- *   spectrum  a Gaussian line on a linear baseline, amp*exp(-(x-mu)^2/(2*w^2))+c0+c1*x, on
- *             --spectrum-points points, --spectrum-fits fits.
+ *   spectrum  --spectrum-lines K Gaussian lines (default 1) on a linear baseline,
+ *             A0*exp(-(x-m0)^2/(2*w0^2))+...+c0+c1*x (3K+2 parameters: beyond 8 the GPU batch
+ *             tiles its sums, a block per fit), on --spectrum-points points, --spectrum-fits fits.
  * Data: truth drawn per fit from a fixed-seed generator (splitmix64 + Box-Muller), Gaussian
  * noise; starting values from the data (moments: the brightest pixel or channel, the minimum
  * as background), as a real pipeline would. Tolerances 1e-8, at most 100 evaluations per fit.
@@ -18,7 +19,7 @@
  * Not a test: it asserts nothing.
  *
  * usage: bench_gpu_batch [--fits 1e4,1e5,1e6,1e7] [--cpu-max N] [--spectrum-fits N]
- *                        [--spectrum-points N] [--threads N]
+ *                        [--spectrum-points N] [--spectrum-lines K] [--threads N]
  * (defaults: the four counts, CPU batches up to 1e6 fits, 1e5 spectra of 1000 points)
  */
 #include <math.h>
@@ -31,8 +32,6 @@
 #include "../include/jitfit.h"
 #include "bench_util.h"
 
-#define NP 5
-
 
 static int cmp_size(const void *a, const void *b) {
     size_t x = *(const size_t *)a, y = *(const size_t *)b;
@@ -41,10 +40,10 @@ static int cmp_size(const void *a, const void *b) {
 
 /* One problem set: nfits fits of npts points sharing the variables x (nv columns). */
 typedef struct problem {
-    size_t nfits, npts, nv;
+    size_t nfits, npts, nv, np;
     double *x;    /* nv × npts, shared */
     double *y;    /* nfits × npts */
-    double *p0;   /* nfits × NP */
+    double *p0;   /* nfits × np */
     jf_data *d;   /* nfits */
 } problem;
 
@@ -55,14 +54,15 @@ static void problem_free(problem *p) {
     free(p->d);
 }
 
-static int problem_alloc(problem *p, size_t nfits, size_t npts, size_t nv) {
+static int problem_alloc(problem *p, size_t nfits, size_t npts, size_t nv, size_t np) {
     memset(p, 0, sizeof *p);
     p->nfits = nfits;
     p->npts = npts;
     p->nv = nv;
+    p->np = np;
     p->x = malloc(nv * npts * sizeof *p->x);
     p->y = malloc(nfits * npts * sizeof *p->y);
-    p->p0 = malloc(nfits * NP * sizeof *p->p0);
+    p->p0 = malloc(nfits * np * sizeof *p->p0);
     p->d = malloc(nfits * sizeof *p->d);
     if (!p->x || !p->y || !p->p0 || !p->d) {
         problem_free(p);
@@ -76,7 +76,7 @@ static int problem_alloc(problem *p, size_t nfits, size_t npts, size_t nv) {
 /* 5×5 pixels, spot near the centre: A in [80, 120], x0, y0 within ±0.5 px of 2, s in [0.9,
  * 1.1], background 10, noise sd 1. Start: brightest pixel, its value minus the minimum, s = 1. */
 static int make_gauss2d(problem *p, size_t nfits) {
-    if (problem_alloc(p, nfits, 25, 2) != 0) return -1;
+    if (problem_alloc(p, nfits, 25, 2, 5) != 0) return -1;
     for (size_t i = 0; i < 25; i++) {
         p->x[i] = (double)(i % 5);
         p->x[25 + i] = (double)(i / 5);
@@ -92,7 +92,7 @@ static int make_gauss2d(problem *p, size_t nfits) {
             if (y[i] > hi) hi = y[i], best = i;
             if (y[i] < lo) lo = y[i];
         }
-        double *q = p->p0 + f * NP;
+        double *q = p->p0 + f * p->np;
         q[0] = hi - lo;
         q[1] = p->x[best];
         q[2] = p->x[25 + best];
@@ -102,29 +102,43 @@ static int make_gauss2d(problem *p, size_t nfits) {
     return 0;
 }
 
-/* A line on a baseline over [0, 100): amp in [5, 15], mu in [30, 70], w in [1.5, 3.5],
- * c0 in [0, 1], c1 in [-0.01, 0.01], noise sd 0.1. Start: the brightest channel, w = 2,
- * baseline flat at the minimum. */
-static int make_spectrum(problem *p, size_t nfits, size_t npts) {
-    if (problem_alloc(p, nfits, npts, 1) != 0) return -1;
+/* K lines on a baseline over [0, 100): line l has amp in [5, 15], mu within 5/K of
+ * 100 (l + 1/2)/K, w in [1.5, 3.5]/K^(1/2); c0 in [0, 1], c1 in [-0.01, 0.01], noise sd 0.1.
+ * Start: per line the brightest channel of its share of the axis, w = 2/K^(1/2), the baseline
+ * flat at the minimum. idx maps (A_l, m_l, w_l, c0, c1) to the model's parameter indices. */
+static int make_spectrum(problem *p, size_t nfits, size_t npts, int K, const size_t *idx) {
+    if (problem_alloc(p, nfits, npts, 1, 3 * (size_t)K + 2) != 0) return -1;
     for (size_t i = 0; i < npts; i++) p->x[i] = 100.0 * (double)i / (double)npts;
+    double ws = 1.0 / sqrt((double)K);
     for (size_t f = 0; f < nfits; f++) {
-        double amp = 5 + 10 * uniform(), mu = 30 + 40 * uniform(), w = 1.5 + 2 * uniform();
+        double amp[16], mu[16], w[16];
+        for (int l = 0; l < K; l++) {
+            amp[l] = 5 + 10 * uniform();
+            mu[l] = 100.0 * (l + 0.5) / K + 10.0 * (uniform() - 0.5) / K;
+            w[l] = (1.5 + 2 * uniform()) * ws;
+        }
         double c0 = uniform(), c1 = 0.02 * (uniform() - 0.5);
-        double *y = p->y + f * npts, lo = INFINITY, hi = -INFINITY;
-        size_t best = 0;
+        double *y = p->y + f * npts, lo = INFINITY;
         for (size_t i = 0; i < npts; i++) {
-            double t = p->x[i] - mu;
-            y[i] = amp * exp(-t * t / (2 * w * w)) + c0 + c1 * p->x[i] + 0.1 * normal();
-            if (y[i] > hi) hi = y[i], best = i;
+            double v = c0 + c1 * p->x[i];
+            for (int l = 0; l < K; l++) {
+                double t = p->x[i] - mu[l];
+                v += amp[l] * exp(-t * t / (2 * w[l] * w[l]));
+            }
+            y[i] = v + 0.1 * normal();
             if (y[i] < lo) lo = y[i];
         }
-        double *q = p->p0 + f * NP;
-        q[0] = hi - lo;
-        q[1] = p->x[best];
-        q[2] = 2.0;
-        q[3] = lo;
-        q[4] = 0.0;
+        double *q = p->p0 + f * p->np;
+        for (int l = 0; l < K; l++) {
+            size_t a = npts * (size_t)l / (size_t)K, b = npts * (size_t)(l + 1) / (size_t)K, best = a;
+            for (size_t i = a; i < b; i++)
+                if (y[i] > y[best]) best = i;
+            q[idx[3 * l]] = y[best] - lo;
+            q[idx[3 * l + 1]] = p->x[best];
+            q[idx[3 * l + 2]] = 2.0 * ws;
+        }
+        q[idx[3 * K]] = lo;
+        q[idx[3 * K + 1]] = 0.0;
     }
     return 0;
 }
@@ -181,7 +195,7 @@ static double max_diff_se(const run *g, const run *c, size_t n) {
     for (size_t i = 0; i < n; i++) {
         const jf_fit_result *a = g->r[i], *b = c->r[i];
         if (!a || !b || !a->success || !b->success) continue;
-        for (int k = 0; k < NP; k++)
+        for (size_t k = 0; k < b->num_params; k++)
             if (b->std_errors[k] > 0 && isfinite(b->std_errors[k]))
                 d = fmax(d, fabs(a->params[k] - b->params[k]) / b->std_errors[k]);
     }
@@ -209,6 +223,7 @@ int main(int argc, char **argv) {
     double fits[16] = {1e4, 1e5, 1e6, 1e7};
     int nfits = 4, threads = 0;
     double cpu_max = 1e6, spec_fits = 1e5, spec_points = 1000;
+    int lines = 1;
     rng_state = 7;
     for (int i = 1; i + 1 < argc; i += 2) {
         if (!strcmp(argv[i], "--fits")) {
@@ -219,6 +234,7 @@ int main(int argc, char **argv) {
         else if (!strcmp(argv[i], "--spectrum-fits")) spec_fits = strtod(argv[i + 1], NULL);
         else if (!strcmp(argv[i], "--spectrum-points")) spec_points = strtod(argv[i + 1], NULL);
         else if (!strcmp(argv[i], "--threads")) threads = atoi(argv[i + 1]);
+        else if (!strcmp(argv[i], "--spectrum-lines")) lines = atoi(argv[i + 1]);
         else {
             fprintf(stderr, "unknown option %s\n", argv[i]);
             return 2;
@@ -228,10 +244,30 @@ int main(int argc, char **argv) {
     jf_model_options mo = jf_model_options_default();
     mo.vars = vars2;
     mo.nvars = 2;
+    if (lines < 1 || lines > 16) {
+        fprintf(stderr, "--spectrum-lines: 1 to 16\n");
+        return 2;
+    }
+    char sptext[2048];
+    size_t used = 0, idx[50];
+    for (int l = 0; l < lines; l++)
+        used += (size_t)snprintf(sptext + used, sizeof sptext - used,
+                                 "A%d*exp(-(x-m%d)^2/(2*w%d^2))+", l, l, l);
+    snprintf(sptext + used, sizeof sptext - used, "c0+c1*x");
     jf_model *g2 = NULL, *sp = NULL;
     if (jf_model_compile("A*exp(-((x-x0)^2+(y-y0)^2)/(2*s^2))+b", (size_t)-1, &mo, &g2, NULL) != JF_OK ||
-        jf_model_compile("amp*exp(-(x-mu)^2/(2*w^2))+c0+c1*x", (size_t)-1, NULL, &sp, NULL) != JF_OK)
+        jf_model_compile(sptext, (size_t)-1, NULL, &sp, NULL) != JF_OK)
         return 1;
+    for (int l = 0; l < lines; l++) {
+        char name[16];
+        const char *pre = "Amw";
+        for (int k = 0; k < 3; k++) {
+            snprintf(name, sizeof name, "%c%d", pre[k], l);
+            idx[3 * l + k] = (size_t)jf_model_param_index(sp, name);
+        }
+    }
+    idx[3 * lines] = (size_t)jf_model_param_index(sp, "c0");
+    idx[3 * lines + 1] = (size_t)jf_model_param_index(sp, "c1");
 
     /* warm-up: compiles (or loads) the GPU batch modules and the CPU kernels, and finds out
      * whether there is a GPU */
@@ -262,8 +298,10 @@ int main(int argc, char **argv) {
         problem_free(&p);
     }
     if (spec_fits >= 1) {
-        if (make_spectrum(&p, (size_t)spec_fits, (size_t)spec_points) != 0) return 1;
-        row("spectrum", sp, &p, 0, gpu_ok, cpu_max, threads);
+        if (make_spectrum(&p, (size_t)spec_fits, (size_t)spec_points, lines, idx) != 0) return 1;
+        char label[32];
+        snprintf(label, sizeof label, "spectrum %dL", lines);
+        row(label, sp, &p, 0, gpu_ok, cpu_max, threads);
         problem_free(&p);
     }
     jf_model_free(g2);

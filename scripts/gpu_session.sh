@@ -36,6 +36,7 @@ step() { # step FILE LIMIT_S COMMAND...: appends the command's output and status
 }
 if [ "${QUICK:-0}" = 1 ]; then
   sizes=1e4,4e4; big=4e4; stream_mem=4e5; fits=1e3; spec="--spectrum-fits 100"; reps=1
+  spec3_fits=50
   lp_points=3000; lp_peaks=2,6
 else
   sizes=1e5,1e6,1e7,1e8; big=1e8; stream_mem=4e8; fits=1e4,1e5,1e6,1e7; spec=""; reps=5
@@ -51,6 +52,9 @@ step bench.txt 600 "$B/bench/bench_gpu" --sizes "$sizes" --reps "$reps" --bandwi
 step bench.txt 600 "$B/bench/bench_gpu" --sizes "$big" --reps "$reps" --cpu-max 0 --max-gpu-mem "$stream_mem"
 # shellcheck disable=SC2086
 step bench.txt 900 "$B/bench/bench_gpu_batch" --fits "$fits" --cpu-max 1e6 $spec
+# three lines on a baseline (11 parameters): the block-per-fit kernel with tiled sums
+step bench.txt 600 "$B/bench/bench_gpu_batch" --fits 1e3 --cpu-max 1e6 --spectrum-lines 3 \
+  --spectrum-fits "${spec3_fits:-1e4}"
 step bench.txt 600 "$B/bench/bench_gpu_large_p" --points "$lp_points" --peaks "$lp_peaks"
 if [ "${STREAM_2E9:-0}" = 1 ]; then
   step bench.txt 900 "$B/bench/bench_gpu" --sizes 2e9 --reps 1 --cpu-max 0
