@@ -12,12 +12,16 @@
  *     rank-deficient J slightly indefinite), the symmetric eigen-decomposition (dsyevd) and the
  *     pseudo-inverse dropping eigenvalues below m·ε·max. That is the minimum-norm solution MINPACK
  *     obtains from its pivoted QR in the rank-deficient case, and it never fails.
+ * Up to JF_LINALG_SMALL unknowns the same three steps run in lm_core.h's routines (the GPU
+ * state machine's, exact inverse 1-norm instead of dpocon's estimate, Jacobi instead of dsyevd):
+ * OpenBLAS serializes every level-2/3 call on a global buffer lock, and a small fit makes
+ * hundreds of them, which kept CPU batches from scaling with threads (docs/PERFORMANCE.md).
  * A step computed this way is only as accurate as the normal equations allow; the gain ratio
  * protects the iteration, and the final Gauss-Newton polish (lm.c) works on the materialized J
  * with jf_linalg_lstsq, which does not square the condition number: LAPACK's dgelsy (QR with
  * column pivoting, the rank from R's incremental condition estimate, minimum-norm solution by
  * a complete orthogonal factorization; MINPACK's pivoted QR, made rank-revealing). It replaced
- * the SVD driver dgelsd, which gave the same solutions at 1.5× the cost of a whole small fit
+ * the SVD driver dgelsd, which gave the same solutions but took 40 % of a small fit's time
  * (docs/PERFORMANCE.md, "CPU batches").
  */
 #include <lapacke.h>
@@ -25,9 +29,22 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "lm_core.h"
 #include "solver.h"
 
 #define EPS 2.220446049250313e-16
+
+/* The views lm_core.h's p×p routines use, over la's buffers. */
+static jf_lmc_views small_views(jf_linalg *la) {
+    jf_lmc_views v;
+    memset(&v, 0, sizeof v);
+    v.M = la->fac;
+    v.scale = la->scale;
+    v.work = la->work;
+    v.V = la->work + 3 * la->cap;
+    v.eig = la->eig;
+    return v;
+}
 
 int jf_linalg_init(jf_linalg *la, size_t cap) {
     /* the solver's threads split the data; OpenBLAS's would only spin against them */
@@ -73,6 +90,12 @@ static int factor_eigen(jf_linalg *la, size_t m) {
 int jf_linalg_factor(jf_linalg *la, const double *M, size_t m) {
     if (m == 0 || m > la->cap) return -1;
     la->m = m;
+    la->small = m <= JF_LINALG_SMALL;
+    if (la->small) {
+        jf_lmc_views v = small_views(la);
+        la->mode = jf_lmc_factor(&v, M, m);
+        return la->mode;
+    }
     for (size_t k = 0; k < m; k++) {
         double d = M[k * m + k];
         if (!isfinite(d)) return -1;
@@ -109,6 +132,11 @@ int jf_linalg_factor(jf_linalg *la, const double *M, size_t m) {
 
 void jf_linalg_solve(jf_linalg *la, const double *b, double *x) {
     size_t m = la->m;
+    if (la->small) {
+        jf_lmc_views v = small_views(la);
+        jf_lmc_solve(&v, la->mode, m, b, x);
+        return;
+    }
     double *t = la->work; /* m values; dpocon's scratch is free again */
     for (size_t k = 0; k < m; k++) t[k] = b[k] * la->scale[k];
     if (la->mode == 1) {
@@ -133,6 +161,10 @@ void jf_linalg_solve(jf_linalg *la, const double *b, double *x) {
 
 double jf_linalg_quad(jf_linalg *la, const double *w) {
     size_t m = la->m;
+    if (la->small) {
+        jf_lmc_views v = small_views(la);
+        return jf_lmc_quad(&v, la->mode, m, w);
+    }
     double *t = la->work + 2 * la->cap; /* jf_linalg_solve uses work[0, 2m) */
     jf_linalg_solve(la, w, t);
     double q = 0;

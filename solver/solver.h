@@ -90,11 +90,14 @@ JF_INTERNAL void jf_problem_residual_sums(jf_problem *prob, const double *p, dou
 
 /* ---- linalg.c ------------------------------------------------------------------------------ */
 
+/* Systems of at most this order are factorized by lm_core.h's routines, not LAPACK. */
+#define JF_LINALG_SMALL 16
 /* Workspace for factorizing symmetric positive semidefinite m×m systems, m <= capacity. */
 typedef struct jf_linalg {
     size_t cap;    /* largest m the buffers hold */
     size_t m;      /* order of the last factorization */
     int mode;      /* 1: Cholesky of the scaled matrix; 0: eigen pseudo-inverse */
+    int small;     /* the last factorization went through lm_core.h's routines */
     double *scale; /* Jacobi scaling s_k = 1/√M_kk of the last matrix */
     double *fac;   /* cap² : Cholesky factor, or eigenvectors */
     double *eig;   /* cap : inverted eigenvalues (0 for the discarded ones) */
