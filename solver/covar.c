@@ -4,6 +4,10 @@
  * comes from an SVD of J with its columns scaled to unit norm, as scipy's curve_fit does for
  * 'trf' (it uses the unscaled J; scaling first keeps the small singular values of badly scaled
  * problems such as Thurber accurate): singular values below ε·max(n, p)·σ_max are dropped.
+ * Up to JF_LSQ_MAX parameters the same comes from J's QR triangle R (dgeqrf) through
+ * lsq_core.h: W⁻¹W⁻ᵀ of the scaled R when it is well conditioned, else its one-sided Jacobi
+ * SVD (the same singular values and right vectors as J's); dgesvd took a sixth of a small
+ * fit's time (docs/PERFORMANCE.md). Above it, LAPACK's dgesvd of J.
  * Otherwise it comes from the kernel's JᵀJ (loss-scaled for robust losses, which is scipy's
  * choice: its curve_fit uses the Jacobian least_squares returns) through an eigen-decomposition
  * of the Jacobi-scaled matrix, dropping eigenvalues below p·ε·max — the normal equations cannot
@@ -19,33 +23,28 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "lsq_core.h"
 #include "solver.h"
 
 #define EPS 2.220446049250313e-16
-/* A parameter whose squared weight in the dropped directions exceeds this (about √ε) is
- * unidentifiable; below it the weight is rounding noise of the decomposition. */
-#define NULL_WEIGHT 1.4901161193847656e-08
 
-/* Adds Σ_j v_j v_jᵀ · inv[j] (v_j column j of the m×m column-major V) into cov at the rows and
- * columns idx[], unscaling by 1/(c_k c_l); marks unident from the dropped directions. */
-static void assemble(const double *V, const double *inv, size_t m, const size_t *idx,
-                     const double *c, size_t np, double *cov, int *unident) {
-    for (size_t a = 0; a < m; a++) {
-        double dropped = 0;
-        for (size_t j = 0; j < m; j++)
-            if (inv[j] == 0) dropped += V[j * m + a] * V[j * m + a];
-        if (dropped > NULL_WEIGHT) unident[idx[a]] = 1;
-        for (size_t b = 0; b < m; b++) {
-            double s = 0;
-            for (size_t j = 0; j < m; j++) s += V[j * m + a] * V[j * m + b] * inv[j];
-            cov[idx[a] * np + idx[b]] = s / (c[a] * c[b]);
-        }
-    }
+/* np <= JF_LSQ_MAX: lsq_core.h's routines on J's QR triangle (jf_linalg_triangle). */
+static int covar_small(const double *J, size_t n, size_t np, double *cov, int *unident) {
+    double R[JF_LSQ_MAX * JF_LSQ_MAX], W[JF_LSQ_MAX * JF_LSQ_MAX], V[JF_LSQ_MAX * JF_LSQ_MAX];
+    double qb[JF_LSQ_MAX], sv[JF_LSQ_MAX], c[JF_LSQ_MAX];
+    int idx[JF_LSQ_MAX];
+    double *A = malloc(n * (np + 1) * sizeof *A);
+    if (!A) return JF_ERR_NOMEM;
+    int code = jf_linalg_triangle(J, NULL, n, np, A, R, qb);
+    free(A);
+    if (code == JF_OK) jf_lsq_covariance(R, np, n, idx, W, V, sv, c, cov, unident);
+    return code;
 }
 
 int jf_covar_jacobian(const double *J, size_t n, size_t np, double *cov, int *unident) {
+    if (np <= JF_LSQ_MAX) return covar_small(J, n, np, cov, unident);
     memset(cov, 0, np * np * sizeof *cov);
-    size_t *idx = malloc(np * sizeof *idx);
+    int *idx = malloc(np * sizeof *idx);
     double *c = malloc(np * sizeof *c);
     if (!idx || !c) {
         free(idx);
@@ -61,7 +60,7 @@ int jf_covar_jacobian(const double *J, size_t n, size_t np, double *cov, int *un
             for (size_t i = 0; i < n; i++) s += (J[i * np + k] / big) * (J[i * np + k] / big);
         unident[k] = !(big > 0);
         if (big > 0) {
-            idx[m] = k;
+            idx[m] = (int)k;
             c[m++] = big * sqrt(s);
         }
     }
@@ -88,7 +87,7 @@ int jf_covar_jacobian(const double *J, size_t n, size_t np, double *cov, int *un
             for (size_t j = 0; j < m; j++) sup[j] = sv[j] > thr ? 1.0 / (sv[j] * sv[j]) : 0.0;
             for (size_t j = 0; j < m; j++)
                 for (size_t a = 0; a < m; a++) W[j * m + a] = VT[a * m + j];
-            assemble(W, sup, m, idx, c, np, cov, unident);
+            jf_lsq_assemble(W, sup, m, idx, c, np, cov, unident);
         }
         free(W);
         free(VT);
@@ -102,7 +101,7 @@ int jf_covar_jacobian(const double *J, size_t n, size_t np, double *cov, int *un
 
 int jf_covar_normal(const double *A, size_t np, double *cov, int *unident) {
     memset(cov, 0, np * np * sizeof *cov);
-    size_t *idx = malloc(np * sizeof *idx);
+    int *idx = malloc(np * sizeof *idx);
     double *c = malloc(np * sizeof *c);
     double *V = malloc(np * np * sizeof *V);
     double *w = malloc(np * sizeof *w);
@@ -113,7 +112,7 @@ int jf_covar_normal(const double *A, size_t np, double *cov, int *unident) {
             double d = A[k * np + k];
             unident[k] = !(d > 0);
             if (d > 0) {
-                idx[m] = k;
+                idx[m] = (int)k;
                 c[m++] = sqrt(d);
             }
         }
@@ -132,7 +131,7 @@ int jf_covar_normal(const double *A, size_t np, double *cov, int *unident) {
             if (w[j] > wmax) wmax = w[j];
         double thr = (double)m * EPS * wmax;
         for (size_t j = 0; j < m; j++) w[j] = w[j] > thr ? 1.0 / w[j] : 0.0;
-        assemble(V, w, m, idx, c, np, cov, unident);
+        jf_lsq_assemble(V, w, m, idx, c, np, cov, unident);
     }
     free(idx);
     free(c);

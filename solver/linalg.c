@@ -30,6 +30,7 @@
 #include <string.h>
 
 #include "lm_core.h"
+#include "lsq_core.h"
 #include "solver.h"
 
 #define EPS 2.220446049250313e-16
@@ -203,4 +204,25 @@ int jf_linalg_lstsq(double *A, size_t n, size_t m, double *b, double *x) {
     if (info == LAPACK_WORK_MEMORY_ERROR || info == LAPACK_TRANSPOSE_MEMORY_ERROR)
         return JF_ERR_NOMEM;
     return info == 0 ? JF_OK : JF_ERR_INTERNAL;
+}
+
+int jf_linalg_triangle(const double *J, const double *r, size_t n, size_t np, double *A,
+                       double *R, double *qb) {
+    jf_blas_single_threaded();
+    if (np > JF_LSQ_MAX) return JF_ERR_INTERNAL;
+    size_t cols = np + 1;
+    for (size_t i = 0; i < n; i++) {
+        for (size_t a = 0; a < np; a++) A[a * n + i] = J[i * np + a];
+        A[np * n + i] = r ? -r[i] : 0.0;
+    }
+    double tau[JF_LSQ_MAX + 1];
+    lapack_int info = LAPACKE_dgeqrf(LAPACK_COL_MAJOR, (lapack_int)n, (lapack_int)cols, A,
+                                     (lapack_int)n, tau);
+    if (info == LAPACK_WORK_MEMORY_ERROR) return JF_ERR_NOMEM;
+    if (info != 0) return JF_ERR_INTERNAL;
+    for (size_t i = 0; i < np; i++) {
+        for (size_t a = 0; a < np; a++) R[i * np + a] = i <= a && i < n ? A[a * n + i] : 0.0;
+        qb[i] = i < n ? A[np * n + i] : 0.0;
+    }
+    return JF_OK;
 }

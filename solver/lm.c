@@ -17,7 +17,8 @@
  * Thurber) Gauss-Newton converges only linearly, so the parameters can then be 10⁻⁴ away from
  * the minimizer while the cost agrees to 10⁻⁸. When the loss is linear and n·p is at most
  * JF_LM_MATERIALIZE_MAX, converged runs continue with Gauss-Newton steps solved on the
- * materialized J by a column-scaled SVD least-squares solve (no squaring), accepted while the
+ * materialized J by a column-scaled least-squares solve (no squaring; up to JF_LSQ_MAX
+ * parameters lsq_core.h's routines on J's QR triangle, LAPACK's dgelsy above), accepted while the
  * cost does not rise above its rounding level and the steps keep contracting. This is what takes
  * every NIST StRD problem to 9+ correct digits (docs/ACCURACY.md).
  */
@@ -25,6 +26,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "lsq_core.h"
 #include "solver.h"
 #include "step.h"
 
@@ -242,6 +244,21 @@ static double half_ssr(const double *r, size_t n) {
     return 0.5 * s;
 }
 
+/* The Gauss-Newton step sF (m entries) on the free columns idx of the n×np row-major J with
+ * residuals r, np <= JF_LSQ_MAX: J's triangle (jf_linalg_triangle; A is its n·(np+1) work),
+ * then lsq_core.h's solve, the rule of jf_linalg_lstsq without dgelsy's cost (docs/SOLVER.md). */
+static int polish_step_small(const double *J, const double *r, size_t n, size_t np,
+                             const size_t *idx, size_t m, double *A, double *sF) {
+    double R[JF_LSQ_MAX * JF_LSQ_MAX], W[JF_LSQ_MAX * JF_LSQ_MAX], V[JF_LSQ_MAX * JF_LSQ_MAX];
+    double qb[JF_LSQ_MAX], sv[JF_LSQ_MAX], c[JF_LSQ_MAX];
+    int cols[JF_LSQ_MAX];
+    int code = jf_linalg_triangle(J, r, n, np, A, R, qb);
+    if (code != JF_OK) return code;
+    for (size_t a = 0; a < m; a++) cols[a] = (int)idx[a];
+    jf_lsq_solve(R, qb, np, n, cols, m, W, V, sv, c, sF);
+    return JF_OK;
+}
+
 /* Gauss-Newton steps on the materialized Jacobian (see the file comment). Leaves J and r at the
  * final point in st. Parameters on a bound stay there; a step that would leave the box ends the
  * polish. */
@@ -263,9 +280,10 @@ static int polish(jf_problem *prob, const jf_lm_config *cfg, double *x, jf_lm_st
     if (run_steps) {
         J2 = malloc(n * np * sizeof *J2);
         r2 = malloc(n * sizeof *r2);
-        W = malloc(n * np * sizeof *W);
+        if (!J2 || !r2) goto nomem;
+        W = malloc(n * (np + 1) * sizeof *W); /* LAPACK's copy of the columns */
         b = malloc(n * sizeof *b);
-        if (!J2 || !r2 || !W || !b) goto nomem;
+        if (!W || !b) goto nomem;
     }
     const double *y = prob->view.y, *wt = prob->view.w;
     double sn_prev = INFINITY;
@@ -278,10 +296,15 @@ static int polish(jf_problem *prob, const jf_lm_config *cfg, double *x, jf_lm_st
             if (cn2 > 0 && x[k] > cfg->lo[k] && x[k] < cfg->hi[k]) w->idx[m++] = k;
         }
         if (m == 0) break;
-        for (size_t a = 0; a < m; a++)
-            for (size_t i = 0; i < n; i++) W[a * n + i] = J[i * np + w->idx[a]];
-        for (size_t i = 0; i < n; i++) b[i] = -r[i];
-        int ls = jf_linalg_lstsq(W, n, m, b, w->sF);
+        int ls;
+        if (np <= JF_LSQ_MAX) {
+            ls = polish_step_small(J, r, n, np, w->idx, m, W, w->sF);
+        } else {
+            for (size_t a = 0; a < m; a++)
+                for (size_t i = 0; i < n; i++) W[a * n + i] = J[i * np + w->idx[a]];
+            for (size_t i = 0; i < n; i++) b[i] = -r[i];
+            ls = jf_linalg_lstsq(W, n, m, b, w->sF);
+        }
         if (ls != JF_OK) {
             if (ls == JF_ERR_NOMEM) goto nomem;
             break;

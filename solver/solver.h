@@ -121,6 +121,13 @@ JF_INTERNAL double jf_linalg_quad(jf_linalg *la, const double *w);
  * 1/(ε·max(n, m)) (dgelsy). A and b are destroyed. JF_OK, JF_ERR_NOMEM or JF_ERR_INTERNAL. */
 JF_INTERNAL int jf_linalg_lstsq(double *A, size_t n, size_t m, double *b, double *x);
 
+/* The triangle of J = QR (np×np row-major, upper; rows beyond n zero) and qb = (Qᵀb)[0..np) for
+ * the n×np row-major J and b = -r (r NULL: b = 0), from LAPACK's Householder QR (dgeqrf) of
+ * [J | b]; lsq_core.h's routines then solve and give the covariance. A is n·(np+1) doubles of
+ * work. JF_OK, JF_ERR_NOMEM or JF_ERR_INTERNAL. */
+JF_INTERNAL int jf_linalg_triangle(const double *J, const double *r, size_t n, size_t np,
+                                   double *A, double *R, double *qb);
+
 /* ---- covar.c ------------------------------------------------------------------------------- */
 
 /* cov = (JᵀJ)⁺ (np × np, row-major) from the materialized Jacobian (n × np row-major), by an

@@ -1,0 +1,261 @@
+/* solver/lsq_core.h — the small fits' least squares and covariance from a Givens QR built row by
+ * row — against LAPACK on the same matrices:
+ * - the solution of min ‖J s − b‖ equals dgelsd's on the column-scaled J (rcond ε·max(n, m)),
+ *   for all columns (the triangle's back substitution) and for column subsets (the SVD), over
+ *   sizes 1..16 and column scales spanning 10⁻⁶..10⁶, from the Givens triangle and from the
+ *   CPU's Householder one (jf_linalg_triangle), and what the rotations leave over equals the
+ *   residual ‖J s − b‖²;
+ * - the covariance (JᵀJ)⁺ equals the pseudo-inverse built from dgesvd of the scaled J, from the
+ *   Givens triangle and through covar.c (jf_covar_jacobian);
+ * - rank deficiency: a column that is a multiple of another gives dgelsd's minimum-norm
+ *   solution and marks both parameters unidentifiable; a zero column is unidentifiable and the
+ *   rest of the covariance is that of the other columns;
+ * - a triangle merged from two halves of the rows (as GPU lanes would merge) equals the triangle
+ *   of all rows.
+ */
+#include <lapacke.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "solver/solver.h"
+#include "solver/lsq_core.h"
+#include "tests/testlib.h"
+
+#define EPS 2.220446049250313e-16
+#define MAXN 64
+#define MAXP JF_LSQ_MAX
+
+static unsigned long long rng_state = 12345;
+
+static double uniform(void) { /* splitmix64 */
+    unsigned long long z = (rng_state += 0x9e3779b97f4a7c15ULL);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    z ^= z >> 31;
+    return (double)(z >> 11) / 9007199254740992.0 * 2.0 - 1.0;
+}
+
+/* J (n×p row-major) with column k scaled by scale[k], and b. */
+static void random_problem(size_t n, size_t p, const double *scale, double *J, double *b) {
+    for (size_t i = 0; i < n; i++) {
+        for (size_t k = 0; k < p; k++) J[i * p + k] = uniform() * scale[k];
+        b[i] = uniform();
+    }
+}
+
+static void triangle(const double *J, const double *b, size_t n, size_t p, double *R, double *qb,
+                     double *rest) {
+    double row[MAXP];
+    jf_lsq_clear(R, qb, rest, p);
+    for (size_t i = 0; i < n; i++) {
+        memcpy(row, J + i * p, p * sizeof *row);
+        jf_lsq_add_row(R, qb, rest, p, row, b[i]);
+    }
+}
+
+/* dgelsd on J[:, idx] with columns scaled to unit norm, unscaled: LAPACK's answer. */
+static void lapack_lstsq(const double *J, const double *b, size_t n, size_t p, const int *idx,
+                         size_t m, double *s) {
+    double A[MAXN * MAXP], B[MAXN], c[MAXP], sv[MAXP];
+    for (size_t a = 0; a < m; a++) {
+        double q = 0;
+        for (size_t i = 0; i < n; i++) q += J[i * p + idx[a]] * J[i * p + idx[a]];
+        c[a] = sqrt(q);
+        for (size_t i = 0; i < n; i++) A[a * n + i] = J[i * p + idx[a]] / c[a];
+    }
+    memcpy(B, b, n * sizeof *B);
+    lapack_int rank;
+    lapack_int info = LAPACKE_dgelsd(LAPACK_COL_MAJOR, (lapack_int)n, (lapack_int)m, 1, A,
+                                     (lapack_int)n, B, (lapack_int)n, sv,
+                                     EPS * (double)(n > m ? n : m), &rank);
+    CHECK(info == 0);
+    for (size_t a = 0; a < m; a++) s[a] = B[a] / c[a];
+}
+
+/* (JᵀJ)⁺ from dgesvd of the scaled J (all columns nonzero). */
+static void lapack_covariance(const double *J, size_t n, size_t p, double *cov) {
+    double A[MAXN * MAXP], c[MAXP], sv[MAXP], VT[MAXP * MAXP], sup[MAXP];
+    for (size_t a = 0; a < p; a++) {
+        double q = 0;
+        for (size_t i = 0; i < n; i++) q += J[i * p + a] * J[i * p + a];
+        c[a] = sqrt(q);
+        for (size_t i = 0; i < n; i++) A[a * n + i] = J[i * p + a] / c[a];
+    }
+    lapack_int info = LAPACKE_dgesvd(LAPACK_COL_MAJOR, 'N', 'A', (lapack_int)n, (lapack_int)p, A,
+                                     (lapack_int)n, sv, NULL, 1, VT, (lapack_int)p, sup);
+    CHECK(info == 0);
+    double thr = EPS * (double)(n > p ? n : p) * sv[0];
+    for (size_t a = 0; a < p; a++)
+        for (size_t bb = 0; bb < p; bb++) {
+            double t = 0;
+            for (size_t j = 0; j < p; j++)
+                if (sv[j] > thr) t += VT[j + a * p] * VT[j + bb * p] / (sv[j] * sv[j]);
+            cov[a * p + bb] = t / (c[a] * c[bb]);
+        }
+}
+
+/* max |x - y| / max|y|. */
+static double rel_diff(const double *x, const double *y, size_t m) {
+    double d = 0, big = 0;
+    for (size_t a = 0; a < m; a++) {
+        if (fabs(x[a] - y[a]) > d) d = fabs(x[a] - y[a]);
+        if (fabs(y[a]) > big) big = fabs(y[a]);
+    }
+    return big > 0 ? d / big : d;
+}
+
+/* max over entries of |cov - ref| / sqrt(ref_aa ref_bb): the error relative to the scale of the
+ * entry's variances, as a correlation-sized number. */
+static double cov_diff(const double *cov, const double *ref, size_t p) {
+    double d = 0;
+    for (size_t a = 0; a < p; a++)
+        for (size_t b = 0; b < p; b++) {
+            double e = fabs(cov[a * p + b] - ref[a * p + b]) / sqrt(ref[a * p + a] * ref[b * p + b]);
+            if (e > d) d = e;
+        }
+    return d;
+}
+
+static void test_random(void) {
+    static const size_t sizes[][2] = {{1, 1}, {3, 2}, {25, 5}, {10, 10}, {40, 8}, {60, 12}, {64, 16}};
+    double worst_s = 0, worst_sub = 0, worst_cov = 0, worst_rest = 0;
+    for (size_t t = 0; t < sizeof sizes / sizeof sizes[0]; t++)
+        for (int rep = 0; rep < 20; rep++) {
+            size_t n = sizes[t][0], p = sizes[t][1];
+            double scale[MAXP], J[MAXN * MAXP], b[MAXN], R[MAXP * MAXP], qb[MAXP], rest;
+            for (size_t k = 0; k < p; k++) scale[k] = pow(10.0, 6.0 * uniform());
+            random_problem(n, p, scale, J, b);
+            triangle(J, b, n, p, R, qb, &rest);
+            int idx[MAXP];
+            double W[MAXP * MAXP], V[MAXP * MAXP], sv[MAXP], c[MAXP], s[MAXP], ref[MAXP];
+            for (size_t k = 0; k < p; k++) idx[k] = (int)k;
+            jf_lsq_solve(R, qb, p, n, idx, p, W, V, sv, c, s);
+            lapack_lstsq(J, b, n, p, idx, p, ref);
+            double d = rel_diff(s, ref, p);
+            if (d > worst_s) worst_s = d;
+            /* what the rotations leave over is the least-squares residual */
+            double ssr = 0;
+            for (size_t i = 0; i < n; i++) {
+                double r = -b[i];
+                for (size_t k = 0; k < p; k++) r += J[i * p + k] * s[k];
+                ssr += r * r;
+            }
+            double bb = 0;
+            for (size_t i = 0; i < n; i++) bb += b[i] * b[i];
+            if (fabs(rest - ssr) / bb > worst_rest) worst_rest = fabs(rest - ssr) / bb;
+            /* the CPU's triangle: LAPACK's Householder QR of [J | b] (jf_linalg_triangle) */
+            double A[MAXN * (MAXP + 1)], R2[MAXP * MAXP], qb2[MAXP], s2[MAXP], mr[MAXN];
+            for (size_t i = 0; i < n; i++) mr[i] = -b[i];
+            CHECK(jf_linalg_triangle(J, mr, n, p, A, R2, qb2) == JF_OK);
+            jf_lsq_solve(R2, qb2, p, n, idx, p, W, V, sv, c, s2);
+            d = rel_diff(s2, ref, p);
+            if (d > worst_s) worst_s = d;
+            /* every other column: the SVD on R's columns */
+            size_t m = 0;
+            for (size_t k = 0; k < p; k += 2) idx[m++] = (int)k;
+            jf_lsq_solve(R, qb, p, n, idx, m, W, V, sv, c, s);
+            lapack_lstsq(J, b, n, p, idx, m, ref);
+            d = rel_diff(s, ref, m);
+            if (d > worst_sub) worst_sub = d;
+            /* covariance */
+            double cov[MAXP * MAXP], cref[MAXP * MAXP];
+            int unident[MAXP];
+            jf_lsq_covariance(R, p, n, idx, W, V, sv, c, cov, unident);
+            lapack_covariance(J, n, p, cref);
+            for (size_t k = 0; k < p; k++) CHECK(!unident[k]);
+            d = cov_diff(cov, cref, p);
+            if (d > worst_cov) worst_cov = d;
+            CHECK(jf_covar_jacobian(J, n, p, cov, unident) == JF_OK);
+            for (size_t k = 0; k < p; k++) CHECK(!unident[k]);
+            d = cov_diff(cov, cref, p);
+            if (d > worst_cov) worst_cov = d;
+        }
+    printf("random problems (n x p up to 64 x 16, column scales 1e-6..1e6): worst relative "
+           "difference from LAPACK: solution %.2g (column subsets %.2g), covariance %.2g; "
+           "leftover vs residual %.2g\n",
+           worst_s, worst_sub, worst_cov, worst_rest);
+    CHECK(worst_s < 1e-10);
+    CHECK(worst_sub < 1e-10);
+    CHECK(worst_cov < 1e-10);
+    CHECK(worst_rest < 1e-12);
+}
+
+static void test_rank_deficient(void) {
+    size_t n = 20, p = 4;
+    double scale[4] = {1, 1e3, 1e-2, 1}, J[MAXN * MAXP], b[MAXN], R[MAXP * MAXP], qb[MAXP], rest;
+    random_problem(n, p, scale, J, b);
+    for (size_t i = 0; i < n; i++) J[i * p + 3] = -2.0 * J[i * p + 1]; /* column 3 ∝ column 1 */
+    triangle(J, b, n, p, R, qb, &rest);
+    int idx[MAXP] = {0, 1, 2, 3};
+    double W[MAXP * MAXP], V[MAXP * MAXP], sv[MAXP], c[MAXP], s[MAXP], ref[MAXP];
+    CHECK(!jf_lsq_tri_inverse((jf_lsq_scaled(R, p, idx, p, W, c), W), p, n, V));
+    jf_lsq_solve(R, qb, p, n, idx, p, W, V, sv, c, s);
+    lapack_lstsq(J, b, n, p, idx, p, ref);
+    printf("rank-deficient (column 3 = -2 column 1): solution vs dgelsd's minimum norm %.2g\n",
+           rel_diff(s, ref, p));
+    CHECK(rel_diff(s, ref, p) < 1e-10);
+    double cov[MAXP * MAXP];
+    int unident[MAXP];
+    jf_lsq_covariance(R, p, n, idx, W, V, sv, c, cov, unident);
+    CHECK(!unident[0] && unident[1] && !unident[2] && unident[3]);
+
+    /* a zero column: unidentifiable, the others as if it were absent */
+    random_problem(n, p, scale, J, b);
+    for (size_t i = 0; i < n; i++) J[i * p + 2] = 0.0;
+    triangle(J, b, n, p, R, qb, &rest);
+    jf_lsq_covariance(R, p, n, idx, W, V, sv, c, cov, unident);
+    CHECK(!unident[0] && !unident[1] && unident[2] && !unident[3]);
+    double J3[MAXN * 3], cref[9];
+    for (size_t i = 0; i < n; i++) {
+        J3[i * 3 + 0] = J[i * p + 0];
+        J3[i * 3 + 1] = J[i * p + 1];
+        J3[i * 3 + 2] = J[i * p + 3];
+    }
+    lapack_covariance(J3, n, 3, cref);
+    static const int keep[3] = {0, 1, 3};
+    double worst = 0;
+    for (size_t a = 0; a < 3; a++)
+        for (size_t bb = 0; bb < 3; bb++) {
+            double e = fabs(cov[keep[a] * 4 + keep[bb]] - cref[a * 3 + bb]) /
+                       sqrt(cref[a * 3 + a] * cref[bb * 3 + bb]);
+            if (e > worst) worst = e;
+        }
+    CHECK(worst < 1e-10);
+    CHECK(cov[2 * 4 + 2] == 0.0);
+}
+
+static void test_merge(void) {
+    size_t n = 30, p = 6;
+    double scale[MAXP], J[MAXN * MAXP], b[MAXN];
+    for (size_t k = 0; k < p; k++) scale[k] = pow(10.0, (double)k - 3.0);
+    random_problem(n, p, scale, J, b);
+    double R[MAXP * MAXP], qb[MAXP], rest, R1[MAXP * MAXP], qb1[MAXP], rest1, R2[MAXP * MAXP],
+        qb2[MAXP], rest2, row[MAXP];
+    triangle(J, b, n, p, R, qb, &rest);
+    triangle(J, b, 13, p, R1, qb1, &rest1);
+    triangle(J + 13 * p, b + 13, n - 13, p, R2, qb2, &rest2);
+    for (size_t k = 0; k < p; k++) { /* the rows of R2 into R1 */
+        memcpy(row, R2 + k * p, p * sizeof *row);
+        jf_lsq_add_row(R1, qb1, &rest1, p, row, qb2[k]);
+    }
+    rest1 += rest2;
+    double d = 0;
+    for (size_t k = 0; k < p; k++)
+        for (size_t j = k; j < p; j++) {
+            double e = fabs(R1[k * p + j] - R[k * p + j]) / jf_lsq_col_norm(R, p, j);
+            if (e > d) d = e;
+        }
+    printf("triangle merged from two halves of the rows vs all rows: %.2g\n", d);
+    CHECK(d < 1e-13);
+    CHECK_NEAR(rest1, rest, 1e-12);
+    for (size_t k = 0; k < p; k++) CHECK(R1[k * p + k] >= 0);
+}
+
+int main(void) {
+    test_random();
+    test_rank_deficient();
+    test_merge();
+    return jf_test_finish();
+}
