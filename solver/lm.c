@@ -27,6 +27,7 @@
 #include <string.h>
 
 #include "lsq_core.h"
+#include "polish_core.h"
 #include "solver.h"
 #include "step.h"
 
@@ -34,15 +35,6 @@ _Static_assert(JF_STEP_FTOL == JF_FIT_FTOL && JF_STEP_XTOL == JF_FIT_XTOL &&
                    JF_STEP_FTOL_XTOL == JF_FIT_FTOL_XTOL && JF_STEP_GTOL == JF_FIT_GTOL &&
                    JF_STEP_MAX_NFEV == JF_FIT_MAX_NFEV && JF_STEP_STALLED == JF_FIT_STALLED,
                "step.h status codes must equal jf_fit_status");
-
-/* Polish: at most this many Gauss-Newton steps (linear convergence at rate ≈0.65 on MGH09 needs
- * about 40 to reach 10⁻¹² from 10⁻⁴). */
-#define POLISH_MAXIT 60
-/* Polish stops when a step no longer shrinks by this factor (rounding noise has been reached,
- * or Gauss-Newton does not converge here). */
-#define POLISH_CONTRACT 0.9
-/* Polish stops after an accepted step this small relative to ‖c x‖: further digits are noise. */
-#define POLISH_RTOL 1e-13
 
 /* Working storage of one run. */
 typedef struct lm_work {
@@ -238,6 +230,15 @@ static void from_jacobian(lm_work *w, const double *J, const double *r, size_t n
     st->optimality = jf_step_gnorm(w->g, w->diag, w->free_, w->F, np);
 }
 
+/* Σ jf_pol_noise_term over the points with residuals r: the cost's rounding level, unscaled. */
+static double noise_sum(const jf_problem *prob, const double *r) {
+    const double *y = prob->view.y, *wt = prob->view.w;
+    double s = 0;
+    for (size_t i = 0; i < prob->n; i++)
+        s += jf_pol_noise_term(r[i], y ? (wt ? wt[i] : 1.0) * y[i] : 0.0);
+    return s;
+}
+
 static double half_ssr(const double *r, size_t n) {
     double s = 0;
     for (size_t i = 0; i < n; i++) s += r[i] * r[i];
@@ -285,9 +286,9 @@ static int polish(jf_problem *prob, const jf_lm_config *cfg, double *x, jf_lm_st
         b = malloc(n * sizeof *b);
         if (!W || !b) goto nomem;
     }
-    const double *y = prob->view.y, *wt = prob->view.w;
-    double sn_prev = INFINITY;
-    for (int it = 0; run_steps && it < POLISH_MAXIT && st->nfev < cfg->max_nfev; it++) {
+    jf_pol P;
+    jf_pol_begin(&P, np, cfg->max_nfev, st->nfev, F, noise_sum(prob, r));
+    while (run_steps && jf_pol_more(&P)) {
         size_t m = 0;
         for (size_t k = 0; k < np; k++) {
             double cn2 = 0;
@@ -311,28 +312,12 @@ static int polish(jf_problem *prob, const jf_lm_config *cfg, double *x, jf_lm_st
         }
         memset(w->s, 0, np * sizeof(double));
         for (size_t a = 0; a < m; a++) w->s[w->idx[a]] = w->sF[a];
-        double sn = jf_step_scaled_norm(w->D, w->s, np);
-        double xn = jf_step_scaled_norm(w->D, x, np);
-        if (!(sn > 4 * JF_STEP_EPS * xn) || sn > POLISH_CONTRACT * sn_prev) break;
-        int inside = 1;
-        for (size_t k = 0; k < np; k++) {
-            w->x_try[k] = x[k] + w->s[k];
-            if (!(w->x_try[k] >= cfg->lo[k] && w->x_try[k] <= cfg->hi[k])) inside = 0;
-        }
-        if (!inside) break;
+        if (!jf_pol_propose(&P, w->D, x, w->s, cfg->lo, cfg->hi, w->x_try)) break;
         jf_problem_jacobian(prob, w->x_try, r2, J2);
-        st->nfev++;
-        if (!all_finite(r2, n) || !all_finite(J2, n * np)) break;
-        double F2 = half_ssr(r2, n);
-        /* Near the minimum the cost changes below the rounding of the residuals themselves
-         * (r_i carries an error of a few ε|w_i f_i|): bound that and accept within it. */
-        double noise = 0;
-        for (size_t i = 0; i < n; i++) {
-            double wf = r[i] + (y ? (wt ? wt[i] : 1.0) * y[i] : 0.0);
-            noise += fabs(r[i]) * (fabs(wf) + fabs(r[i]));
-        }
-        noise *= 16 * JF_STEP_EPS;
-        if (!(F2 <= F + noise)) break;
+        int finite = all_finite(r2, n) && all_finite(J2, n * np);
+        int kept = jf_pol_judge(&P, finite, finite ? half_ssr(r2, n) : 0.0,
+                                finite ? noise_sum(prob, r2) : 0.0);
+        if (!kept) break;
         double *t = J;
         J = J2;
         J2 = t;
@@ -340,11 +325,10 @@ static int polish(jf_problem *prob, const jf_lm_config *cfg, double *x, jf_lm_st
         r = r2;
         r2 = t;
         memcpy(x, w->x_try, np * sizeof(double));
-        F = F2;
-        st->polish++;
-        sn_prev = sn;
-        if (sn <= POLISH_RTOL * xn) break;
+        if (kept == 2) break;
     }
+    st->nfev = P.nfev;
+    st->polish = (size_t)P.steps;
     free(J2);
     free(r2);
     free(W);
