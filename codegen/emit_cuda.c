@@ -328,6 +328,27 @@ static void emit_fit_sums(jf_buf *b, const jf_emit_model *em, const jf_emit_opti
     jf_buf_puts(b, "}\n\n");
 }
 
+/* The batched solver's finish on the device (polish and covariance from J's triangle,
+ * solver/lsq_core.h): point i's weighted Jacobian row, and in rw its residual r, weight,
+ * observation and the model's rounding relative to fp64. The same point code as jf_fit_sums. */
+static void emit_fit_row(jf_buf *b, const jf_emit_model *em) {
+    const jf_schedule *s = em->sall;
+    size_t np = em->m->np;
+    jf_buf_printf(b,
+                  "#define JF_FIT_NP%s %zuu\n"
+                  "static __device__ __forceinline__ void jf_fit_row%s(const double *__restrict__ p,\n"
+                  "        const double *__restrict__ x, jf_index ldx, const double *__restrict__ y,\n"
+                  "        const double *__restrict__ w, jf_index i, double *row, double *rw)\n{\n",
+                  em->suffix, np, em->suffix);
+    jf_emit_load_params(b, s, "    ");
+    jf_buf_puts(b, "    (void)x;\n    (void)ldx;\n");
+    point_rj(b, s, np, 1, "    ");
+    for (size_t k = 0; k < np; k++) jf_buf_printf(b, "    row[%zu] = J%zu;\n", k, k);
+    /* rw[3]: the model's rounding in units of fp64's (fp32: 2^29) */
+    jf_buf_printf(b, "    rw[0] = r;\n    rw[1] = wi;\n    rw[2] = yi;\n    rw[3] = %s;\n}\n\n",
+                  b->real ? "536870912.0" : "1.0");
+}
+
 /* The batched solver's block-per-fit pass for many sums: jf_fit_sums_tiled leaves the totals
  * of [begin, end) at p in out (nacc doubles of shared memory) for every thread of the block.
  * The same point code and tiling as the tiled normal_eq. */
@@ -364,7 +385,10 @@ void jf_emit_cuda_model(jf_buf *b, const jf_emit_model *em, const jf_emit_option
     emit_residual(b, em);
     emit_jacobian_row(b, em);
     if (!o->no_normal_eq) emit_normal_eq(b, em, o);
-    if (o->cuda_batch && jf_emit_num_acc(m->np) <= JF_CUDA_REGISTER_SUMS) emit_fit_sums(b, em, o);
+    if (o->cuda_batch && jf_emit_num_acc(m->np) <= JF_CUDA_REGISTER_SUMS) {
+        emit_fit_sums(b, em, o);
+        emit_fit_row(b, em);
+    }
     else if (o->cuda_batch) emit_fit_sums_tiled(b, em, o);
     b->real = real;
 }

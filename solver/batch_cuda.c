@@ -10,9 +10,16 @@
  * tests; the warp repeats until its fit has ended, then takes the next fit (grid-stride), so a
  * finished fit frees its lanes and no host synchronization happens until all are done.
  *
- * The finish (polish, covariance, statistics) runs per fit on the host afterwards, like the
- * CPU batch (solver/fit.c), so a GPU batch returns what single fits return.
+ * The finish runs on the device too where lm.c would polish (linear loss, n·p up to
+ * JF_LM_MATERIALIZE_MAX; the warp-per-fit kernel): after its loop the warp evaluates the fit's
+ * sums and J's QR triangle (lanes fold their points by Givens rotations and merge, lsq_core.h),
+ * lane 0 runs the polish's decisions (polish_core.h, as lm.c does) and leaves the final JᵀJ,
+ * gradient, cost, optimality, R and Σ(f − y)²; the host then only assembles the result, the
+ * covariance from R (p×p work). Other fits (robust loss, a block per fit, a pass that is not
+ * finite) are finished on the host like the CPU batch's (solver/fit.c), so a GPU batch returns
+ * what single fits return.
  */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,6 +32,8 @@
 
 extern const char jf_embed_step_h[];
 extern const char jf_embed_lm_core_h[];
+extern const char jf_embed_lsq_core_h[];
+extern const char jf_embed_polish_core_h[];
 
 /* Warps per block of the batch kernel. */
 #define WARPS_PER_BLOCK 8
@@ -40,6 +49,129 @@ static const char batch_views[] =
     "                      iwss + (unsigned long long)f * jf_lmc_ws_ints(np), np);\n"
     "}\n";
 
+/* The finish on the device, for the warp-per-fit kernel (after lsq_core.h and polish_core.h). */
+static const char batch_finish[] =
+    "/* ---- the finish of a fit on the device: polish and J's triangle (solver/batch_cuda.c) ---- */\n"
+    "/* Fit [begin, end)'s triangle of [J | -r] at p: each lane folds its points by Givens rotations,\n"
+    " * then lanes merge in a fixed tree (lane l takes the rows of lane l + 16, 8, 4, 2, 1), so lane 0\n"
+    " * ends with R, qb and ex = {rest, rounding sum, sum of (f - y)^2}. Returns (on lane 0) whether\n"
+    " * every point's row and residual were finite. */\n"
+    "static __device__ int jf_batch_triangle(const double *__restrict__ p,\n"
+    "        const double *__restrict__ x, jf_index ldx, const double *__restrict__ y,\n"
+    "        const double *__restrict__ w, jf_index begin, jf_index end, unsigned int lane,\n"
+    "        double *R, double *qb, double *ex)\n"
+    "{\n"
+    "    const unsigned long long np = JF_FIT_NP;\n"
+    "    double row[JF_FIT_NP], rw[4];\n"
+    "    int fin = 1;\n"
+    "    jf_lsq_clear(R, qb, &ex[0], np);\n"
+    "    ex[1] = ex[2] = 0.0;\n"
+    "    for (jf_index i = begin + lane; i < end; i += 32) {\n"
+    "        jf_fit_row(p, x, ldx, y, w, i, row, rw);\n"
+    "        if (!jf_step_isfinite(rw[0]) || !jf_lmc_all_finite(row, np)) fin = 0;\n"
+    "        ex[1] += jf_pol_noise_term(rw[0], rw[1] * rw[2], rw[3]);\n"
+    "        const double d = rw[0] / rw[1];\n"
+    "        ex[2] += d * d;\n"
+    "        jf_lsq_add_row(R, qb, &ex[0], np, row, -rw[0]);\n"
+    "    }\n"
+    "    for (unsigned int off = 16; off > 0; off >>= 1) {\n"
+    "        double o[JF_FIT_NP * JF_FIT_NP + JF_FIT_NP + 3];\n"
+    "        for (unsigned long long q = 0; q < np * np; q++) o[q] = __shfl_down_sync(0xffffffffu, R[q], off);\n"
+    "        for (unsigned long long q = 0; q < np; q++) o[np * np + q] = __shfl_down_sync(0xffffffffu, qb[q], off);\n"
+    "        for (unsigned long long q = 0; q < 3; q++) o[np * np + np + q] = __shfl_down_sync(0xffffffffu, ex[q], off);\n"
+    "        const int ofin = __shfl_down_sync(0xffffffffu, fin, off);\n"
+    "        if (lane < off) {\n"
+    "            for (unsigned long long k = 0; k < np; k++)\n"
+    "                jf_lsq_add_row(R, qb, &ex[0], np, o + k * np, o[np * np + k]);\n"
+    "            for (unsigned long long q = 0; q < 3; q++) ex[q] += o[np * np + np + q];\n"
+    "            fin = fin && ofin;\n"
+    "        }\n"
+    "    }\n"
+    "    return fin;\n"
+    "}\n"
+    "/* Lane 0: the polish's next step from x (sums a and triangle R, qb there; n points), proposed to\n"
+    " * the machine; 1 when v->x_try awaits a pass. As lm.c's polish: D from the column norms, the\n"
+    " * free columns those nonzero and strictly inside the bounds. */\n"
+    "static __device__ int jf_batch_polish_step(jf_pol *P, jf_lmc_views *v, const double *a,\n"
+    "                                           const double *R, const double *qb, unsigned long long n)\n"
+    "{\n"
+    "    const unsigned long long np = JF_FIT_NP;\n"
+    "    if (!jf_pol_more(P)) return 0;\n"
+    "    jf_lmc_unpack(v, np, a);\n"
+    "    unsigned long long m = 0;\n"
+    "    for (unsigned long long k = 0; k < np; k++) {\n"
+    "        v->D[k] = sqrt(v->diag[k]);\n"
+    "        if (v->diag[k] > 0 && v->x[k] > v->lo[k] && v->x[k] < v->hi[k]) v->idx[m++] = (int)k;\n"
+    "    }\n"
+    "    if (m == 0) return 0;\n"
+    "    double W[JF_FIT_NP * JF_FIT_NP], V[JF_FIT_NP * JF_FIT_NP], sv[JF_FIT_NP], cc[JF_FIT_NP];\n"
+    "    jf_lsq_solve(R, qb, np, n, v->idx, m, W, V, sv, cc, v->sF);\n"
+    "    for (unsigned long long k = 0; k < np; k++) v->s[k] = 0.0;\n"
+    "    for (unsigned long long q = 0; q < m; q++) v->s[v->idx[q]] = v->sF[q];\n"
+    "    return jf_pol_propose(P, v->D, v->x, v->s, v->lo, v->hi, v->x_try);\n"
+    "}\n"
+    "/* The finish of fit [begin, end) after its loop, the warp evaluating and lane 0 deciding, as\n"
+    " * lm.c's finish does it: the sums and triangle at x; polish steps when the run converged; then\n"
+    " * JtJ, g, cost and optimality at the final x in c and v, and fo = {1, steps kept,\n"
+    " * sum of (f - y)^2, R (np x np)}. fo[0] stays 0 (the host finishes) when the pass at x is not\n"
+    " * finite. */\n"
+    "static __device__ void jf_batch_finish(const double *__restrict__ x, jf_index ldx,\n"
+    "        const double *__restrict__ y, const double *__restrict__ w, jf_index begin,\n"
+    "        jf_index end, unsigned int lane, jf_lmc *c, jf_lmc_views *v, double *fo)\n"
+    "{\n"
+    "    const unsigned long long np = JF_FIT_NP, nacc = JF_FIT_NACC;\n"
+    "    const unsigned long long n = (unsigned long long)(end - begin);\n"
+    "    double a[JF_FIT_NACC], R[JF_FIT_NP * JF_FIT_NP], qb[JF_FIT_NP], ex[3];\n"
+    "    double a2[JF_FIT_NACC], R2[JF_FIT_NP * JF_FIT_NP], qb2[JF_FIT_NP], ex2[3];\n"
+    "    jf_pol P;\n"
+    "    jf_fit_sums(v->x, x, ldx, y, w, begin, end, lane, 32, 0, 1.0, a);\n"
+    "    for (unsigned int q = 0; q < JF_FIT_NACC; q++) a[q] = jf_warp_sum(a[q]);\n"
+    "    const int fin = jf_batch_triangle(v->x, x, ldx, y, w, begin, end, lane, R, qb, ex);\n"
+    "    int go = 0, ok = 0;\n"
+    "    if (lane == 0) {\n"
+    "        fo[0] = 0.0;\n"
+    "        ok = fin && jf_lmc_all_finite(a, nacc);\n"
+    "        if (ok) {\n"
+    "            jf_pol_begin(&P, np, c->max_nfev, c->nfev, 0.5 * a[nacc - 1], ex[1]);\n"
+    "            const int converged = c->status >= JF_STEP_FTOL && c->status <= JF_STEP_GTOL;\n"
+    "            go = converged && jf_batch_polish_step(&P, v, a, R, qb, n);\n"
+    "        }\n"
+    "    }\n"
+    "    go = __shfl_sync(0xffffffffu, go, 0);\n"
+    "    __syncwarp(); /* lane 0's x_try is visible to the others */\n"
+    "    while (go) {\n"
+    "        jf_fit_sums(v->x_try, x, ldx, y, w, begin, end, lane, 32, 0, 1.0, a2);\n"
+    "        for (unsigned int q = 0; q < JF_FIT_NACC; q++) a2[q] = jf_warp_sum(a2[q]);\n"
+    "        const int fin2 = jf_batch_triangle(v->x_try, x, ldx, y, w, begin, end, lane, R2, qb2, ex2);\n"
+    "        if (lane == 0) {\n"
+    "            const int f2 = fin2 && jf_lmc_all_finite(a2, nacc);\n"
+    "            const int kept = jf_pol_judge(&P, f2, f2 ? 0.5 * a2[nacc - 1] : 0.0, f2 ? ex2[1] : 0.0);\n"
+    "            go = 0;\n"
+    "            if (kept) {\n"
+    "                for (unsigned long long k = 0; k < np; k++) v->x[k] = v->x_try[k];\n"
+    "                for (unsigned long long q = 0; q < nacc; q++) a[q] = a2[q];\n"
+    "                for (unsigned long long q = 0; q < np * np; q++) R[q] = R2[q];\n"
+    "                for (unsigned long long q = 0; q < np; q++) qb[q] = qb2[q];\n"
+    "                for (unsigned long long q = 0; q < 3; q++) ex[q] = ex2[q];\n"
+    "            }\n"
+    "            if (kept == 1) go = jf_batch_polish_step(&P, v, a, R, qb, n);\n"
+    "        }\n"
+    "        go = __shfl_sync(0xffffffffu, go, 0);\n"
+    "        __syncwarp();\n"
+    "    }\n"
+    "    if (lane == 0 && ok) {\n"
+    "        c->F = jf_lmc_unpack(v, np, a);\n"
+    "        jf_lmc_active_set(v, np);\n"
+    "        c->gnorm = jf_step_gnorm(v->g, v->diag, v->free_, c->F, np);\n"
+    "        c->nfev = P.nfev;\n"
+    "        fo[0] = 1.0;\n"
+    "        fo[1] = (double)P.steps;\n"
+    "        fo[2] = ex[2];\n"
+    "        for (unsigned long long q = 0; q < np * np; q++) fo[3 + q] = R[q];\n"
+    "    }\n"
+    "    __syncwarp();\n"
+    "}\n";
+
 /* The kernels, after the model (jf_fit_sums, or for many parameters jf_fit_sums_tiled), step.h,
  * lm_core.h and jf_batch_views. A model with register sums gets the warp-per-fit kernel and
  * jf_batch_block_totals (a block reduction) here; one with tiled sums gets no warp kernel, and
@@ -50,7 +182,8 @@ static const char batch_warp[] =
     "extern \"C\" __global__ void __launch_bounds__(32 * " "8" ")\n"
     "jf_batch_lm(const double *__restrict__ x, jf_index ldx, const double *__restrict__ y,\n"
     "            const double *__restrict__ w, const jf_index *__restrict__ off, unsigned int nfits,\n"
-    "            int loss, double f_scale, jf_lmc *cs, double *wss, int *iwss)\n"
+    "            int loss, double f_scale, jf_lmc *cs, double *wss, int *iwss,\n"
+    "            unsigned long long fin_max, double *fin)\n"
     "{\n"
     "    const unsigned int lane = threadIdx.x & 31u;\n"
     "    const unsigned int nwarps = (gridDim.x * blockDim.x) >> 5;\n"
@@ -71,6 +204,11 @@ static const char batch_warp[] =
     "            __syncwarp(); /* lane 0's x_try is visible to the others */\n"
     "            p = v.x_try;\n"
     "        }\n"
+    "        /* the finish here too (linear loss, J small enough to materialize on the host) */\n"
+    "        if (fin != nullptr && c->status != JF_LMC_NONFINITE &&\n"
+    "            (unsigned long long)(off[f + 1] - off[f]) * JF_FIT_NP <= fin_max)\n"
+    "            jf_batch_finish(x, ldx, y, w, off[f], off[f + 1], lane, c, &v,\n"
+    "                            fin + (unsigned long long)f * (3 + JF_FIT_NP * JF_FIT_NP));\n"
     "    }\n"
     "}\n"
     "/* the block's totals of one fit's points [begin, end) at p, in tot, for every thread */\n"
@@ -139,18 +277,25 @@ char *jf_batch_cuda_source(const struct jf_model *m, int loss, int single_precis
     jf_buf_puts(&b, jf_embed_step_h);
     jf_buf_puts(&b, jf_embed_lm_core_h);
     jf_buf_puts(&b, batch_views);
-    jf_buf_puts(&b, register_sums(m->np) ? batch_warp : batch_tiled);
+    if (register_sums(m->np)) {
+        jf_buf_puts(&b, jf_embed_lsq_core_h);
+        jf_buf_puts(&b, jf_embed_polish_core_h);
+        jf_buf_puts(&b, batch_finish);
+        jf_buf_puts(&b, batch_warp);
+    } else {
+        jf_buf_puts(&b, batch_tiled);
+    }
     jf_buf_puts(&b, batch_block);
     return jf_buf_take(&b);
 }
 
 /* Device buffers of a batch. */
 typedef struct batch_mem {
-    jf_devptr x, y, w, off, cs, ws, iws;
+    jf_devptr x, y, w, off, cs, ws, iws, fin;
 } batch_mem;
 
 static void batch_mem_free(batch_mem *bm) {
-    jf_devptr *all[] = {&bm->x, &bm->y, &bm->w, &bm->off, &bm->cs, &bm->ws, &bm->iws};
+    jf_devptr *all[] = {&bm->x, &bm->y, &bm->w, &bm->off, &bm->cs, &bm->ws, &bm->iws, &bm->fin};
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) jf_cuda_free(*all[i]);
 }
 
@@ -170,9 +315,12 @@ int jf_batch_cuda_run(const struct jf_model *m, const jf_jit_options *jo, jf_los
         weighted |= fits[f].w != NULL;
     }
     size_t nws = jf_lmc_ws_doubles(np), niws = jf_lmc_ws_ints(np);
+    /* the finish on the device: the warp-per-fit kernel, linear loss (as lm.c's polish) */
+    int regs = register_sums(np);
+    size_t nfin = regs && loss == JF_LOSS_LINEAR ? 3 + np * np : 0;
     size_t need = (total * (nv + 1 + (size_t)weighted)) * sizeof(double) +
                   (nfits + 1) * sizeof(unsigned long long) +
-                  nfits * (sizeof(jf_lmc) + nws * sizeof(double) + niws * sizeof(int));
+                  nfits * (sizeof(jf_lmc) + (nws + nfin) * sizeof(double) + niws * sizeof(int));
     size_t avail = jf_gpu_usable_memory(max_mem);
     if (need > avail) {
         snprintf(why, n, "the batch needs %.1f MiB of GPU memory, %.1f MiB are usable",
@@ -187,7 +335,6 @@ int jf_batch_cuda_run(const struct jf_model *m, const jf_jit_options *jo, jf_los
     }
     static const char *const names[] = {"jf_batch_lm", "jf_batch_lm_block"};
     static const char *const names_tiled[] = {"jf_batch_lm_block"};
-    int regs = register_sums(np);
     void *fns[2] = {NULL, NULL};
     int code = jf_cuda_module_get(src, regs ? names : names_tiled, regs ? 2 : 1, jo, fns, NULL,
                                   why, n, NULL, 0);
@@ -201,9 +348,11 @@ int jf_batch_cuda_run(const struct jf_model *m, const jf_jit_options *jo, jf_los
     jf_lmc *hc = calloc(nfits, sizeof *hc);
     double *hws = calloc(nfits * nws, sizeof *hws);
     int *hiws = calloc(nfits * niws, sizeof *hiws);
+    double *hfin = nfin ? calloc(nfits * nfin, sizeof *hfin) : NULL;
     batch_mem bm;
     memset(&bm, 0, sizeof bm);
-    if ((nv && !hx) || !hy || (weighted && !hw) || !hoff || !hc || !hws || !hiws) {
+    if ((nv && !hx) || !hy || (weighted && !hw) || !hoff || !hc || !hws || !hiws ||
+        (nfin && !hfin)) {
         snprintf(why, n, "out of memory");
         code = JF_ERR_NOMEM;
         goto done;
@@ -219,18 +368,22 @@ int jf_batch_cuda_run(const struct jf_model *m, const jf_jit_options *jo, jf_los
     if (code == JF_OK) code = jf_cuda_alloc(&bm.cs, nfits * sizeof *hc, why, n);
     if (code == JF_OK) code = jf_cuda_alloc(&bm.ws, nfits * nws * sizeof(double), why, n);
     if (code == JF_OK) code = jf_cuda_alloc(&bm.iws, nfits * niws * sizeof(int), why, n);
+    if (code == JF_OK && nfin) code = jf_cuda_alloc(&bm.fin, nfits * nfin * sizeof(double), why, n);
     if (code == JF_OK && nv) code = jf_cuda_to_device(bm.x, hx, nv * total * sizeof(double), why, n);
     if (code == JF_OK) code = jf_cuda_to_device(bm.y, hy, total * sizeof(double), why, n);
     if (code == JF_OK && weighted) code = jf_cuda_to_device(bm.w, hw, total * sizeof(double), why, n);
     if (code == JF_OK) code = jf_cuda_to_device(bm.off, hoff, (nfits + 1) * sizeof *hoff, why, n);
     if (code == JF_OK) code = jf_cuda_to_device(bm.cs, hc, nfits * sizeof *hc, why, n);
     if (code == JF_OK) code = jf_cuda_to_device(bm.ws, hws, nfits * nws * sizeof(double), why, n);
+    int fin_kernel = 0; /* the warp-per-fit kernel ran, with the finish */
     if (code == JF_OK) {
         unsigned long long ldx = total;
         unsigned int nf = (unsigned int)nfits;
         int loss_ = (int)loss;
         double fs = f_scale;
-        void *args[] = {&bm.x, &ldx, &bm.y, &bm.w, &bm.off, &nf, &loss_, &fs, &bm.cs, &bm.ws, &bm.iws};
+        unsigned long long fin_max = JF_LM_MATERIALIZE_MAX;
+        void *args[] = {&bm.x,  &ldx,   &bm.y,   &bm.w,    &bm.off, &nf,   &loss_,
+                        &fs,    &bm.cs, &bm.ws,  &bm.iws, &fin_max, &bm.fin};
         size_t per_block = 32 * WARPS_PER_BLOCK, fits_per_block = WARPS_PER_BLOCK;
         void *fn = fns[0];
         const char *e = getenv("JITFIT_GPU_BATCH_BLOCK");
@@ -240,12 +393,15 @@ int jf_batch_cuda_run(const struct jf_model *m, const jf_jit_options *jo, jf_los
             per_block = JF_CUDA_BLOCK;
             fits_per_block = 1;
         }
+        fin_kernel = nfin && fits_per_block > 1;
         size_t blocks = (nfits + fits_per_block - 1) / fits_per_block;
         if (blocks > 65535) blocks = 65535; /* the kernel strides over the rest */
         code = jf_cuda_launch(fn, (unsigned)blocks, (unsigned)per_block, 0, args, why, n);
     }
     if (code == JF_OK) code = jf_cuda_to_host(hc, bm.cs, nfits * sizeof *hc, why, n);
     if (code == JF_OK) code = jf_cuda_to_host(hws, bm.ws, nfits * nws * sizeof(double), why, n);
+    if (code == JF_OK && nfin && fin_kernel)
+        code = jf_cuda_to_host(hfin, bm.fin, nfits * nfin * sizeof(double), why, n);
     for (size_t f = 0; code == JF_OK && f < nfits; f++) {
         jf_lmc_views v;
         jf_lmc_views_init(&v, hws + f * nws, hiws + f * niws, np);
@@ -258,6 +414,11 @@ int jf_batch_cuda_run(const struct jf_model *m, const jf_jit_options *jo, jf_los
         memcpy(o->x, v.x, np * sizeof(double));
         memcpy(o->A, v.A, np * np * sizeof(double));
         memcpy(o->g, v.g, np * sizeof(double));
+        const double *fo = hfin && fin_kernel ? hfin + f * nfin : NULL;
+        o->finished = fo && fo[0] != 0.0;
+        o->polish = o->finished ? (size_t)fo[1] : 0;
+        o->ssr_plain = o->finished ? fo[2] : NAN;
+        if (o->finished) memcpy(o->R, fo + 3, np * np * sizeof(double));
     }
 done:
     batch_mem_free(&bm);
@@ -268,5 +429,6 @@ done:
     free(hc);
     free(hws);
     free(hiws);
+    free(hfin);
     return code;
 }

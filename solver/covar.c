@@ -41,6 +41,12 @@ static int covar_small(const double *J, size_t n, size_t np, double *cov, int *u
     return code;
 }
 
+void jf_covar_triangle(const double *R, size_t n, size_t np, double *cov, int *unident) {
+    double W[JF_LSQ_MAX * JF_LSQ_MAX], V[JF_LSQ_MAX * JF_LSQ_MAX], sv[JF_LSQ_MAX], c[JF_LSQ_MAX];
+    int idx[JF_LSQ_MAX];
+    jf_lsq_covariance(R, np, n, idx, W, V, sv, c, cov, unident);
+}
+
 int jf_covar_jacobian(const double *J, size_t n, size_t np, double *cov, int *unident) {
     if (np <= JF_LSQ_MAX) return covar_small(J, n, np, cov, unident);
     memset(cov, 0, np * np * sizeof *cov);

@@ -395,7 +395,20 @@ static int run_fit(const fit_setup *s, const jf_data *d, const double *w, const 
         st.iterations = pre->iterations;
         st.cost = pre->cost;
         st.optimality = pre->status == JF_FIT_NONFINITE ? NAN : pre->optimality;
-        code = jf_lm_finish(&prob, cfg, r->params, &st, pre->A, pre->g);
+        if (pre->finished) { /* the device ran the finish: its results at the final point */
+            st.polish = pre->polish;
+            st.A = malloc(np * np * sizeof *st.A);
+            st.g = malloc(np * sizeof *st.g);
+            code = st.A && st.g ? JF_OK : JF_ERR_NOMEM;
+            if (code == JF_OK) {
+                memcpy(st.A, pre->A, np * np * sizeof *st.A);
+                memcpy(st.g, pre->g, np * sizeof *st.g);
+            } else {
+                jf_lm_state_free(&st);
+            }
+        } else {
+            code = jf_lm_finish(&prob, cfg, r->params, &st, pre->A, pre->g);
+        }
     } else {
         code = jf_fit_host_resident ? jf_lm_solve_resident(&prob, cfg, r->params, &st)
                                     : jf_lm_solve(&prob, cfg, r->params, &st);
@@ -418,13 +431,19 @@ static int run_fit(const fit_setup *s, const jf_data *d, const double *w, const 
             snprintf(b->message, MSG_LEN,
                      "the residuals or the Jacobian are not finite at the starting point");
         } else {
-            code = st.J ? jf_covar_jacobian(st.J, n, np, r->covariance, unident)
-                        : jf_covar_normal(st.A, np, r->covariance, unident);
+            if (pre && pre->finished) jf_covar_triangle(pre->R, n, np, r->covariance, unident);
+            else if (st.J) code = jf_covar_jacobian(st.J, n, np, r->covariance, unident);
+            else code = jf_covar_normal(st.A, np, r->covariance, unident);
         }
     }
     if (code == JF_OK && st.status != JF_FIT_NONFINITE) {
         double sums[2];
-        jf_problem_residual_sums(&prob, r->params, sums);
+        if (pre && pre->finished) { /* the device's final pass: Σ (f − y)², and SSR = 2F */
+            sums[0] = pre->ssr_plain;
+            sums[1] = 2.0 * st.cost;
+        } else {
+            jf_problem_residual_sums(&prob, r->params, sums);
+        }
         r->ssr = sums[1];
         r->chi2 = d->sigma ? sums[1] : NAN;
         r->reduced_chi2 = d->sigma ? sums[1] / (double)r->dof : NAN;
@@ -669,9 +688,10 @@ static int batch_gpu_iterations(const fit_setup *s, size_t nfits, const jf_data 
     }
     for (size_t i = 0; i < nfits; i++) {
         pre[i].status = -1;
-        pre[i].x = store + i * (np * np + 2 * np);
+        pre[i].x = store + i * (2 * np * np + 2 * np);
         pre[i].A = pre[i].x + np;
         pre[i].g = pre[i].A + np * np;
+        pre[i].R = pre[i].g + np;
         char msg[MSG_LEN];
         if (check_data(s, &data[i], &ws[i], NULL) != JF_OK ||
             jf_bounds_start(m, p0 ? p0 + i * np : s->o.p0, s->lo, s->hi, x0 + i * np, msg,
@@ -744,7 +764,7 @@ int jf_fit_batch(const jf_model *m, size_t nfits, const jf_data *data, const dou
         size_t np = m->np;
         char why[MSG_LEN] = "", fallback[MSG_LEN] = "";
         pre = calloc(nfits, sizeof *pre);
-        store = malloc(nfits * (np * np + 2 * np) * sizeof *store);
+        store = malloc(nfits * (2 * np * np + 2 * np) * sizeof *store);
         st = pre && store ? batch_gpu_iterations(&s, nfits, data, p0, pre, store, why, sizeof why,
                                                  fallback)
                           : JF_ERR_NOMEM;
@@ -755,9 +775,19 @@ int jf_fit_batch(const jf_model *m, size_t nfits, const jf_data *data, const dou
             free(pre);
             pre = NULL;
         } else if (st == JF_OK) {
-            size_t len = strlen(s.device_note);
-            snprintf(s.device_note + len, sizeof s.device_note - len,
-                     "; batch: one launch, a warp per fit, then the finish on the CPU");
+            size_t len = strlen(s.device_note), ndev = 0;
+            for (size_t i = 0; i < nfits; i++) ndev += pre[i].status >= 0 && pre[i].finished;
+            if (ndev == 0)
+                snprintf(s.device_note + len, sizeof s.device_note - len,
+                         "; batch: one launch, then the finish on the CPU");
+            else if (ndev == nfits)
+                snprintf(s.device_note + len, sizeof s.device_note - len,
+                         "; batch: one launch, the finish (polish, J's triangle) included");
+            else
+                snprintf(s.device_note + len, sizeof s.device_note - len,
+                         "; batch: one launch, the finish (polish, J's triangle) on the GPU for "
+                         "%zu of %zu fits, the rest on the CPU",
+                         ndev, nfits);
         }
         /* the finish (polish, statistics) and a fallback need the CPU kernels */
         if (st == JF_OK || st == FIT_GPU_FALLBACK) st = setup_cpu_kernels(&s, &setup_err);

@@ -10,7 +10,7 @@
  *                      pass at x_try; jf_pol_judge → 1 keep (x = x_try), 2 keep and stop, 0 stop.
  * A step is tried while it contracts (≤ 0.9 of the last kept one), is above 4ε‖D x‖ and stays in
  * the box; it is kept while the cost does not rise above its rounding level at x,
- * 16ε Σ|r_i|(|w_i f_i| + |r_i|) (near the minimum the cost changes below the rounding of the
+ * 16ε Σ|r_i|(|w_i f_i| + |r_i|), with the model's own ε in the first term (near the minimum the cost changes below the rounding of the
  * residuals, so a strict decrease test would stop at random); at most JF_POL_MAXIT steps and the
  * evaluation budget; a kept step below JF_POL_RTOL‖D x‖ is the last.
  *
@@ -47,10 +47,11 @@ typedef struct jf_pol {
 } jf_pol;
 
 /* One point's term of the rounding sum: r its weighted residual, wy its weighted observation
- * (w_i f_i = r + wy). */
-JF_HD double jf_pol_noise_term(double r, double wy) {
+ * (w_i f_i = r + wy), rel the model value's rounding in units of fp64's (1; 2²⁹ for a model
+ * evaluated in fp32, whose f_i carries an error of a few fp32 ε). */
+JF_HD double jf_pol_noise_term(double r, double wy, double rel) {
     double wf = r + wy;
-    return fabs(r) * (fabs(wf) + fabs(r));
+    return fabs(r) * (fabs(wf) * rel + fabs(r));
 }
 
 /* Begins at x: F its cost, noise_sum Σ jf_pol_noise_term over its points. */

@@ -137,6 +137,9 @@ JF_INTERNAL int jf_covar_jacobian(const double *J, size_t n, size_t np, double *
 /* The same from JᵀJ (np × np full storage) by an eigen-decomposition of the Jacobi-scaled
  * matrix, for when J is not materialized. */
 JF_INTERNAL int jf_covar_normal(const double *A, size_t np, double *cov, int *unident);
+/* The same from J's QR triangle R (np × np row-major upper, from n rows), as the GPU batch's
+ * finish leaves it: lsq_core.h's routines. */
+JF_INTERNAL void jf_covar_triangle(const double *R, size_t n, size_t np, double *cov, int *unident);
 /* Scales cov by s2 and derives the standard errors and the correlation matrix. */
 JF_INTERNAL void jf_covar_finish(double *cov, const int *unident, size_t np, double s2,
                                  double *std_errors, double *correlation);
@@ -380,12 +383,17 @@ typedef struct jf_batch_fit {
     const double *x0;
 } jf_batch_fit;
 
-/* What the device loop leaves for one fit (x, A and g point to caller memory: np, np², np). */
+/* What the device loop leaves for one fit (x, A, g and R point to caller memory: np, np², np,
+ * np²). With finished set the device also ran the finish (polish, J's triangle R and
+ * Σ(f − y)² at the final x; cost, optimality, A and g there), else the host must. */
 typedef struct jf_batch_out {
     int status;
     size_t nfev, iterations;
     double cost, optimality;
-    double *x, *A, *g;
+    double *x, *A, *g, *R;
+    int finished;     /* the device ran the finish */
+    size_t polish;    /* its polish steps kept */
+    double ssr_plain; /* Σ (f − y)² at the final x */
 } jf_batch_out;
 
 /* 1 when a model of np parameters can be batched on the GPU (register sums up to 8, tiled sums

@@ -10,7 +10,8 @@
  * forced memory limit streamed in chunks with the in-memory answer, or, when not even the chunk
  * buffers fit, fitted on the CPU with a note,
  * `jitfit fit --device gpu -v` reports the synchronizations, and a batch of 300 fits of
- * different lengths in one launch equals the CPU batch (fp64 to 1e-10, fp32 to 0.01 s.e.), and a
+ * different lengths in one launch equals the CPU batch (fp64 to 1e-10, parameters, standard errors
+ * and statistics from the finish on the device; fp32 to 0.01 s.e.), and a
  * 60-parameter sum of peaks equals the CPU fit to 1e-10 (through the many-parameter path:
  * J in chunks, cuBLAS, p×p factorizations by cuSOLVER or by the kernel), as do the NIST
  * problems and the damped sine with that path forced (one cuSOLVER round per pass), streamed
@@ -93,6 +94,64 @@ static void test_nist(void) {
         jf_model_free(m);
     }
     fclose(tsv);
+}
+
+/* Every NIST problem as a GPU batch of its two starts, the finish on the device (the polish's
+ * up to 60 Gauss-Newton steps on MGH09 and Thurber, J's triangle from the lanes' Givens
+ * rotations): equal to the CPU's single fits to 1e-10 in parameters and standard errors (their
+ * ratio to √cost); both converge. */
+static void test_batch_nist(void) {
+    char dir[512], path[600];
+    snprintf(dir, sizeof dir, "%s/tests/data/nist", JF_SOURCE_DIR);
+    snprintf(path, sizeof path, "%s/models.tsv", dir);
+    FILE *tsv = fopen(path, "rb");
+    if (!CHECK(tsv != NULL)) return;
+    static problem prob;
+    long idx[MAXP];
+    jf_model *m;
+    double worst = 0, worst_se = 0;
+    int finished = 0, total = 0;
+    while ((m = nist_next(tsv, dir, &prob, idx)) != NULL) {
+        double p0[2 * MAXP];
+        for (int s = 0; s < 2; s++)
+            for (size_t k = 0; k < prob.np; k++) p0[s * prob.np + idx[k]] = prob.start[s][k];
+        jf_data d[2] = {{prob.n, prob.x, MAXN, prob.y, NULL}, {prob.n, prob.x, MAXN, prob.y, NULL}};
+        jf_fit_options o = jf_fit_options_default();
+        jf_fit_result *rc[2] = {NULL, NULL}, *rg[2] = {NULL, NULL};
+        o.device = JF_DEVICE_CPU;
+        CHECK(jf_fit_batch(m, 2, d, p0, &o, rc, NULL) == JF_OK);
+        o.device = JF_DEVICE_GPU;
+        CHECK(jf_fit_batch(m, 2, d, p0, &o, rg, NULL) == JF_OK);
+        for (int s = 0; s < 2; s++) {
+            if (!CHECK(rc[s] && rg[s])) continue;
+            total++;
+            finished += strstr(rg[s]->device_note, "finish (polish, J's triangle) included") != NULL;
+            /* standard errors over √cost: Lanczos1's residuals are rounding noise (certified RSS
+             * 1e-24), so its s² differs with any change in summation order */
+            double e = 0, es = 0, sc = sqrt(rc[s]->cost / rg[s]->cost);
+            for (size_t k = 0; k < prob.np; k++) {
+                e = fmax(e, fabs(rg[s]->params[k] / rc[s]->params[k] - 1));
+                es = fmax(es, fabs(rg[s]->std_errors[k] * sc / rc[s]->std_errors[k] - 1));
+            }
+            if (e > 1e-10 || es > 1e-10 || rg[s]->status != rc[s]->status)
+                printf("  %s start %d: parameters %.2g, standard errors %.2g, status %d/%d, nfev %zu/%zu\n",
+                       prob.name, s + 1, e, es, rg[s]->status, rc[s]->status, rg[s]->nfev, rc[s]->nfev);
+            worst = fmax(worst, e);
+            worst_se = fmax(worst_se, es);
+            CHECK(rg[s]->success == rc[s]->success);
+        }
+        for (int s = 0; s < 2; s++) {
+            jf_fit_result_free(rc[s]);
+            jf_fit_result_free(rg[s]);
+        }
+        jf_model_free(m);
+    }
+    fclose(tsv);
+    printf("NIST problems as GPU batches (%d fits, %d finished on the device): max rel. diff from "
+           "the CPU %.2g, standard errors %.2g\n", total, finished, worst, worst_se);
+    CHECK(finished == total);
+    CHECK(worst <= 1e-10);
+    CHECK(worst_se <= 1e-10);
 }
 
 static void sine(size_t n, double *x, double *y, double *sig) {
@@ -405,18 +464,33 @@ static void test_batch(void) {
     CHECK(jf_fit_batch(m, NF, d, NULL, &o, rg, NULL) == JF_OK);
     o.single_precision = 1;
     CHECK(jf_fit_batch(m, NF, d, NULL, &o, rs, NULL) == JF_OK);
-    double dev = 0, dev32 = 0;
+    double dev = 0, dev32 = 0, devse = 0, devstat = 0;
+    int same_nfev = 0, polished = 0;
     for (int f = 0; f < NF; f++) {
         if (!CHECK(rc[f] && rg[f] && rs[f])) continue;
         CHECK(rg[f]->backend == JF_BACKEND_CUDA && rg[f]->success == rc[f]->success);
         for (int k = 0; k < 5; k++) {
             double a = rc[f]->params[k];
             dev = fmax(dev, fabs(rg[f]->params[k] - a) / fmax(fabs(a), 1e-2));
+            devse = fmax(devse, fabs(rg[f]->std_errors[k] / rc[f]->std_errors[k] - 1));
             dev32 = fmax(dev32, fabs(rs[f]->params[k] - a) / rc[f]->std_errors[k]);
         }
+        /* the finish ran on the device: statistics and correlations as the CPU's */
+        devstat = fmax(devstat, fabs(rg[f]->ssr / rc[f]->ssr - 1));
+        devstat = fmax(devstat, fabs(rg[f]->r_squared - rc[f]->r_squared));
+        devstat = fmax(devstat, fabs(rg[f]->cost / rc[f]->cost - 1));
+        devstat = fmax(devstat, fabs(rg[f]->correlation[1] - rc[f]->correlation[1]));
+        same_nfev += rg[f]->nfev == rc[f]->nfev;
+        polished += strstr(rc[f]->message, "polish") != NULL;
+        if (f == 0) CHECK_CONTAINS(rg[f]->device_note, "the finish (polish, J's triangle) included");
     }
-    printf("batch of %d fits: GPU vs CPU max rel. diff %.2g; fp32 within %.2g s.e.\n", NF, dev, dev32);
+    printf("batch of %d fits: GPU vs CPU max rel. diff %.2g (standard errors %.2g, statistics "
+           "%.2g; same nfev in %d, %d polished); fp32 within %.2g s.e.\n",
+           NF, dev, devse, devstat, same_nfev, polished, dev32);
     CHECK(dev <= 1e-10);
+    CHECK(devse <= 1e-10);
+    CHECK(devstat <= 1e-10);
+    CHECK(polished > NF / 2);
     CHECK(dev32 <= 0.01);
     /* a block per fit (what long fits get): forced on 60 of them */
     enum { NB = 60 };
@@ -496,6 +570,7 @@ int main(void) {
     if (jf_cuda_emulated()) test_while_refused();
     test_peaks();
     test_batch();
+    test_batch_nist();
     test_batch_tiled();
     test_cli();
     return jf_test_finish();
