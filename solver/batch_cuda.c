@@ -11,11 +11,11 @@
  * finished fit frees its lanes and no host synchronization happens until all are done.
  *
  * The finish runs on the device too where lm.c would polish (linear loss, n·p up to
- * JF_LM_MATERIALIZE_MAX; the warp-per-fit kernel): after its loop the warp evaluates the fit's
- * sums and J's QR triangle (lanes fold their points by Givens rotations and merge, lsq_core.h),
- * lane 0 runs the polish's decisions (polish_core.h, as lm.c does) and leaves the final JᵀJ,
- * gradient, cost, optimality, R and Σ(f − y)²; the host then only assembles the result, the
- * covariance from R (p×p work). Other fits (robust loss, a block per fit, a pass that is not
+ * JF_LM_MATERIALIZE_MAX; sums in registers, up to 8 parameters): after its loop the warp or
+ * block evaluates the fit's sums and J's QR triangle (threads fold their points by Givens
+ * rotations and merge in a fixed order, lsq_core.h), one thread runs the polish's decisions
+ * (polish_core.h, as lm.c does) and leaves the final JᵀJ, gradient, cost, optimality, R and
+ * Σ(f − y)²; the host then only assembles the result, the covariance from R (p×p work). Other fits (robust loss, many parameters, a pass that is not
  * finite) are finished on the host like the CPU batch's (solver/fit.c), so a GPU batch returns
  * what single fits return.
  */
@@ -49,24 +49,37 @@ static const char batch_views[] =
     "                      iwss + (unsigned long long)f * jf_lmc_ws_ints(np), np);\n"
     "}\n";
 
-/* The finish on the device, for the warp-per-fit kernel (after lsq_core.h and polish_core.h). */
+/* The finish on the device (after lsq_core.h and polish_core.h): helpers and the warp's. */
 static const char batch_finish[] =
     "/* ---- the finish of a fit on the device: polish and J's triangle (solver/batch_cuda.c) ---- */\n"
-    "/* Fit [begin, end)'s triangle of [J | -r] at p: each lane folds its points by Givens rotations,\n"
-    " * then lanes merge in a fixed tree (lane l takes the rows of lane l + 16, 8, 4, 2, 1), so lane 0\n"
-    " * ends with R, qb and ex = {rest, rounding sum, sum of (f - y)^2}. Returns (on lane 0) whether\n"
-    " * every point's row and residual were finite. */\n"
-    "static __device__ int jf_batch_triangle(const double *__restrict__ p,\n"
-    "        const double *__restrict__ x, jf_index ldx, const double *__restrict__ y,\n"
-    "        const double *__restrict__ w, jf_index begin, jf_index end, unsigned int lane,\n"
-    "        double *R, double *qb, double *ex)\n"
+    "/* Doubles of one packed triangle: R, qb, ex (rest, rounding sum, sum of (f - y)^2), finite flag. */\n"
+    "#define JF_TRI_PACK (JF_FIT_NP * JF_FIT_NP + JF_FIT_NP + 4u)\n"
+    "/* Folds the packed triangle o into R, qb, ex (its rows are rows for them); returns the joint\n"
+    " * finite flag. */\n"
+    "static __device__ int jf_batch_merge(double *R, double *qb, double *ex, int fin, double *o)\n"
     "{\n"
     "    const unsigned long long np = JF_FIT_NP;\n"
+    "    for (unsigned long long k = 0; k < np; k++)\n"
+    "        jf_lsq_add_row(R, qb, &ex[0], np, o + k * np, o[np * np + k]);\n"
+    "    for (unsigned long long q = 0; q < 3; q++) ex[q] += o[np * np + np + q];\n"
+    "    return fin && o[np * np + np + 3] != 0.0;\n"
+    "}\n"
+    "/* The triangle of [J | -r] over points begin + first, + step, ... of [begin, end) at p, folded\n"
+    " * by this thread with Givens rotations into R, qb, ex; then the warp's 32 merged in a fixed tree\n"
+    " * (lane l takes the rows of lane l + 16, 8, 4, 2, 1), so lane 0 holds the warp's. Returns (on\n"
+    " * lane 0) whether every point's row and residual were finite. */\n"
+    "static __device__ int jf_batch_triangle(const double *__restrict__ p,\n"
+    "        const double *__restrict__ x, jf_index ldx, const double *__restrict__ y,\n"
+    "        const double *__restrict__ w, jf_index begin, jf_index end, jf_index first,\n"
+    "        jf_index step, double *R, double *qb, double *ex)\n"
+    "{\n"
+    "    const unsigned long long np = JF_FIT_NP;\n"
+    "    const unsigned int lane = threadIdx.x & 31u;\n"
     "    double row[JF_FIT_NP], rw[4];\n"
     "    int fin = 1;\n"
     "    jf_lsq_clear(R, qb, &ex[0], np);\n"
     "    ex[1] = ex[2] = 0.0;\n"
-    "    for (jf_index i = begin + lane; i < end; i += 32) {\n"
+    "    for (jf_index i = begin + first; i < end; i += step) {\n"
     "        jf_fit_row(p, x, ldx, y, w, i, row, rw);\n"
     "        if (!jf_step_isfinite(rw[0]) || !jf_lmc_all_finite(row, np)) fin = 0;\n"
     "        ex[1] += jf_pol_noise_term(rw[0], rw[1] * rw[2], rw[3]);\n"
@@ -75,17 +88,12 @@ static const char batch_finish[] =
     "        jf_lsq_add_row(R, qb, &ex[0], np, row, -rw[0]);\n"
     "    }\n"
     "    for (unsigned int off = 16; off > 0; off >>= 1) {\n"
-    "        double o[JF_FIT_NP * JF_FIT_NP + JF_FIT_NP + 3];\n"
+    "        double o[JF_TRI_PACK];\n"
     "        for (unsigned long long q = 0; q < np * np; q++) o[q] = __shfl_down_sync(0xffffffffu, R[q], off);\n"
     "        for (unsigned long long q = 0; q < np; q++) o[np * np + q] = __shfl_down_sync(0xffffffffu, qb[q], off);\n"
     "        for (unsigned long long q = 0; q < 3; q++) o[np * np + np + q] = __shfl_down_sync(0xffffffffu, ex[q], off);\n"
-    "        const int ofin = __shfl_down_sync(0xffffffffu, fin, off);\n"
-    "        if (lane < off) {\n"
-    "            for (unsigned long long k = 0; k < np; k++)\n"
-    "                jf_lsq_add_row(R, qb, &ex[0], np, o + k * np, o[np * np + k]);\n"
-    "            for (unsigned long long q = 0; q < 3; q++) ex[q] += o[np * np + np + q];\n"
-    "            fin = fin && ofin;\n"
-    "        }\n"
+    "        o[np * np + np + 3] = (double)__shfl_down_sync(0xffffffffu, fin, off);\n"
+    "        if (lane < off) fin = jf_batch_merge(R, qb, ex, fin, o);\n"
     "    }\n"
     "    return fin;\n"
     "}\n"
@@ -110,66 +118,137 @@ static const char batch_finish[] =
     "    for (unsigned long long q = 0; q < m; q++) v->s[v->idx[q]] = v->sF[q];\n"
     "    return jf_pol_propose(P, v->D, v->x, v->s, v->lo, v->hi, v->x_try);\n"
     "}\n"
-    "/* The finish of fit [begin, end) after its loop, the warp evaluating and lane 0 deciding, as\n"
-    " * lm.c's finish does it: the sums and triangle at x; polish steps when the run converged; then\n"
-    " * JtJ, g, cost and optimality at the final x in c and v, and fo = {1, steps kept,\n"
-    " * sum of (f - y)^2, R (np x np)}. fo[0] stays 0 (the host finishes) when the pass at x is not\n"
-    " * finite. */\n"
+    "/* The deciding thread's part of the finish, as lm.c's finish: begin from the pass at x (sums a,\n"
+    " * triangle R, qb, ex, finite flag fin; n points): *ok when it was finite; 1 when a polish step\n"
+    " * awaits its pass at v->x_try (only after a converged run). */\n"
+    "static __device__ int jf_batch_fin_begin(jf_pol *P, const jf_lmc *c, jf_lmc_views *v,\n"
+    "        const double *a, const double *R, const double *qb, const double *ex, int fin,\n"
+    "        unsigned long long n, int *ok)\n"
+    "{\n"
+    "    *ok = fin && jf_lmc_all_finite(a, JF_FIT_NACC);\n"
+    "    if (!*ok) return 0;\n"
+    "    jf_pol_begin(P, JF_FIT_NP, c->max_nfev, c->nfev, 0.5 * a[JF_FIT_NACC - 1], ex[1]);\n"
+    "    const int converged = c->status >= JF_STEP_FTOL && c->status <= JF_STEP_GTOL;\n"
+    "    return converged && jf_batch_polish_step(P, v, a, R, qb, n);\n"
+    "}\n"
+    "/* ... judge the pass at x_try (a2, R2, qb2, ex2, fin2): a kept step moves x and the pass's\n"
+    " * results into a, R, qb, ex; 1 when the next step awaits its pass. */\n"
+    "static __device__ int jf_batch_fin_judge(jf_pol *P, jf_lmc_views *v, double *a, double *R,\n"
+    "        double *qb, double *ex, const double *a2, const double *R2, const double *qb2,\n"
+    "        const double *ex2, int fin2, unsigned long long n)\n"
+    "{\n"
+    "    const unsigned long long np = JF_FIT_NP, nacc = JF_FIT_NACC;\n"
+    "    const int f2 = fin2 && jf_lmc_all_finite(a2, nacc);\n"
+    "    const int kept = jf_pol_judge(P, f2, f2 ? 0.5 * a2[nacc - 1] : 0.0, f2 ? ex2[1] : 0.0);\n"
+    "    if (kept) {\n"
+    "        for (unsigned long long k = 0; k < np; k++) v->x[k] = v->x_try[k];\n"
+    "        for (unsigned long long q = 0; q < nacc; q++) a[q] = a2[q];\n"
+    "        for (unsigned long long q = 0; q < np * np; q++) R[q] = R2[q];\n"
+    "        for (unsigned long long q = 0; q < np; q++) qb[q] = qb2[q];\n"
+    "        for (unsigned long long q = 0; q < 3; q++) ex[q] = ex2[q];\n"
+    "    }\n"
+    "    return kept == 1 && jf_batch_polish_step(P, v, a, R, qb, n);\n"
+    "}\n"
+    "/* ... and leave the results at the final x: JtJ, g, cost and optimality in c and v, and\n"
+    " * fo = {1, steps kept, sum of (f - y)^2, R (np x np)}; fo[0] = 0 (the host finishes) when the\n"
+    " * pass at x was not finite. */\n"
+    "static __device__ void jf_batch_fin_end(const jf_pol *P, int ok, jf_lmc *c, jf_lmc_views *v,\n"
+    "                                        const double *a, const double *R, const double *ex,\n"
+    "                                        double *fo)\n"
+    "{\n"
+    "    const unsigned long long np = JF_FIT_NP;\n"
+    "    fo[0] = 0.0;\n"
+    "    if (!ok) return;\n"
+    "    c->F = jf_lmc_unpack(v, np, a);\n"
+    "    jf_lmc_active_set(v, np);\n"
+    "    c->gnorm = jf_step_gnorm(v->g, v->diag, v->free_, c->F, np);\n"
+    "    c->nfev = P->nfev;\n"
+    "    fo[0] = 1.0;\n"
+    "    fo[1] = (double)P->steps;\n"
+    "    fo[2] = ex[2];\n"
+    "    for (unsigned long long q = 0; q < np * np; q++) fo[3 + q] = R[q];\n"
+    "}\n"
+    "/* The finish of fit [begin, end) by a warp after its loop: the warp evaluates, lane 0 decides. */\n"
     "static __device__ void jf_batch_finish(const double *__restrict__ x, jf_index ldx,\n"
     "        const double *__restrict__ y, const double *__restrict__ w, jf_index begin,\n"
     "        jf_index end, unsigned int lane, jf_lmc *c, jf_lmc_views *v, double *fo)\n"
     "{\n"
-    "    const unsigned long long np = JF_FIT_NP, nacc = JF_FIT_NACC;\n"
     "    const unsigned long long n = (unsigned long long)(end - begin);\n"
     "    double a[JF_FIT_NACC], R[JF_FIT_NP * JF_FIT_NP], qb[JF_FIT_NP], ex[3];\n"
     "    double a2[JF_FIT_NACC], R2[JF_FIT_NP * JF_FIT_NP], qb2[JF_FIT_NP], ex2[3];\n"
     "    jf_pol P;\n"
     "    jf_fit_sums(v->x, x, ldx, y, w, begin, end, lane, 32, 0, 1.0, a);\n"
     "    for (unsigned int q = 0; q < JF_FIT_NACC; q++) a[q] = jf_warp_sum(a[q]);\n"
-    "    const int fin = jf_batch_triangle(v->x, x, ldx, y, w, begin, end, lane, R, qb, ex);\n"
+    "    const int fin = jf_batch_triangle(v->x, x, ldx, y, w, begin, end, lane, 32, R, qb, ex);\n"
     "    int go = 0, ok = 0;\n"
-    "    if (lane == 0) {\n"
-    "        fo[0] = 0.0;\n"
-    "        ok = fin && jf_lmc_all_finite(a, nacc);\n"
-    "        if (ok) {\n"
-    "            jf_pol_begin(&P, np, c->max_nfev, c->nfev, 0.5 * a[nacc - 1], ex[1]);\n"
-    "            const int converged = c->status >= JF_STEP_FTOL && c->status <= JF_STEP_GTOL;\n"
-    "            go = converged && jf_batch_polish_step(&P, v, a, R, qb, n);\n"
-    "        }\n"
-    "    }\n"
+    "    if (lane == 0) go = jf_batch_fin_begin(&P, c, v, a, R, qb, ex, fin, n, &ok);\n"
     "    go = __shfl_sync(0xffffffffu, go, 0);\n"
     "    __syncwarp(); /* lane 0's x_try is visible to the others */\n"
     "    while (go) {\n"
     "        jf_fit_sums(v->x_try, x, ldx, y, w, begin, end, lane, 32, 0, 1.0, a2);\n"
     "        for (unsigned int q = 0; q < JF_FIT_NACC; q++) a2[q] = jf_warp_sum(a2[q]);\n"
-    "        const int fin2 = jf_batch_triangle(v->x_try, x, ldx, y, w, begin, end, lane, R2, qb2, ex2);\n"
-    "        if (lane == 0) {\n"
-    "            const int f2 = fin2 && jf_lmc_all_finite(a2, nacc);\n"
-    "            const int kept = jf_pol_judge(&P, f2, f2 ? 0.5 * a2[nacc - 1] : 0.0, f2 ? ex2[1] : 0.0);\n"
-    "            go = 0;\n"
-    "            if (kept) {\n"
-    "                for (unsigned long long k = 0; k < np; k++) v->x[k] = v->x_try[k];\n"
-    "                for (unsigned long long q = 0; q < nacc; q++) a[q] = a2[q];\n"
-    "                for (unsigned long long q = 0; q < np * np; q++) R[q] = R2[q];\n"
-    "                for (unsigned long long q = 0; q < np; q++) qb[q] = qb2[q];\n"
-    "                for (unsigned long long q = 0; q < 3; q++) ex[q] = ex2[q];\n"
-    "            }\n"
-    "            if (kept == 1) go = jf_batch_polish_step(&P, v, a, R, qb, n);\n"
-    "        }\n"
+    "        const int fin2 = jf_batch_triangle(v->x_try, x, ldx, y, w, begin, end, lane, 32, R2, qb2, ex2);\n"
+    "        if (lane == 0) go = jf_batch_fin_judge(&P, v, a, R, qb, ex, a2, R2, qb2, ex2, fin2, n);\n"
     "        go = __shfl_sync(0xffffffffu, go, 0);\n"
     "        __syncwarp();\n"
     "    }\n"
-    "    if (lane == 0 && ok) {\n"
-    "        c->F = jf_lmc_unpack(v, np, a);\n"
-    "        jf_lmc_active_set(v, np);\n"
-    "        c->gnorm = jf_step_gnorm(v->g, v->diag, v->free_, c->F, np);\n"
-    "        c->nfev = P.nfev;\n"
-    "        fo[0] = 1.0;\n"
-    "        fo[1] = (double)P.steps;\n"
-    "        fo[2] = ex[2];\n"
-    "        for (unsigned long long q = 0; q < np * np; q++) fo[3 + q] = R[q];\n"
-    "    }\n"
+    "    if (lane == 0) jf_batch_fin_end(&P, ok, c, v, a, R, ex, fo);\n"
     "    __syncwarp();\n"
+    "}\n";
+
+/* ... and the block's (after jf_batch_block_totals). */
+static const char batch_finish_block[] =
+    "/* The block's triangle for thread 0: its warps' (jf_batch_triangle) merged in warp order\n"
+    " * through shared memory. */\n"
+    "static __device__ int jf_batch_triangle_block(const double *__restrict__ p,\n"
+    "        const double *__restrict__ x, jf_index ldx, const double *__restrict__ y,\n"
+    "        const double *__restrict__ w, jf_index begin, jf_index end, double *R, double *qb,\n"
+    "        double *ex)\n"
+    "{\n"
+    "    __shared__ double sh[(JF_BLOCK / 32u) * JF_TRI_PACK];\n"
+    "    const unsigned long long np = JF_FIT_NP;\n"
+    "    const unsigned int lane = threadIdx.x & 31u, warp = threadIdx.x >> 5;\n"
+    "    int fin = jf_batch_triangle(p, x, ldx, y, w, begin, end, threadIdx.x, blockDim.x, R, qb, ex);\n"
+    "    if (lane == 0 && warp > 0) {\n"
+    "        double *o = sh + warp * JF_TRI_PACK;\n"
+    "        for (unsigned long long q = 0; q < np * np; q++) o[q] = R[q];\n"
+    "        for (unsigned long long q = 0; q < np; q++) o[np * np + q] = qb[q];\n"
+    "        for (unsigned long long q = 0; q < 3; q++) o[np * np + np + q] = ex[q];\n"
+    "        o[np * np + np + 3] = (double)fin;\n"
+    "    }\n"
+    "    __syncthreads();\n"
+    "    if (threadIdx.x == 0)\n"
+    "        for (unsigned int k = 1; k < blockDim.x / 32u; k++) fin = jf_batch_merge(R, qb, ex, fin, sh + k * JF_TRI_PACK);\n"
+    "    __syncthreads(); /* sh is free again */\n"
+    "    return fin;\n"
+    "}\n"
+    "/* The finish of fit [begin, end) by a block after its loop: the block evaluates, thread 0\n"
+    " * decides; tot (the kernel's shared totals) and flag (a shared int) carry its answers. */\n"
+    "static __device__ void jf_batch_finish_block(const double *__restrict__ x, jf_index ldx,\n"
+    "        const double *__restrict__ y, const double *__restrict__ w, jf_index begin,\n"
+    "        jf_index end, jf_lmc *c, jf_lmc_views *v, double *fo, double *tot, int *flag)\n"
+    "{\n"
+    "    const unsigned long long n = (unsigned long long)(end - begin);\n"
+    "    double a[JF_FIT_NACC], R[JF_FIT_NP * JF_FIT_NP], qb[JF_FIT_NP], ex[3];\n"
+    "    double a2[JF_FIT_NACC], R2[JF_FIT_NP * JF_FIT_NP], qb2[JF_FIT_NP], ex2[3];\n"
+    "    jf_pol P;\n"
+    "    int ok = 0;\n"
+    "    jf_batch_block_totals(v->x, x, ldx, y, w, begin, end, 0, 1.0, tot);\n"
+    "    for (unsigned int q = 0; q < JF_FIT_NACC; q++) a[q] = tot[q];\n"
+    "    const int fin = jf_batch_triangle_block(v->x, x, ldx, y, w, begin, end, R, qb, ex);\n"
+    "    if (threadIdx.x == 0) *flag = jf_batch_fin_begin(&P, c, v, a, R, qb, ex, fin, n, &ok);\n"
+    "    __syncthreads(); /* thread 0's decision and x_try are visible to the block */\n"
+    "    int go = *flag;\n"
+    "    while (go) {\n"
+    "        jf_batch_block_totals(v->x_try, x, ldx, y, w, begin, end, 0, 1.0, tot);\n"
+    "        for (unsigned int q = 0; q < JF_FIT_NACC; q++) a2[q] = tot[q];\n"
+    "        const int fin2 = jf_batch_triangle_block(v->x_try, x, ldx, y, w, begin, end, R2, qb2, ex2);\n"
+    "        if (threadIdx.x == 0) *flag = jf_batch_fin_judge(&P, v, a, R, qb, ex, a2, R2, qb2, ex2, fin2, n);\n"
+    "        __syncthreads();\n"
+    "        go = *flag;\n"
+    "    }\n"
+    "    if (threadIdx.x == 0) jf_batch_fin_end(&P, ok, c, v, a, R, ex, fo);\n"
+    "    __syncthreads();\n"
     "}\n";
 
 /* The kernels, after the model (jf_fit_sums, or for many parameters jf_fit_sums_tiled), step.h,
@@ -223,7 +302,16 @@ static const char batch_warp[] =
     "    __syncthreads();\n"
     "}\n";
 
-static const char batch_tiled[] = "#define jf_batch_block_totals jf_fit_sums_tiled\n";
+/* Many parameters: the tiles' totals, and no finish on the device (the kernel gets no fin). */
+static const char batch_tiled[] =
+    "#define jf_batch_block_totals jf_fit_sums_tiled\n"
+    "static __device__ void jf_batch_finish_block(const double *x, jf_index ldx, const double *y,\n"
+    "        const double *w, jf_index begin, jf_index end, jf_lmc *c, jf_lmc_views *v, double *fo,\n"
+    "        double *tot, int *flag)\n"
+    "{\n"
+    "    (void)x; (void)ldx; (void)y; (void)w; (void)begin; (void)end; (void)c; (void)v;\n"
+    "    (void)fo; (void)tot; (void)flag;\n"
+    "}\n";
 
 static const char batch_block[] =
     "\n/* ---- batched LM: one block per fit, for long fits and for many parameters ---- */\n"
@@ -231,7 +319,7 @@ static const char batch_block[] =
     "jf_batch_lm_block(const double *__restrict__ x, jf_index ldx, const double *__restrict__ y,\n"
     "                  const double *__restrict__ w, const jf_index *__restrict__ off,\n"
     "                  unsigned int nfits, int loss, double f_scale, jf_lmc *cs, double *wss,\n"
-    "                  int *iwss)\n"
+    "                  int *iwss, unsigned long long fin_max, double *fin)\n"
     "{\n"
     "    __shared__ double tot[JF_FIT_NACC];\n"
     "    __shared__ int more_sh;\n"
@@ -249,7 +337,12 @@ static const char batch_block[] =
     "            more = more_sh;\n"
     "            p = v.x_try;\n"
     "        }\n"
-    "        __syncthreads(); /* the shared totals are free for the next fit */\n"
+    "        __syncthreads(); /* the shared totals are free */\n"
+    "        /* the finish here too (linear loss, J small enough to materialize on the host) */\n"
+    "        if (fin != nullptr && c->status != JF_LMC_NONFINITE &&\n"
+    "            (unsigned long long)(off[f + 1] - off[f]) * c->np <= fin_max)\n"
+    "            jf_batch_finish_block(x, ldx, y, w, off[f], off[f + 1], c, &v,\n"
+    "                                  fin + (unsigned long long)f * (3 + c->np * c->np), tot, &more_sh);\n"
     "    }\n"
     "}\n";
 
@@ -282,6 +375,7 @@ char *jf_batch_cuda_source(const struct jf_model *m, int loss, int single_precis
         jf_buf_puts(&b, jf_embed_polish_core_h);
         jf_buf_puts(&b, batch_finish);
         jf_buf_puts(&b, batch_warp);
+        jf_buf_puts(&b, batch_finish_block);
     } else {
         jf_buf_puts(&b, batch_tiled);
     }
@@ -315,7 +409,8 @@ int jf_batch_cuda_run(const struct jf_model *m, const jf_jit_options *jo, jf_los
         weighted |= fits[f].w != NULL;
     }
     size_t nws = jf_lmc_ws_doubles(np), niws = jf_lmc_ws_ints(np);
-    /* the finish on the device: the warp-per-fit kernel, linear loss (as lm.c's polish) */
+    /* the finish on the device: register sums (a warp or a block per fit), linear loss (as
+     * lm.c's polish) */
     int regs = register_sums(np);
     size_t nfin = regs && loss == JF_LOSS_LINEAR ? 3 + np * np : 0;
     size_t need = (total * (nv + 1 + (size_t)weighted)) * sizeof(double) +
@@ -375,7 +470,7 @@ int jf_batch_cuda_run(const struct jf_model *m, const jf_jit_options *jo, jf_los
     if (code == JF_OK) code = jf_cuda_to_device(bm.off, hoff, (nfits + 1) * sizeof *hoff, why, n);
     if (code == JF_OK) code = jf_cuda_to_device(bm.cs, hc, nfits * sizeof *hc, why, n);
     if (code == JF_OK) code = jf_cuda_to_device(bm.ws, hws, nfits * nws * sizeof(double), why, n);
-    int fin_kernel = 0; /* the warp-per-fit kernel ran, with the finish */
+    int fin_kernel = 0; /* the kernel ran with the finish */
     if (code == JF_OK) {
         unsigned long long ldx = total;
         unsigned int nf = (unsigned int)nfits;
@@ -393,7 +488,7 @@ int jf_batch_cuda_run(const struct jf_model *m, const jf_jit_options *jo, jf_los
             per_block = JF_CUDA_BLOCK;
             fits_per_block = 1;
         }
-        fin_kernel = nfin && fits_per_block > 1;
+        fin_kernel = nfin != 0;
         size_t blocks = (nfits + fits_per_block - 1) / fits_per_block;
         if (blocks > 65535) blocks = 65535; /* the kernel strides over the rest */
         code = jf_cuda_launch(fn, (unsigned)blocks, (unsigned)per_block, 0, args, why, n);

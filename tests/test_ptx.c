@@ -145,8 +145,9 @@ static void check_solver_module(const char *tmpdir) {
     }
     free(src);
     free(cond);
-    /* the batch module (model kernels + jf_fit_sums + lm_core + the warp-per-fit kernel), for
-     * the damped sine and the 2D Gaussian of issue 6, fp64 and fp32, linear and any loss */
+    /* the batch module (model kernels + jf_fit_sums + lm_core + the warp- and block-per-fit
+     * kernels, with the finish on the device), for the damped sine and the 2D Gaussian of
+     * issue 6, fp64 and fp32, linear and any loss */
     static const char *const batch_models[] = {
         "a*exp(-b*x)*sin(c*x+d)+e", "A*exp(-((u-u0)^2+(v-v0)^2)/(2*s^2))+b",
         /* 10 parameters: the block-per-fit kernel with tiled sums */
@@ -159,6 +160,9 @@ static void check_solver_module(const char *tmpdir) {
             char *bsrc = jf_batch_cuda_source(m, single ? -1 : 0, single);
             if (CHECK(bsrc != NULL)) {
                 CHECK_CONTAINS(bsrc, "jf_fit_sums");
+                /* register sums: the finish on the device, in both kernels (ptxas assembles all) */
+                if (i < 2) CHECK_CONTAINS(bsrc, "jf_batch_finish_block(x, ldx, y, w, off[f]");
+                if (i < 2) CHECK_CONTAINS(bsrc, "jf_batch_finish(x, ldx, y, w, off[f]");
                 ptx_and_assemble_entry(bsrc, 90, batch_models[i], tmpdir,
                                        i == 2 ? "jf_batch_lm_block" : "jf_batch_lm");
             }
