@@ -1,5 +1,6 @@
-/* bench_gpu_batch: many small independent fits in one call (jf_fit_batch) on the GPU (one
- * launch, a warp per fit) against jitfit's CPU batch on all cores, in one run
+/* bench_gpu_batch: many small independent fits in one call (jf_fit_batch_columns: results as
+ * arrays, as a pipeline of 10⁷ fits wants them) on the GPU (one launch, a warp or block per
+ * fit, the finish included) against jitfit's CPU batch on all cores, in one run
  * (docs/PERFORMANCE.md, "GPU batches").
  *
  * Two shapes of work, as issue 6 names them:
@@ -147,39 +148,57 @@ typedef struct run {
     double ms;           /* wall time of the batch call */
     size_t converged;    /* fits that converged */
     size_t median_iter;  /* median iterations */
-    jf_fit_result **r;   /* the results (kept for the comparison) */
+    size_t np;           /* parameters per fit */
+    /* the results as columns (jf_fit_batch_columns), kept for the comparison */
+    int *code, *status;
+    double *params, *se;
+    size_t *iter;
 } run;
 
-static void run_free(run *r, size_t n) {
-    if (!r->r) return;
-    for (size_t i = 0; i < n; i++) jf_fit_result_free(r->r[i]);
-    free(r->r);
-    r->r = NULL;
+static void run_free(run *r) {
+    free(r->code);
+    free(r->status);
+    free(r->params);
+    free(r->se);
+    free(r->iter);
+    memset(r, 0, sizeof *r);
 }
+
+static int converged(int status) { return status >= JF_FIT_FTOL && status <= JF_FIT_GTOL; }
 
 static int batch(const jf_model *m, const problem *p, jf_device dev, int single, int threads,
                  run *out) {
     memset(out, 0, sizeof *out);
     out->ms = NAN;
+    size_t n = p->nfits, np = jf_model_num_params(m);
     jf_fit_options o = jf_fit_options_default();
     o.device = dev;
     o.single_precision = single;
     o.nthreads = threads;
     o.max_nfev = 100;
-    out->r = calloc(p->nfits, sizeof *out->r);
-    size_t *it = malloc(p->nfits * sizeof *it);
-    if (!out->r || !it) {
+    out->np = np;
+    out->code = malloc(n * sizeof *out->code);
+    out->status = malloc(n * sizeof *out->status);
+    out->params = malloc(n * np * sizeof *out->params);
+    out->se = malloc(n * np * sizeof *out->se);
+    out->iter = malloc(n * sizeof *out->iter);
+    size_t *it = malloc(n * sizeof *it);
+    if (!out->code || !out->status || !out->params || !out->se || !out->iter || !it) {
         free(it);
+        run_free(out);
+        out->ms = NAN;
         return -1;
     }
+    jf_batch_columns cols = {out->code, out->status, out->params, out->se, NULL, NULL, NULL,
+                             NULL, out->iter};
     double t0 = now_ms();
-    int st = jf_fit_batch(m, p->nfits, p->d, p->p0, &o, out->r, NULL);
+    int st = jf_fit_batch_columns(m, n, p->d, p->p0, &o, &cols);
     out->ms = now_ms() - t0;
     size_t k = 0;
-    for (size_t i = 0; i < p->nfits; i++) {
-        if (!out->r[i]) continue;
-        out->converged += out->r[i]->success != 0;
-        it[k++] = out->r[i]->iterations;
+    for (size_t i = 0; i < n; i++) {
+        if (out->code[i] != JF_OK) continue;
+        out->converged += converged(out->status[i]);
+        it[k++] = out->iter[i];
     }
     qsort(it, k, sizeof *it, cmp_size);
     out->median_iter = k ? it[k / 2] : 0;
@@ -192,12 +211,16 @@ static int batch(const jf_model *m, const problem *p, jf_device dev, int single,
 /* Largest |gpu - cpu| / se_cpu over the parameters of fits that converged on both. */
 static double max_diff_se(const run *g, const run *c, size_t n) {
     double d = 0;
+    size_t np = c->np;
     for (size_t i = 0; i < n; i++) {
-        const jf_fit_result *a = g->r[i], *b = c->r[i];
-        if (!a || !b || !a->success || !b->success) continue;
-        for (size_t k = 0; k < b->num_params; k++)
-            if (b->std_errors[k] > 0 && isfinite(b->std_errors[k]))
-                d = fmax(d, fabs(a->params[k] - b->params[k]) / b->std_errors[k]);
+        if (g->code[i] != JF_OK || c->code[i] != JF_OK || !converged(g->status[i]) ||
+            !converged(c->status[i]))
+            continue;
+        for (size_t k = 0; k < np; k++) {
+            double se = c->se[i * np + k];
+            if (se > 0 && isfinite(se))
+                d = fmax(d, fabs(g->params[i * np + k] - c->params[i * np + k]) / se);
+        }
     }
     return d;
 }
@@ -208,15 +231,15 @@ static void row(const char *label, const jf_model *m, const problem *p, int sing
     g.ms = c.ms = NAN;
     if (gpu_ok) batch(m, p, JF_DEVICE_GPU, single, threads, &g);
     if ((double)p->nfits <= cpu_max) batch(m, p, JF_DEVICE_CPU, 0, threads, &c);
-    double diff = g.r && c.r ? max_diff_se(&g, &c, p->nfits) : NAN;
+    double diff = g.code && c.code ? max_diff_se(&g, &c, p->nfits) : NAN;
     double nf = (double)p->nfits;
     printf("%-14s %6s %9.3g %9.3g %10.1f %11.3g %10.1f %11.3g %8.2f %7.4f %7.4f %5zu %10.2g\n",
            label, single ? "fp32" : "fp64", nf, nf * (double)p->npts, g.ms, nf / g.ms * 1e3, c.ms,
-           nf / c.ms * 1e3, c.ms / g.ms, g.r ? (double)g.converged / nf : NAN,
-           c.r ? (double)c.converged / nf : NAN, g.r ? g.median_iter : c.median_iter, diff);
+           nf / c.ms * 1e3, c.ms / g.ms, g.code ? (double)g.converged / nf : NAN,
+           c.code ? (double)c.converged / nf : NAN, g.code ? g.median_iter : c.median_iter, diff);
     fflush(stdout);
-    run_free(&g, p->nfits);
-    run_free(&c, p->nfits);
+    run_free(&g);
+    run_free(&c);
 }
 
 int main(int argc, char **argv) {
@@ -277,11 +300,10 @@ int main(int argc, char **argv) {
     int gpu_ok = 1;
     for (int single = 0; single <= 1; single++) {
         if (batch(g2, &p, JF_DEVICE_GPU, single, threads, &w) != 0) gpu_ok = 0;
-        if (w.r && w.r[0] && w.r[0]->backend != JF_BACKEND_CUDA) gpu_ok = 0;
-        run_free(&w, p.nfits);
+        run_free(&w);
     }
     batch(g2, &p, JF_DEVICE_CPU, 0, threads, &w);
-    run_free(&w, p.nfits);
+    run_free(&w);
     problem_free(&p);
     if (!gpu_ok) printf("(no GPU batch ran: GPU columns are nan)\n");
 

@@ -360,6 +360,30 @@ JF_API int jf_fit(const jf_model *m, const jf_data *data, const jf_fit_options *
 JF_API int jf_fit_batch(const jf_model *m, size_t nfits, const jf_data *data, const double *p0,
                         const jf_fit_options *opts, jf_fit_result **results, char **errmsgs);
 
+/* Where jf_fit_batch_columns writes a batch's results: arrays the caller owns, one row per fit
+ * (fit f's parameters at params[f * num_params ...]). Any member may be NULL (not wanted). A
+ * fit that could not run has its jf_status in code[f] and NaN (counts 0) elsewhere. Members are
+ * added only at the end. */
+typedef struct jf_batch_columns {
+    int *code;          /* nfits: JF_OK when the fit ran, else why it could not */
+    int *status;        /* nfits: a jf_fit_status (0 for a fit that did not run) */
+    double *params;     /* nfits × num_params: fitted values */
+    double *std_errors; /* nfits × num_params: standard errors (as jf_fit_result's) */
+    double *cost;       /* nfits: cost at the solution */
+    double *chi2;       /* nfits: χ² with sigma given, NaN without */
+    double *r_squared;  /* nfits: coefficient of determination */
+    size_t *nfev;       /* nfits: model evaluations */
+    size_t *iterations; /* nfits: trial steps */
+} jf_batch_columns;
+
+/* jf_fit_batch with the results written into the caller's arrays (out) instead of one
+ * jf_fit_result per fit: the same fits, the same values, no per-fit objects to free — for
+ * batches of many small fits (pixels, spectra). Returns JF_OK when every fit ran, else the
+ * first failing fit's status (by index; see out->code for each). */
+JF_API int jf_fit_batch_columns(const jf_model *m, size_t nfits, const jf_data *data,
+                                const double *p0, const jf_fit_options *opts,
+                                const jf_batch_columns *out);
+
 /* Frees a result; accepts NULL. */
 JF_API void jf_fit_result_free(jf_fit_result *r);
 

@@ -113,13 +113,8 @@ const char *jf_fit_status_string(int status) {
 void jf_fit_result_free(jf_fit_result *r) {
     if (!r) return;
     result_block *b = (result_block *)r;
-    free(r->params);
-    free(r->std_errors);
-    free(r->covariance);
-    free(r->correlation);
-    free(r->at_bound);
     free(b->warning);
-    free(b);
+    free(b); /* the arrays live in the same allocation (result_alloc) */
 }
 
 static void setup_free(fit_setup *s) {
@@ -271,19 +266,19 @@ static int check_data(const fit_setup *s, const jf_data *d, double **w, char **e
     return JF_OK;
 }
 
+/* One allocation holds the block and its arrays (a batch makes one result per fit). */
 static result_block *result_alloc(size_t np) {
-    result_block *b = calloc(1, sizeof *b);
+    size_t head = (sizeof(result_block) + sizeof(double) - 1) / sizeof(double) * sizeof(double);
+    size_t doubles = 2 * np + 2 * np * np;
+    result_block *b = calloc(1, head + doubles * sizeof(double) + np * sizeof(int));
     if (!b) return NULL;
     jf_fit_result *r = &b->pub;
-    r->params = malloc(np * sizeof(double));
-    r->std_errors = malloc(np * sizeof(double));
-    r->covariance = malloc(np * np * sizeof(double));
-    r->correlation = malloc(np * np * sizeof(double));
-    r->at_bound = malloc(np * sizeof(int));
-    if (!r->params || !r->std_errors || !r->covariance || !r->correlation || !r->at_bound) {
-        jf_fit_result_free(r);
-        return NULL;
-    }
+    double *a = (double *)(void *)((char *)b + head);
+    r->params = a;
+    r->std_errors = a + np;
+    r->covariance = a + 2 * np;
+    r->correlation = a + 2 * np + np * np;
+    r->at_bound = (int *)(void *)(a + doubles);
     r->message = b->message;
     return b;
 }
@@ -617,7 +612,24 @@ typedef struct batch_ctx {
     double last_report;       /* time of the last batch_progress call (ms); guarded by lock */
     pthread_mutex_t lock;     /* serializes the batch_progress callback */
     const jf_batch_out *pre;  /* GPU batch: nfits device results (status -1: not run), or NULL */
+    const jf_batch_columns *cols; /* jf_fit_batch_columns: where each result goes, or NULL */
 } batch_ctx;
+
+/* Row i of the columns from result r (NULL: the fit did not run, code says why). */
+static void columns_put(const jf_batch_columns *c, size_t i, size_t np, const jf_fit_result *r,
+                        int code) {
+    if (c->code) c->code[i] = code;
+    if (c->status) c->status[i] = r ? r->status : 0;
+    for (size_t k = 0; k < np; k++) {
+        if (c->params) c->params[i * np + k] = r ? r->params[k] : NAN;
+        if (c->std_errors) c->std_errors[i * np + k] = r ? r->std_errors[k] : NAN;
+    }
+    if (c->cost) c->cost[i] = r ? r->cost : NAN;
+    if (c->chi2) c->chi2[i] = r ? r->chi2 : NAN;
+    if (c->r_squared) c->r_squared[i] = r ? r->r_squared : NAN;
+    if (c->nfev) c->nfev[i] = r ? r->nfev : 0;
+    if (c->iterations) c->iterations[i] = r ? r->iterations : 0;
+}
 
 /* Interval between batch_progress calls: often enough for a live counter, rarely enough that a
  * batch of a million tiny fits does not spend its time reporting. */
@@ -655,10 +667,17 @@ static void batch_task(void *vctx, size_t i, int worker) {
         st = fail(em, JF_ERR_ARG, "%s", msg);
     if (st == JF_OK && c->pre && c->pre[i].status < 0)
         st = fail(em, JF_ERR_INTERNAL, "the GPU batch did not run this fit");
+    jf_fit_result *res = NULL;
     if (st == JF_OK) {
         jf_lm_config cfg = make_config(s, 0);
-        st = run_fit(s, &c->data[i], w, x0, NULL, &cfg, c->t0, &c->results[i], em, NULL,
+        st = run_fit(s, &c->data[i], w, x0, NULL, &cfg, c->t0, &res, em, NULL,
                      c->pre ? &c->pre[i] : NULL);
+    }
+    if (c->cols) {
+        columns_put(c->cols, i, np, st == JF_OK ? res : NULL, st);
+        jf_fit_result_free(res);
+    } else {
+        c->results[i] = res;
     }
     c->codes[i] = st;
     free(w);
@@ -730,14 +749,16 @@ done:
     return code;
 }
 
-int jf_fit_batch(const jf_model *m, size_t nfits, const jf_data *data, const double *p0,
-                 const jf_fit_options *opts, jf_fit_result **results, char **errmsgs) {
+/* jf_fit_batch (results) and jf_fit_batch_columns (cols) in one. */
+static int batch_run(const jf_model *m, size_t nfits, const jf_data *data, const double *p0,
+                     const jf_fit_options *opts, jf_fit_result **results, char **errmsgs,
+                     const jf_batch_columns *cols) {
     double t0 = now_ms();
     if (results)
         for (size_t i = 0; i < nfits; i++) results[i] = NULL;
     if (errmsgs)
         for (size_t i = 0; i < nfits; i++) errmsgs[i] = NULL;
-    if (!m || (nfits && (!data || !results))) return JF_ERR_ARG;
+    if (!m || (nfits && (!data || (!results && !cols)))) return JF_ERR_ARG;
     if (nfits == 0) return JF_OK;
     fit_setup s;
     char *setup_err = NULL;
@@ -749,12 +770,14 @@ int jf_fit_batch(const jf_model *m, size_t nfits, const jf_data *data, const dou
         /* Nothing could run: every fit gets the reason. */
         if (errmsgs)
             for (size_t i = 0; i < nfits; i++) errmsgs[i] = setup_err ? strdup(setup_err) : NULL;
+        for (size_t i = 0; cols && i < nfits; i++) columns_put(cols, i, m->np, NULL, st);
         free(setup_err);
         setup_free(&s);
         return st;
     }
     int *codes = calloc(nfits, sizeof *codes);
     if (!codes) {
+        for (size_t i = 0; cols && i < nfits; i++) columns_put(cols, i, m->np, NULL, JF_ERR_NOMEM);
         setup_free(&s);
         return JF_ERR_NOMEM;
     }
@@ -796,6 +819,7 @@ int jf_fit_batch(const jf_model *m, size_t nfits, const jf_data *data, const dou
             if (errmsgs)
                 for (size_t i = 0; i < nfits; i++)
                     errmsgs[i] = setup_err ? strdup(setup_err) : NULL;
+            for (size_t i = 0; cols && i < nfits; i++) columns_put(cols, i, m->np, NULL, st);
             free(setup_err);
             free(pre);
             free(store);
@@ -806,7 +830,7 @@ int jf_fit_batch(const jf_model *m, size_t nfits, const jf_data *data, const dou
         st = JF_OK;
     }
     batch_ctx c = {&s, data, p0, results, errmsgs, codes, t0, nfits, 0, t0, PTHREAD_MUTEX_INITIALIZER,
-                   pre};
+                   pre, cols};
     int nt = jf_threads_resolve(s.o.nthreads);
     jf_pool *pool = (nt > 1 && nfits > 1) ? jf_pool_create((size_t)nt < nfits ? nt : (int)nfits) : NULL;
     jf_pool_run(pool, nfits, batch_task, &c);
@@ -820,4 +844,14 @@ int jf_fit_batch(const jf_model *m, size_t nfits, const jf_data *data, const dou
     free(store);
     setup_free(&s);
     return st;
+}
+
+int jf_fit_batch(const jf_model *m, size_t nfits, const jf_data *data, const double *p0,
+                 const jf_fit_options *opts, jf_fit_result **results, char **errmsgs) {
+    return batch_run(m, nfits, data, p0, opts, results, errmsgs, NULL);
+}
+
+int jf_fit_batch_columns(const jf_model *m, size_t nfits, const jf_data *data, const double *p0,
+                         const jf_fit_options *opts, const jf_batch_columns *out) {
+    return batch_run(m, nfits, data, p0, opts, NULL, NULL, out);
 }

@@ -494,6 +494,22 @@ static void test_batch(void) {
     CHECK(dev <= 1e-10);
     CHECK(devse <= 1e-10);
     CHECK(devstat <= 1e-10);
+    /* the same GPU batch into columns: the values of the GPU batch's results */
+    {
+        static double params[NF * 5], se[NF * 5], chi2[NF];
+        static int code[NF];
+        jf_batch_columns cols = {code, NULL, params, se, NULL, chi2, NULL, NULL, NULL};
+        o.single_precision = 0;
+        CHECK(jf_fit_batch_columns(m, NF, d, NULL, &o, &cols) == JF_OK);
+        int same = 1;
+        for (int f = 0; f < NF; f++) {
+            if (!rg[f] || code[f] != JF_OK || !isnan(chi2[f])) same = 0;
+            for (int k = 0; rg[f] && k < 5; k++)
+                if (params[f * 5 + k] != rg[f]->params[k] || se[f * 5 + k] != rg[f]->std_errors[k]) same = 0;
+        }
+        CHECK(same);
+        o.single_precision = 1;
+    }
     CHECK(polished > NF / 2);
     CHECK(dev32 <= 0.01);
     /* a block per fit (what long fits get): forced on 60 of them */
