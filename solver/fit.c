@@ -330,6 +330,7 @@ static int solve_gpu(const fit_setup *s, jf_problem *prob, jf_gpu_problem *gp,
         snprintf(why, n, "%s", gp->why);
         return code;
     }
+    if (s->o.single_precision) prob->round_rel = 536870912.0; /* 2^29: fp32's ε in fp64's */
     code = jf_lm_solve_cuda(prob, gp, cfg, x, st, stats, why, n);
     if (code == JF_ERR_NOMEM && strstr(why, "device memory")) {
         snprintf(fallback, MSG_LEN, "out of GPU memory (%.300s)", why);

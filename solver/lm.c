@@ -235,7 +235,7 @@ static double noise_sum(const jf_problem *prob, const double *r) {
     const double *y = prob->view.y, *wt = prob->view.w;
     double s = 0;
     for (size_t i = 0; i < prob->n; i++)
-        s += jf_pol_noise_term(r[i], y ? (wt ? wt[i] : 1.0) * y[i] : 0.0, 1.0);
+        s += jf_pol_noise_term(r[i], y ? (wt ? wt[i] : 1.0) * y[i] : 0.0, prob->round_rel);
     return s;
 }
 

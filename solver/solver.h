@@ -72,6 +72,8 @@ typedef struct jf_problem {
     double *scratch;       /* jf_pool_size × chunk doubles for the residual pass */
     const jf_problem_ops *ops; /* NULL: the CPU kernels k; else where the passes run */
     void *ops_ctx;         /* passed to ops */
+    double round_rel;      /* the passes' model values round at this many fp64 ε (1; 2²⁹ for
+                              fp32 evaluation on the GPU): the polish's cost tolerance */
 } jf_problem;
 
 /* Sets up prob for n points (allocates the per-chunk buffers). JF_OK or JF_ERR_NOMEM. */

@@ -165,6 +165,7 @@ int jf_problem_init(jf_problem *prob, const jf_kernels *k, const jf_data_view *v
     prob->loss = loss;
     prob->f_scale = f_scale;
     prob->pool = pool;
+    prob->round_rel = 1.0;
     size_t chunk = (n + JF_CHUNKS_MAX - 1) / JF_CHUNKS_MAX;
     prob->chunk = chunk < JF_CHUNK_MIN ? JF_CHUNK_MIN : chunk;
     prob->nchunks = n ? (n + prob->chunk - 1) / prob->chunk : 0;
