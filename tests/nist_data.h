@@ -89,6 +89,15 @@ static inline int parse_dat(const char *dir, problem *p) {
     return 0;
 }
 
+/* Opens the repository's tests/data/nist/models.tsv; dir (n bytes) receives its directory for
+ * nist_next. NULL when it cannot be read. */
+static inline FILE *nist_open(char *dir, size_t n) {
+    char path[700];
+    snprintf(dir, n, "%s/tests/data/nist", JF_SOURCE_DIR);
+    snprintf(path, sizeof path, "%s/models.tsv", dir);
+    return fopen(path, "rb");
+}
+
 /* Reads the next problem of models.tsv (open as tsv, directory dir) into p, compiles its model
  * and maps b1..bp to the model's parameter indices idx. Returns the model (caller frees), or
  * NULL at the end of the file; problems that fail to parse or compile are failed checks and

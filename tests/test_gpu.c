@@ -72,10 +72,8 @@ static void compare(const char *label, const jf_model *m, const jf_data *d, jf_f
 }
 
 static void test_nist(void) {
-    char dir[512], path[600];
-    snprintf(dir, sizeof dir, "%s/tests/data/nist", JF_SOURCE_DIR);
-    snprintf(path, sizeof path, "%s/models.tsv", dir);
-    FILE *tsv = fopen(path, "rb");
+    char dir[512];
+    FILE *tsv = nist_open(dir, sizeof dir);
     if (!CHECK(tsv != NULL)) return;
     static problem prob;
     long idx[MAXP];
@@ -98,13 +96,11 @@ static void test_nist(void) {
 
 /* Every NIST problem as a GPU batch of its two starts, a warp and then a block per fit, the
  * finish on the device (the polish's up to 60 Gauss-Newton steps on MGH09 and Thurber, J's
- * triangle from the threads' Givens rotations): equal to the CPU's single fits to 1e-10 in parameters and standard errors (their
- * ratio to √cost); both converge. */
+ * triangle from the threads' Givens rotations): equal to the CPU's single fits to 1e-10 in
+ * parameters and standard errors (their ratio to √cost); both converge. */
 static void test_batch_nist(void) {
-    char dir[512], path[600];
-    snprintf(dir, sizeof dir, "%s/tests/data/nist", JF_SOURCE_DIR);
-    snprintf(path, sizeof path, "%s/models.tsv", dir);
-    FILE *tsv = fopen(path, "rb");
+    char dir[512];
+    FILE *tsv = nist_open(dir, sizeof dir);
     if (!CHECK(tsv != NULL)) return;
     static problem prob;
     long idx[MAXP];

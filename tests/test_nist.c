@@ -60,10 +60,8 @@ static double resident_dev(const jf_model *m, const jf_data *d, const jf_fit_opt
 }
 
 int main(void) {
-    char dir[512], path[600];
-    snprintf(dir, sizeof dir, "%s/tests/data/nist", JF_SOURCE_DIR);
-    snprintf(path, sizeof path, "%s/models.tsv", dir);
-    FILE *tsv = fopen(path, "rb");
+    char dir[512];
+    FILE *tsv = nist_open(dir, sizeof dir);
     if (!tsv) return jf_test_skip("tests/data/nist/models.tsv not found");
     static problem prob;
     int nproblems = 0;
