@@ -9,7 +9,8 @@
  * runs bit-identical, single precision within 0.01 standard errors of fp64, data larger than a
  * forced memory limit streamed in chunks with the in-memory answer, or, when not even the chunk
  * buffers fit, fitted on the CPU with a note,
- * `jitfit fit --device gpu -v` reports the synchronizations, and a batch of 300 fits of
+ * `jitfit fit --device gpu -v` reports the synchronizations (`--group` on the GPU prints the
+ * CPU's table), and a batch of 300 fits of
  * different lengths in one launch equals the CPU batch (fp64 to 1e-10, parameters, standard errors
  * and statistics from the finish on the device; fp32 to 0.01 s.e.), and a
  * 60-parameter sum of peaks equals the CPU fit to 1e-10 (through the many-parameter path:
@@ -580,6 +581,23 @@ static void test_cli(void) {
     CHECK_CONTAINS(out, "host synchronization");
     free(out);
     free(err);
+    /* `--group` on the GPU: one launch with the finish on the device, the CPU's table */
+    const char *grp = "fit --group sample --p0-file '%s/examples/spectra_p0.csv' "
+                      "'%s/examples/spectra.jf' '%s/examples/spectra.csv'";
+    char args[1536], *cpu = NULL, *gpu = NULL;
+    snprintf(args, sizeof args, grp, JF_SOURCE_DIR, JF_SOURCE_DIR, JF_SOURCE_DIR);
+    snprintf(cmd, sizeof cmd, "'%s' %s --device gpu --json", jf_test_cli(), args);
+    CHECK(jf_test_run(cmd, &out, NULL) == 0);
+    CHECK_CONTAINS(out, "batch: one launch, the finish (polish, J's triangle) included");
+    free(out);
+    snprintf(cmd, sizeof cmd, "'%s' %s --device cpu", jf_test_cli(), args);
+    CHECK(jf_test_run(cmd, &cpu, NULL) == 0);
+    snprintf(cmd, sizeof cmd, "'%s' %s --device gpu", jf_test_cli(), args);
+    CHECK(jf_test_run(cmd, &gpu, NULL) == 0);
+    CHECK_CONTAINS(gpu, "4 groups, 4 converged");
+    CHECK_STREQ(gpu, cpu); /* 8 significant digits */
+    free(cpu);
+    free(gpu);
 }
 
 int main(void) {
