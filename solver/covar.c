@@ -28,23 +28,21 @@
 
 #define EPS 2.220446049250313e-16
 
-/* np <= JF_LSQ_MAX: lsq_core.h's routines on J's QR triangle (jf_linalg_triangle). */
-static int covar_small(const double *J, size_t n, size_t np, double *cov, int *unident) {
-    double R[JF_LSQ_MAX * JF_LSQ_MAX], W[JF_LSQ_MAX * JF_LSQ_MAX], V[JF_LSQ_MAX * JF_LSQ_MAX];
-    double qb[JF_LSQ_MAX], sv[JF_LSQ_MAX], c[JF_LSQ_MAX];
-    int idx[JF_LSQ_MAX];
-    double *A = malloc(n * (np + 1) * sizeof *A);
-    if (!A) return JF_ERR_NOMEM;
-    int code = jf_linalg_triangle(J, NULL, n, np, A, R, qb);
-    free(A);
-    if (code == JF_OK) jf_lsq_covariance(R, np, n, idx, W, V, sv, c, cov, unident);
-    return code;
-}
-
 void jf_covar_triangle(const double *R, size_t n, size_t np, double *cov, int *unident) {
     double W[JF_LSQ_MAX * JF_LSQ_MAX], V[JF_LSQ_MAX * JF_LSQ_MAX], sv[JF_LSQ_MAX], c[JF_LSQ_MAX];
     int idx[JF_LSQ_MAX];
     jf_lsq_covariance(R, np, n, idx, W, V, sv, c, cov, unident);
+}
+
+/* np <= JF_LSQ_MAX: J's QR triangle (jf_linalg_triangle), then jf_covar_triangle. */
+static int covar_small(const double *J, size_t n, size_t np, double *cov, int *unident) {
+    double R[JF_LSQ_MAX * JF_LSQ_MAX], qb[JF_LSQ_MAX];
+    double *A = malloc(n * (np + 1) * sizeof *A);
+    if (!A) return JF_ERR_NOMEM;
+    int code = jf_linalg_triangle(J, NULL, n, np, A, R, qb);
+    free(A);
+    if (code == JF_OK) jf_covar_triangle(R, n, np, cov, unident);
+    return code;
 }
 
 int jf_covar_jacobian(const double *J, size_t n, size_t np, double *cov, int *unident) {
