@@ -183,7 +183,7 @@ JF_HD void jf_lmc_chol_solve(const double *L, unsigned long long m, double *x) {
 
 /* Cyclic Jacobi eigen-decomposition of the symmetric m×m row-major S (destroyed; its diagonal
  * ends as the eigenvalues, copied to eig). V receives the eigenvectors as columns. */
-JF_HD void jf_lmc_jacobi(double *S, unsigned long long m, double *V, double *eig) {
+JF_HD_CALL void jf_lmc_jacobi(double *S, unsigned long long m, double *V, double *eig) {
     for (unsigned long long i = 0; i < m; i++)
         for (unsigned long long j = 0; j < m; j++) V[i * m + j] = i == j ? 1.0 : 0.0;
     for (int sweep = 0; sweep < JF_LMC_JACOBI_SWEEPS; sweep++) {
@@ -455,7 +455,7 @@ JF_HD int jf_lmc_tr_damped(jf_lmc *c, jf_lmc_views *v) {
  * reduction. 1 when x_try awaits evaluation; 0 when the run ended (c->status says why);
  * JF_LMC_WANT_FACTOR when a factorization was handed to the caller (v->external). Resumes
  * where c->phase says. */
-JF_HD int jf_lmc_propose(jf_lmc *c, jf_lmc_views *v) {
+JF_HD_CALL int jf_lmc_propose(jf_lmc *c, jf_lmc_views *v) {
     unsigned long long np = c->np;
     for (;;) {
         int r;
@@ -529,7 +529,7 @@ JF_HD int jf_lmc_resume(jf_lmc *c, jf_lmc_views *v) {
 
 /* Begins a run at v->x from the accumulator of the pass there (c's settings and v->x, lo, hi,
  * xs set by the caller). 1 when v->x_try awaits evaluation. */
-JF_HD int jf_lmc_start(jf_lmc *c, jf_lmc_views *v, const double *acc) {
+JF_HD_CALL int jf_lmc_start(jf_lmc *c, jf_lmc_views *v, const double *acc) {
     unsigned long long np = c->np;
     c->nfev = 1;
     c->iterations = 0;
@@ -557,7 +557,7 @@ JF_HD int jf_lmc_start(jf_lmc *c, jf_lmc_views *v, const double *acc) {
  * rejects it, updates the trust region, runs the convergence tests and proposes the next
  * point. 1 when v->x_try awaits evaluation; 0 when the run has ended (also when called after
  * the end, as the unrolled graph does). */
-JF_HD int jf_lmc_judge(jf_lmc *c, jf_lmc_views *v, const double *acc_try) {
+JF_HD_CALL int jf_lmc_judge(jf_lmc *c, jf_lmc_views *v, const double *acc_try) {
     if (c->status != JF_STEP_CONTINUE) return 0;
     unsigned long long np = c->np, nacc = jf_lmc_nacc(np);
     c->nfev++;

@@ -30,6 +30,18 @@
 #endif
 #endif
 
+/* For the large, branchy routines that several callers share (lm_core.h's start, judge and
+ * proposal, its eigensolver): on the device compiled once and called, not inlined at every call
+ * site, which multiplied a module's size and its compile time (NVRTC and ptxas) for no speed —
+ * one thread of a fit runs them, on state in memory. */
+#ifndef JF_HD_CALL
+#ifdef __CUDACC__
+#define JF_HD_CALL static __host__ __device__ __noinline__
+#else
+#define JF_HD_CALL static inline
+#endif
+#endif
+
 /* Machine epsilon and the smallest normal double (MINPACK's dpmpar(1) and dpmpar(2)). */
 #define JF_STEP_EPS 2.220446049250313e-16
 #define JF_STEP_DWARF 2.2250738585072014e-308

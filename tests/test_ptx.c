@@ -6,6 +6,9 @@
  * CUBIN for sm_90 straight from NVRTC, the loss-specialised normal_eq, NVRTC's error path, that
  * the locale survives NVRTC, and the driver status line.
  *
+ * JITFIT_PTXAS_VERBOSE=1 prints ptxas -v's report for every module assembled (registers, spill
+ * stores and loads, stack frame per kernel; docs/PERFORMANCE.md, "GPU kernel resources").
+ *
  * SKIPs (exit 77) only when libnvrtc cannot be loaded or ptxas cannot be found ($JITFIT_PTXAS,
  * else bin/ptxas of the toolkit libnvrtc came from, else PATH).
  */
@@ -74,14 +77,23 @@ static int find_ptxas(void) {
     return 0;
 }
 
-static jf_model *compile(const char *text) {
+/* The model text with its variables: x alone, or x and y when xy (the 2-D Gaussian). */
+static jf_model *compile_vars(const char *text, int xy) {
+    static const char *const vars2[] = {"x", "y"};
+    jf_model_options mo = jf_model_options_default();
+    if (xy) {
+        mo.vars = vars2;
+        mo.nvars = 2;
+    }
     jf_model *m = NULL;
     jf_diagnostics *d = NULL;
-    if (jf_model_compile(text, (size_t)-1, NULL, &m, &d) != JF_OK)
+    if (jf_model_compile(text, (size_t)-1, &mo, &m, &d) != JF_OK)
         fprintf(stderr, "cannot compile %s: %s\n", text, d ? jf_diagnostics_text(d) : "?");
     jf_diagnostics_free(d);
     return m;
 }
+
+static jf_model *compile(const char *text) { return compile_vars(text, 0); }
 
 /* NVRTC to PTX for compute_<arch>, then ptxas for sm_<arch>. */
 static void ptx_and_assemble_entry(const char *src, int arch, const char *what,
@@ -106,11 +118,13 @@ static void ptx_and_assemble_entry(const char *src, int arch, const char *what,
     if (CHECK(f != NULL)) {
         fwrite(img, 1, size - 1, f);
         fclose(f);
-        snprintf(cmd, sizeof cmd, "'%s' -arch=sm_%d '%s' -o '%s'", ptxas, arch, ptx, cubin);
+        snprintf(cmd, sizeof cmd, "'%s' -v -arch=sm_%d '%s' -o '%s'", ptxas, arch, ptx, cubin);
         char *out = NULL, *err = NULL;
         int rc = jf_test_run(cmd, &out, &err);
         if (!CHECK(rc == 0))
             fprintf(stderr, "ptxas -arch=sm_%d failed for %s:\n%s\n", arch, what, err ? err : "");
+        else if (getenv("JITFIT_PTXAS_VERBOSE"))
+            printf("ptxas -v sm_%d, %s (%s):\n%s", arch, what, entry, err ? err : "");
         free(out);
         free(err);
     }
@@ -149,11 +163,13 @@ static void check_solver_module(const char *tmpdir) {
      * kernels, with the finish on the device), for the damped sine and the 2D Gaussian of
      * issue 6, fp64 and fp32, linear and any loss */
     static const char *const batch_models[] = {
-        "a*exp(-b*x)*sin(c*x+d)+e", "A*exp(-((u-u0)^2+(v-v0)^2)/(2*s^2))+b",
+        "a*exp(-b*x)*sin(c*x+d)+e", "A*exp(-((x-x0)^2+(y-y0)^2)/(2*s^2))+b",
+        /* 8 parameters: the most that keep their sums in registers */
+        "A1*exp(-(x-m1)^2/(2*s1^2))+A2*exp(-(x-m2)^2/(2*s2^2))+c+d*x",
         /* 10 parameters: the block-per-fit kernel with tiled sums */
         "A1*exp(-(x-m1)^2/(2*s1^2))+A2*exp(-(x-m2)^2/(2*s2^2))+A3*exp(-(x-m3)^2/(2*s3^2))+c"};
-    for (int i = 0; i < 3; i++) {
-        jf_model *m = compile(batch_models[i]);
+    for (int i = 0; i < 4; i++) {
+        jf_model *m = compile_vars(batch_models[i], i == 1);
         if (!CHECK(m != NULL)) continue;
         CHECK(jf_batch_cuda_supported(jf_model_num_params(m)));
         for (int single = 0; single < 2; single++) {
@@ -161,10 +177,10 @@ static void check_solver_module(const char *tmpdir) {
             if (CHECK(bsrc != NULL)) {
                 CHECK_CONTAINS(bsrc, "jf_fit_sums");
                 /* register sums: the finish on the device, in both kernels (ptxas assembles all) */
-                if (i < 2) CHECK_CONTAINS(bsrc, "jf_batch_finish_block(x, ldx, y, w, off[f]");
-                if (i < 2) CHECK_CONTAINS(bsrc, "jf_batch_finish(x, ldx, y, w, off[f]");
+                if (i < 3) CHECK_CONTAINS(bsrc, "jf_batch_finish_block(x, ldx, y, w, off[f]");
+                if (i < 3) CHECK_CONTAINS(bsrc, "jf_batch_finish(x, ldx, y, w, off[f]");
                 ptx_and_assemble_entry(bsrc, 90, batch_models[i], tmpdir,
-                                       i == 2 ? "jf_batch_lm_block" : "jf_batch_lm");
+                                       i == 3 ? "jf_batch_lm_block" : "jf_batch_lm");
             }
             free(bsrc);
         }
