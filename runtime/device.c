@@ -84,6 +84,23 @@ static const char *bare(const char *reason) {
 #define COST_GPU_TERM_S 2.0e-11 /* the same on a full-rate fp64 GPU */
 #define COST_GPU_FIXED_S 0.25  /* driver start, module load, graph set-up (first fit) */
 #define COST_PCIE_BPS 1.2e10   /* bytes per second host → device */
+/* Compiling a module NVRTC → CUBIN (one host core; measured with NVRTC 13.0 for sm_90 on the
+ * development machine, docs/PERFORMANCE.md "GPU kernel resources and compile time"): a model's
+ * kernels, the solver module, a batch module with register sums or with tiled sums. Paid only
+ * when the kernel cache lacks the module. */
+#define COST_COMPILE_MODEL_S 0.15
+#define COST_COMPILE_SOLVER_S 6.0
+#define COST_COMPILE_BATCH_S 9.0
+#define COST_COMPILE_BATCH_TILED_S 3.0
+
+/* Seconds of compiling what a GPU run lacks (req->compiles). */
+static double compile_seconds(const jf_device_request *req) {
+    if (!req->compiles) return 0.0;
+    jf_device_compiles c = {0, 0, 0, 0};
+    req->compiles(req->compiles_ctx, &c);
+    return c.model * COST_COMPILE_MODEL_S + c.solver * COST_COMPILE_SOLVER_S +
+           c.batch * COST_COMPILE_BATCH_S + c.batch_tiled * COST_COMPILE_BATCH_TILED_S;
+}
 
 int jf_device_have_gpu_solver(void) {
 #ifdef JF_HAVE_CUDA_HEADERS
@@ -150,12 +167,18 @@ int jf_device_choose(const jf_device_request *req, char *why, size_t n) {
         snprintf(why, n, "cpu: no usable GPU (%s)", status);
         return JF_DEVICE_CPU;
     }
+    const double t_compile = compile_seconds(req);
+    t_gpu += t_compile;
+    char compiling[96] = "";
+    if (t_compile > 0)
+        snprintf(compiling, sizeof compiling, " (%.3g s of it compiling kernels not in the cache)",
+                 t_compile);
     if (t_gpu < t_cpu) {
-        snprintf(why, n, "gpu: estimated %.3g s on the GPU vs %.3g s on %d CPU thread%s (%s)",
-                 t_gpu, t_cpu, threads, threads == 1 ? "" : "s", status + 11);
+        snprintf(why, n, "gpu: estimated %.3g s on the GPU%s vs %.3g s on %d CPU thread%s (%s)",
+                 t_gpu, compiling, t_cpu, threads, threads == 1 ? "" : "s", status + 11);
         return JF_DEVICE_GPU;
     }
-    snprintf(why, n, "cpu: estimated %.3g s on %d CPU thread%s vs %.3g s on the GPU", t_cpu,
-             threads, threads == 1 ? "" : "s", t_gpu);
+    snprintf(why, n, "cpu: estimated %.3g s on %d CPU thread%s vs %.3g s on the GPU%s", t_cpu,
+             threads, threads == 1 ? "" : "s", t_gpu, compiling);
     return JF_DEVICE_CPU;
 }

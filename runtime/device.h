@@ -67,6 +67,15 @@ JF_INTERNAL void jf_device_probe(jf_device_info *out);
  * The rule is by SM version only: a datacenter SM version means full-rate fp64 units. */
 JF_INTERNAL int jf_device_fp64_ratio(int major, int minor);
 
+/* The GPU kernel modules a run would compile because the kernel cache lacks them; the cost
+ * model prices each kind (device.c, docs/SOLVER.md "Device choice"). */
+typedef struct jf_device_compiles {
+    int model;       /* the model's kernels (normal_eq, jacobian_row, ...) */
+    int solver;      /* the device-resident solver's module (model-independent) */
+    int batch;       /* a batch module, sums in registers (up to 8 parameters) */
+    int batch_tiled; /* a batch module, tiled sums (more parameters) */
+} jf_device_compiles;
+
 /* What a fit asks for, with the sizes the cost model needs (docs/SOLVER.md, "Device
  * choice"). */
 typedef struct jf_device_request {
@@ -77,6 +86,10 @@ typedef struct jf_device_request {
     int backend;      /* the jf_backend asked for */
     size_t nvars;     /* variables per point (for the copy to the device) */
     int threads;      /* CPU threads the CPU solver would use (<= 0: 1) */
+    /* Fills in what a GPU run would compile (NULL: nothing); called by AUTO only, after the
+     * GPU probe found a usable GPU (the cache's key names the GPU). */
+    void (*compiles)(void *ctx, jf_device_compiles *out);
+    void *compiles_ctx;
 } jf_device_request;
 
 /* Decides where a fit runs. Returns JF_DEVICE_CPU or JF_DEVICE_GPU, with a one-line reason in
@@ -84,9 +97,10 @@ typedef struct jf_device_request {
  * the GPU vs 2.4 s on 2 CPU threads (...)"); or, when the request cannot be met, a negated
  * jf_status (-JF_ERR_UNAVAILABLE for device GPU without a usable GPU or for a batch, -JF_ERR_ARG
  * for an unknown device) with the reason in why ("GPU requested but unavailable: ..."). AUTO
- * weighs estimated CPU and GPU times (a cost model with a measured CPU constant and nominal
- * GPU constants, see device.c) and does not probe the GPU for fits the CPU finishes before a
- * GPU could start; otherwise the first call in a process probes the driver (dlopen, cuInit). */
+ * weighs estimated CPU and GPU times (a cost model with measured CPU and compile constants and
+ * nominal GPU constants, see device.c; compiling counts only for modules not in the kernel
+ * cache) and does not probe the GPU for fits the CPU finishes before a GPU could start;
+ * otherwise the first call in a process probes the driver (dlopen, cuInit). */
 JF_INTERNAL int jf_device_choose(const jf_device_request *req, char *why, size_t n);
 
 /* 1 when this build has the GPU solver (the library was built with the CUDA headers). */

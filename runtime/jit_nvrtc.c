@@ -239,6 +239,50 @@ static cuda_module *load_module(const unsigned char *image, const char *const *n
     return cm;
 }
 
+/* The cache key of src's module for the present GPU (and its compute capability in *arch), with
+ * the options o adjusted for the emulator. JF_OK, or JF_ERR_UNAVAILABLE (no GPU or NVRTC) with
+ * the reason in why. */
+static int module_key(const char *src, jf_jit_options *o, jf_cache_key *key, int *arch,
+                      char *why, size_t n) {
+    if (jf_cuda_init(why, n) != JF_OK) return JF_ERR_UNAVAILABLE;
+    /* emulated (cuda_emu.h): the module's image is its source, built by the emulator when
+     * loaded; it is kept in the memory cache only, under a key of its own */
+    int emu = jf_cuda_emulated();
+    if (!emu && jf_nvrtc_load(why, n) != JF_OK) return JF_ERR_UNAVAILABLE;
+    int major, minor, vmaj = 0, vmin = 0;
+    jf_cuda_arch(&major, &minor);
+    if (!emu) jf_nvrtc_version(&vmaj, &vmin);
+    *arch = major * 10 + minor;
+    char compiler[64], archs[32];
+    if (emu) snprintf(compiler, sizeof compiler, "emulator");
+    else snprintf(compiler, sizeof compiler, "nvrtc %d.%d", vmaj, vmin);
+    snprintf(archs, sizeof archs, "sm_%d", *arch);
+    if (emu) o->no_cache = 1;
+    jf_cache_key_parts parts = {"cuda", src, compiler, JF_NVRTC_FLAGS, archs};
+    *key = jf_cache_key_make(&parts);
+    return JF_OK;
+}
+
+int jf_cuda_module_cached(const char *source, const jf_jit_options *opts) {
+    jf_jit_options o;
+    memset(&o, 0, sizeof o);
+    if (opts) o = *opts;
+    jf_cache_key key;
+    int arch;
+    char why[256];
+    if (module_key(source, &o, &key, &arch, why, sizeof why) != JF_OK) return 0;
+    if (jf_cache_mem_get(&key)) return 1;
+    jf_cache_dir dir;
+    jf_cache_dir_open(o.cache_dir, o.no_cache, 0, &dir);
+    if (dir.state != JF_CACHE_DIR_OK) return 0;
+    unsigned char *image = NULL;
+    size_t size = 0;
+    int hit = jf_cache_disk_load(&dir, &key, JF_CACHE_KIND_CUDA_CUBIN, &image, &size, NULL, 0) ==
+              JF_CACHE_ENTRY_HIT;
+    free(image);
+    return hit;
+}
+
 /* The module of src (from the memory cache, the disk cache or NVRTC) with its kernels
  * looked up in the order of names. */
 static int module_get(const char *src, const char *const *names, size_t nnames,
@@ -252,22 +296,10 @@ static int module_get(const char *src, const char *const *names, size_t nnames,
         snprintf(why, n, "too many kernels in one module");
         return JF_ERR_INTERNAL;
     }
-    if (jf_cuda_init(why, n) != JF_OK) return JF_ERR_UNAVAILABLE;
-    /* emulated (cuda_emu.h): the module's image is its source, built by the emulator when
-     * loaded; it is kept in the memory cache only, under a key of its own */
-    int emu = jf_cuda_emulated();
-    if (!emu && jf_nvrtc_load(why, n) != JF_OK) return JF_ERR_UNAVAILABLE;
-    int major, minor, vmaj = 0, vmin = 0;
-    jf_cuda_arch(&major, &minor);
-    if (!emu) jf_nvrtc_version(&vmaj, &vmin);
-    int arch = major * 10 + minor;
-    char compiler[64], archs[32];
-    if (emu) snprintf(compiler, sizeof compiler, "emulator");
-    else snprintf(compiler, sizeof compiler, "nvrtc %d.%d", vmaj, vmin);
-    snprintf(archs, sizeof archs, "sm_%d", arch);
-    if (emu) o.no_cache = 1;
-    jf_cache_key_parts parts = {"cuda", src, compiler, JF_NVRTC_FLAGS, archs};
-    jf_cache_key key = jf_cache_key_make(&parts);
+    jf_cache_key key;
+    int arch;
+    if (module_key(src, &o, &key, &arch, why, n) != JF_OK) return JF_ERR_UNAVAILABLE;
+    const int emu = jf_cuda_emulated();
     jf_cache_result res = JF_CACHE_MEMORY;
     const cuda_module *mod = jf_cache_mem_get(&key);
     char msg[4400];
@@ -333,6 +365,14 @@ int jf_cuda_module_get(const char *source, const char *const *names, size_t nnam
     return JF_OK;
 }
 
+char *jf_cuda_model_source(const struct jf_model *m, const jf_jit_options *opts, int loss) {
+    jf_emit_options eo = jf_emit_options_default(JF_EMIT_CUDA);
+    eo.cuda_loss = loss < 0 ? -1 : loss;
+    eo.cuda_single = opts ? opts->single_precision : 0;
+    eo.no_normal_eq = opts ? opts->cuda_no_normal_eq : 0;
+    return jf_emit(m, &eo);
+}
+
 int jf_cuda_kernels_get(const struct jf_model *m, const jf_jit_options *opts, int loss,
                         jf_cuda_kernels **out, jf_cache_result *cache, char *why, size_t n,
                         char *warn, size_t wn) {
@@ -340,17 +380,14 @@ int jf_cuda_kernels_get(const struct jf_model *m, const jf_jit_options *opts, in
     if (cache) *cache = JF_CACHE_NONE;
     if (jf_cuda_init(why, n) != JF_OK) return JF_ERR_UNAVAILABLE;
     if (!jf_cuda_emulated() && jf_nvrtc_load(why, n) != JF_OK) return JF_ERR_UNAVAILABLE;
-    jf_emit_options eo = jf_emit_options_default(JF_EMIT_CUDA);
-    eo.cuda_loss = loss < 0 ? -1 : loss;
-    eo.cuda_single = opts ? opts->single_precision : 0;
-    eo.no_normal_eq = opts ? opts->cuda_no_normal_eq : 0;
-    char *src = jf_emit(m, &eo);
+    char *src = jf_cuda_model_source(m, opts, loss);
     if (!src) {
         snprintf(why, n, "out of memory generating CUDA code");
         return JF_ERR_NOMEM;
     }
+    const int no_normal_eq = opts ? opts->cuda_no_normal_eq : 0;
     const cuda_module *mod = NULL;
-    int st = module_get(src, kernel_names, eo.no_normal_eq ? 2 : 4, opts, &mod, cache, why, n,
+    int st = module_get(src, kernel_names, no_normal_eq ? 2 : 4, opts, &mod, cache, why, n,
                         warn, wn);
     free(src);
     if (st != JF_OK) return st;
@@ -361,7 +398,7 @@ int jf_cuda_kernels_get(const struct jf_model *m, const jf_jit_options *opts, in
     }
     k->m = m;
     k->mod = mod;
-    k->loss = eo.cuda_loss;
+    k->loss = loss < 0 ? -1 : loss;
     *out = k;
     return JF_OK;
 }

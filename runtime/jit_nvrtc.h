@@ -56,6 +56,11 @@ JF_INTERNAL int jf_cuda_module_get(const char *source, const char *const *names,
                                    const jf_jit_options *opts, void **fns, jf_cache_result *cache,
                                    char *why, size_t n, char *warn, size_t wn);
 
+/* 1 when the module of source is ready without compiling it for the present GPU: in the
+ * memory cache, or a valid entry in the disk cache (opts as for jf_cuda_module_get); 0 when it
+ * would be compiled, or there is no usable GPU. For the device choice's compile estimate. */
+JF_INTERNAL int jf_cuda_module_cached(const char *source, const jf_jit_options *opts);
+
 /* ---- model kernels on the device ------------------------------------------------------------ */
 
 /* The loaded CUDA kernels of one model. */
@@ -68,6 +73,11 @@ typedef enum jf_cuda_kernel {
     JF_CUDA_NORMAL_EQ = 2,    /* jf_normal_eq */
     JF_CUDA_REDUCE_BLOCKS = 3 /* jf_reduce_blocks */
 } jf_cuda_kernel;
+
+/* The CUDA source of m's kernels as jf_cuda_kernels_get builds them (loss and opts as there);
+ * malloc'd, NULL when out of memory. */
+JF_INTERNAL char *jf_cuda_model_source(const struct jf_model *m, const jf_jit_options *opts,
+                                       int loss);
 
 /* Compiles (or finds in the kernel cache) and loads m's CUDA kernels for the present GPU.
  * loss is -1 for a normal_eq that takes any loss at run time, or the one jf_loss it will be

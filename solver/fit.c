@@ -157,21 +157,56 @@ static int setup_cpu_kernels(fit_setup *s, char **errmsg) {
 
 /* The GPU kernels (normal_eq for the fit's loss alone when it is linear, the common case and
  * the quicker compile; for any loss otherwise, since the statistics need a linear pass). */
-static int setup_gpu_kernels(fit_setup *s, char *why, size_t n) {
+/* The JIT options of the model's GPU kernels, and the loss they are built for. */
+static jf_jit_options gpu_jit_options(const fit_setup *s, int *loss) {
     jf_jit_options jo;
     memset(&jo, 0, sizeof jo);
     jo.no_cache = s->o.no_cache;
     jo.single_precision = s->o.single_precision;
     jo.cuda_no_normal_eq = jf_gpu_large_p(s->m->np); /* cuBLAS forms the sums then */
+    *loss = s->o.loss == JF_LOSS_LINEAR ? JF_LOSS_LINEAR : -1;
+    return jo;
+}
+
+static int setup_gpu_kernels(fit_setup *s, char *why, size_t n) {
+    int loss;
+    jf_jit_options jo = gpu_jit_options(s, &loss);
     char warn[MSG_LEN] = "";
     jf_cache_result cache = JF_CACHE_NONE;
     double t0 = now_ms();
-    int st = jf_cuda_kernels_get(s->m, &jo, s->o.loss == JF_LOSS_LINEAR ? JF_LOSS_LINEAR : -1,
-                                 &s->ck, &cache, why, n, warn, sizeof warn);
+    int st = jf_cuda_kernels_get(s->m, &jo, loss, &s->ck, &cache, why, n, warn, sizeof warn);
     s->compile_ms += now_ms() - t0;
     s->cuda_cache = (int)cache;
     if (warn[0] && !s->warning) s->warning = strdup(warn);
     return st;
+}
+
+/* What a GPU run of nfits fits would compile (the device choice's jf_device_request.compiles):
+ * the model's kernels, and the solver module (one fit) or the batch module, each unless the
+ * kernel cache has it. The sources are those the run would build. */
+typedef struct compiles_ctx {
+    const fit_setup *s;
+    size_t nfits;
+} compiles_ctx;
+
+static void gpu_compiles(void *ctx, jf_device_compiles *out) {
+    const compiles_ctx *c = ctx;
+    const fit_setup *s = c->s;
+    int loss;
+    jf_jit_options jo = gpu_jit_options(s, &loss);
+    char *src = jf_cuda_model_source(s->m, &jo, loss);
+    out->model = !src || !jf_cuda_module_cached(src, &jo);
+    free(src);
+    if (c->nfits > 1) {
+        src = jf_batch_cuda_source(s->m, (int)s->o.loss, jo.single_precision);
+        int missing = !src || !jf_cuda_module_cached(src, &jo);
+        if (jf_batch_cuda_register_sums(s->m->np)) out->batch = missing;
+        else out->batch_tiled = missing;
+    } else {
+        src = jf_lm_cuda_source(0);
+        out->solver = !src || !jf_cuda_module_cached(src, NULL);
+    }
+    free(src);
 }
 
 /* Checks what all fits of a call share, decides the device and obtains the kernels. npoints
@@ -213,8 +248,9 @@ static int setup_init(fit_setup *s, const jf_model *m, const jf_fit_options *opt
 
     /* Where to run (docs/SOLVER.md, "Device choice"). The cuda backend means the GPU. */
     jf_device want = o->backend == JF_BACKEND_CUDA ? JF_DEVICE_GPU : o->device;
+    compiles_ctx cc = {s, nfits};
     jf_device_request req = {want, npoints, np, nfits, o->backend, m->nv,
-                             jf_threads_resolve(o->nthreads)};
+                             jf_threads_resolve(o->nthreads), gpu_compiles, &cc};
     int dev = jf_device_choose(&req, s->device_note, sizeof s->device_note);
     if (dev < 0) return fail(errmsg, -dev, "%s", s->device_note);
     if (dev == JF_DEVICE_GPU) {

@@ -401,6 +401,9 @@ typedef struct jf_batch_out {
 /* 1 when a model of np parameters can be batched on the GPU (register sums up to 8, tiled sums
  * in a block's shared memory up to about 80). */
 JF_INTERNAL int jf_batch_cuda_supported(size_t np);
+/* 1 when the batch of np-parameter fits keeps its sums in registers (a warp or block per fit,
+ * the finish on the device), 0 when it tiles them (a block per fit). */
+JF_INTERNAL int jf_batch_cuda_register_sums(size_t np);
 /* The CUDA source of m's batch module: its kernels with jf_fit_sums, step.h, lm_core.h and the
  * warp- and block-per-fit kernels jf_batch_lm, jf_batch_lm_block (beyond 8 parameters the
  * latter only, over jf_fit_sums_tiled); malloc'd, NULL when out of memory. For test_ptx too. */

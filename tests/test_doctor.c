@@ -137,7 +137,7 @@ static void test_doctor(const jf_device_info *di) {
 
 static void test_choose(const jf_device_info *di) {
     char why[512];
-    jf_device_request req = {JF_DEVICE_CPU, 100, 3, 1, JF_BACKEND_C, 1, 2};
+    jf_device_request req = {JF_DEVICE_CPU, 100, 3, 1, JF_BACKEND_C, 1, 2, NULL, NULL};
     CHECK(jf_device_choose(&req, why, sizeof why) == JF_DEVICE_CPU);
     CHECK_STREQ(why, "cpu: requested");
 

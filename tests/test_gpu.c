@@ -571,6 +571,61 @@ static void test_batch(void) {
     jf_model_free(m);
 }
 
+/* AUTO prices compiling what the kernel cache lacks (runtime/device.c): before the first GPU
+ * run of a model the estimate includes it, after it (the modules in the memory cache) not.
+ * max_nfev 2 keeps the fits short: only the choice is looked at. Runs first, before any other
+ * test has loaded these modules. */
+static void test_auto_compile(void) {
+    jf_model *m = NULL;
+    if (!CHECK(jf_model_compile("a*exp(-b*x)+c", (size_t)-1, NULL, &m, NULL) == JF_OK)) return;
+    enum { N = 2000000 }; /* 15 passes of 2e6 points x 4 terms: 0.48 s on one CPU thread */
+    double *x = malloc(2 * N * sizeof *x), *y = x ? x + N : NULL;
+    if (!CHECK(x != NULL)) {
+        jf_model_free(m);
+        return;
+    }
+    for (size_t i = 0; i < N; i++) {
+        x[i] = 5.0 * (double)i / N;
+        y[i] = 2.0 * exp(-0.7 * x[i]) + 0.1;
+    }
+    jf_data d[2] = {{N / 2, x, 0, y, NULL}, {N / 2, x + N / 2, 0, y + N / 2, NULL}};
+    jf_data one = {N, x, 0, y, NULL};
+    double p0[3] = {1.5, 0.5, 0.0};
+    jf_fit_options o = jf_fit_options_default();
+    o.p0 = p0;
+    o.nthreads = 1;
+    o.max_nfev = 2;
+    o.no_cache = 1; /* the disk cache of earlier runs does not count */
+    const int emu = jf_cuda_emulated();
+    for (int batch = 0; batch < 2; batch++) {
+        jf_fit_result *r[2] = {NULL, NULL};
+        o.device = JF_DEVICE_AUTO;
+        int st = batch ? jf_fit_batch(m, 2, d, NULL, &o, r, NULL) : jf_fit(m, &one, &o, &r[0], NULL);
+        if (CHECK(st == JF_OK && r[0])) {
+            printf("auto, %s, nothing compiled yet: %s\n", batch ? "batch" : "one fit", r[0]->device_note);
+            CHECK_CONTAINS(r[0]->device_note, "s of it compiling kernels not in the cache)");
+            /* the emulator keeps no disk cache: the model's kernels and the solver module are
+             * missing before the one fit, the batch module (alone) before the batch */
+            if (emu) CHECK_CONTAINS(r[0]->device_note, batch ? "(9 s of it" : "(6.15 s of it");
+        }
+        for (int k = 0; k < 2; k++) jf_fit_result_free(r[k]);
+        o.device = JF_DEVICE_GPU;
+        st = batch ? jf_fit_batch(m, 2, d, NULL, &o, r, NULL) : jf_fit(m, &one, &o, &r[0], NULL);
+        CHECK(st == JF_OK && r[0] && r[0]->backend == JF_BACKEND_CUDA);
+        for (int k = 0; k < 2; k++) jf_fit_result_free(r[k]);
+        o.device = JF_DEVICE_AUTO;
+        st = batch ? jf_fit_batch(m, 2, d, NULL, &o, r, NULL) : jf_fit(m, &one, &o, &r[0], NULL);
+        if (CHECK(st == JF_OK && r[0])) {
+            printf("auto, %s, after a GPU run: %s\n", batch ? "batch" : "one fit", r[0]->device_note);
+            CHECK(strstr(r[0]->device_note, "compiling") == NULL);
+            CHECK_CONTAINS(r[0]->device_note, "gpu: estimated ");
+        }
+        for (int k = 0; k < 2; k++) jf_fit_result_free(r[k]);
+    }
+    free(x);
+    jf_model_free(m);
+}
+
 static void test_cli(void) {
     char cmd[2048], *out = NULL, *err = NULL;
     snprintf(cmd, sizeof cmd, "'%s' fit --device gpu -v '%s/examples/damped_sine.jf' '%s/examples/damped_sine.csv'",
@@ -605,6 +660,7 @@ int main(void) {
     if (!jf_device_have_gpu_solver()) return jf_test_skip("built without the CUDA headers");
     if (!jf_cuda_status(status, sizeof status)) return jf_test_skip(status);
     printf("%s\n", status);
+    test_auto_compile();
     for (int mode = 0; mode < 2; mode++) {
         if (mode == 1) setenv("JITFIT_GPU_NO_WHILE", "1", 1);
         have_while = mode == 0 && jf_cuda_cond_nodes();
