@@ -89,7 +89,7 @@ static const char *bare(const char *reason) {
  * kernels, the solver module, a batch module with register sums or with tiled sums. Paid only
  * when the kernel cache lacks the module. */
 #define COST_COMPILE_MODEL_S 0.15
-#define COST_COMPILE_SOLVER_S 6.0
+#define COST_COMPILE_SOLVER_S 2.6
 #define COST_COMPILE_BATCH_S 9.0
 #define COST_COMPILE_BATCH_TILED_S 3.0
 

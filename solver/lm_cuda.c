@@ -3,9 +3,9 @@
  * Data go to the device once (jf_gpu_problem_init). The loop state (lm_core.h's jf_lmc and its
  * workspace: parameters, scaling, trust region, λ, the accept/reject decision, the status word)
  * lives in device memory; one iteration is three kernels:
- *   normal_eq(x_try) → reduce_blocks → jf_lm_judge      (model kernels from jit_nvrtc.c, the
- *                                                        judge from the solver module below)
- * preceded once by normal_eq(x) → reduce_blocks → jf_lm_start. Where the driver has WHILE
+ *   normal_eq(x_try) → reduce_blocks → jf_lm_step(judge) (model kernels from jit_nvrtc.c, the
+ *                                                          step from the solver module below)
+ * preceded once by normal_eq(x) → reduce_blocks → jf_lm_step(start). Where the driver has WHILE
  * conditional nodes (CUDA 12.4), the iteration is the body of one, whose condition a tiny
  * kernel sets from the status word: the host launches the graph and synchronizes once, to read
  * the result. Otherwise the graph holds JF_LM_CUDA_UNROLL iterations whose kernels return at
@@ -38,33 +38,23 @@ extern const char jf_embed_loss_h[];
  * the p×p work is tiny and sequential, and a block of idle threads would cost nothing more. */
 static const char solver_kernels[] =
     "\n/* ---- device-resident LM loop (solver/lm_cuda.c) ---- */\n"
-    "extern \"C\" __global__ void jf_lm_start(jf_lmc *c, double *ws, int *iws, const double *acc)\n"
+    "/* The state machine's one entry (ptxas compiles a kernel's whole call tree, so one entry\n"
+    " * compiles lm_core.h once): what 0 starts, 1 judges, with the p×p factorizations in the\n"
+    " * kernel when F is null. With them handed to cuSOLVER (many parameters; F, then Finv, np × np\n"
+    " * each, and finfo): 0 and 1 as before, 2 resumes after the host's potrf/potrs on F, 3 resumes\n"
+    " * and factorizes whatever else the step needs here (the last round of a pass). */\n"
+    "extern \"C\" __global__ void jf_lm_step(jf_lmc *c, double *ws, int *iws, const double *acc,\n"
+    "                                       double *F, int *finfo, int what)\n"
     "{\n"
     "    if (threadIdx.x != 0 || blockIdx.x != 0) return;\n"
     "    jf_lmc_views v;\n"
     "    jf_lmc_views_init(&v, ws, iws, c->np);\n"
-    "    (void)jf_lmc_start(c, &v, acc);\n"
-    "}\n"
-    "extern \"C\" __global__ void jf_lm_judge(jf_lmc *c, double *ws, int *iws, const double *acc)\n"
-    "{\n"
-    "    if (threadIdx.x != 0 || blockIdx.x != 0) return;\n"
-    "    jf_lmc_views v;\n"
-    "    jf_lmc_views_init(&v, ws, iws, c->np);\n"
-    "    (void)jf_lmc_judge(c, &v, acc);\n"
-    "}\n"
-    "/* The same with the p×p factorizations handed to cuSOLVER (many parameters): what 0 starts,\n"
-    " * 1 judges, 2 resumes after the host's potrf/potrs on F (F then Finv, np × np each), 3\n"
-    " * resumes and factorizes whatever else the step needs here (the last round of a pass). */\n"
-    "extern \"C\" __global__ void jf_lm_step_x(jf_lmc *c, double *ws, int *iws, const double *acc,\n"
-    "                                         double *F, int *finfo, int what)\n"
-    "{\n"
-    "    if (threadIdx.x != 0 || blockIdx.x != 0) return;\n"
-    "    jf_lmc_views v;\n"
-    "    jf_lmc_views_init(&v, ws, iws, c->np);\n"
-    "    v.F = F;\n"
-    "    v.Finv = F + c->np * c->np;\n"
-    "    v.finfo = finfo;\n"
-    "    v.external = what != 3;\n"
+    "    if (F != nullptr) {\n"
+    "        v.F = F;\n"
+    "        v.Finv = F + c->np * c->np;\n"
+    "        v.finfo = finfo;\n"
+    "        v.external = what != 3;\n"
+    "    }\n"
     "    if (what == 0) (void)jf_lmc_start(c, &v, acc);\n"
     "    else if (what == 1) (void)jf_lmc_judge(c, &v, acc);\n"
     "    else (void)jf_lmc_resume(c, &v);\n"
@@ -132,9 +122,9 @@ static const char cond_source[] =
     "    if (threadIdx.x == 0 && blockIdx.x == 0) cudaGraphSetConditional(handle, *status == 0 ? 1u : 0u);\n"
     "}\n";
 
-static const char *const solver_names[] = {"jf_lm_start", "jf_lm_judge", "jf_lp_zero",
-                                            "jf_lp_scale", "jf_lp_pack", "jf_lm_step_x"};
-enum { SOLVER_FNS = 6 };
+static const char *const solver_names[] = {"jf_lm_step", "jf_lp_zero", "jf_lp_scale",
+                                            "jf_lp_pack"};
+enum { SOLVER_FNS = 4 };
 static const char *const cond_names[] = {"jf_lm_loop_cond"};
 
 char *jf_lm_cuda_source(int which) {
@@ -627,9 +617,10 @@ static int add_streamed_pass(jf_cuda_graph *g, jf_gpu_problem *gp, jf_devptr p, 
     return st;
 }
 
-/* Appends normal_eq at device parameters p, the block reduction, then step (start or judge). */
+/* Appends normal_eq at device parameters p, the block reduction, then the state machine's step
+ * (what: 0 start, 1 judge). */
 static int add_iteration(jf_cuda_graph *g, jf_gpu_problem *gp, const loop_mem *lm, jf_devptr p,
-                         jf_loss loss, void *step, jf_devptr stop, char *why, size_t n) {
+                         jf_loss loss, int what, jf_devptr stop, char *why, size_t n) {
     unsigned long long ldx = gp->n, begin = 0, end = gp->n;
     int loss_ = (int)loss;
     double fs = gp->f_scale;
@@ -648,9 +639,9 @@ static int add_iteration(jf_cuda_graph *g, jf_gpu_problem *gp, const loop_mem *l
         st = jf_cuda_graph_kernel(g, gp->fn_normal_eq, gp->grid, JF_CUDA_BLOCK, args, why, n);
         if (st == JF_OK) st = jf_cuda_graph_kernel(g, gp->fn_reduce, 1, JF_CUDA_BLOCK, rargs, why, n);
     }
-    jf_devptr c = lm->c, ws = lm->ws, iws = lm->iws, acc = gp->acc;
-    void *sargs[] = {&c, &ws, &iws, &acc};
-    if (st == JF_OK) st = jf_cuda_graph_kernel(g, step, 1, 32, sargs, why, n);
+    jf_devptr c = lm->c, ws = lm->ws, iws = lm->iws, acc = gp->acc, none = 0;
+    void *sargs[] = {&c, &ws, &iws, &acc, &none, &none, &what};
+    if (st == JF_OK) st = jf_cuda_graph_kernel(g, gp->fn_step, 1, 32, sargs, why, n);
     return st;
 }
 
@@ -658,24 +649,25 @@ static int add_iteration(jf_cuda_graph *g, jf_gpu_problem *gp, const loop_mem *l
  * state machine hands its factorizations out: each round runs potrf on F and potrs on Finv
  * (= I), then resumes the machine, the last round telling it to factorize whatever else the
  * step needs itself. Rounds with nothing pending factorize a stale F nobody reads. */
-static int large_step(jf_gpu_problem *gp, jf_cuda_graph *g, const loop_mem *lm,
-                      void *const sfn[2], int what, char *why, size_t n) {
+static int large_step(jf_gpu_problem *gp, jf_cuda_graph *g, const loop_mem *lm, int what,
+                      char *why, size_t n) {
     jf_devptr cd = lm->c, wsd = lm->ws, iwsd = lm->iws, acc = gp->acc;
     if (gp->lp_rounds == 0) {
-        void *sargs[] = {&cd, &wsd, &iwsd, &acc};
-        return jf_cuda_stream_launch(g, sfn[what], 1, 32, sargs, why, n);
+        jf_devptr none = 0;
+        void *sargs[] = {&cd, &wsd, &iwsd, &acc, &none, &none, &what};
+        return jf_cuda_stream_launch(g, gp->fn_step, 1, 32, sargs, why, n);
     }
     size_t np = gp->np;
     jf_devptr F = gp->lp_F, Finv = F + np * np * sizeof(double);
     jf_devptr info = gp->lp_info, info_s = info + sizeof(int); /* potrs must not clear potrf's */
     int w = what;
     void *xargs[] = {&cd, &wsd, &iwsd, &acc, &F, &info, &w};
-    int st = jf_cuda_stream_launch(g, gp->fn_lp_step, 1, 32, xargs, why, n);
+    int st = jf_cuda_stream_launch(g, gp->fn_step, 1, 32, xargs, why, n);
     for (int r = 0; st == JF_OK && r < gp->lp_rounds; r++) {
         st = jf_cusolver_potrf_u(g, np, F, np, gp->lp_work, gp->lp_lwork, info, why, n);
         if (st == JF_OK) st = jf_cusolver_potrs_u(g, np, np, F, np, Finv, np, info_s, why, n);
         w = r + 1 < gp->lp_rounds ? 2 : 3;
-        if (st == JF_OK) st = jf_cuda_stream_launch(g, gp->fn_lp_step, 1, 32, xargs, why, n);
+        if (st == JF_OK) st = jf_cuda_stream_launch(g, gp->fn_step, 1, 32, xargs, why, n);
     }
     return st;
 }
@@ -685,7 +677,7 @@ static int large_step(jf_gpu_problem *gp, jf_cuda_graph *g, const loop_mem *lm,
  * time, each pass's kernels returning at once after the end; one synchronization per batch of
  * iterations. On JF_OK c and ws hold the final state. */
 static int run_loop_large(jf_gpu_problem *gp, const loop_mem *lm, jf_loss loss,
-                          void *const sfn[2], jf_lmc *c, double *ws, size_t nws,
+                          jf_lmc *c, double *ws, size_t nws,
                           jf_gpu_stats *stats, char *why, size_t n) {
     size_t np = gp->np;
     jf_cuda_graph *g = gp->lp_stream;
@@ -697,7 +689,7 @@ static int run_loop_large(jf_gpu_problem *gp, const loop_mem *lm, jf_loss loss,
     int code = jf_cuda_graph_to_device(g, lm->c, c, sizeof *c, why, n);
     if (code == JF_OK) code = jf_cuda_graph_to_device(g, lm->ws, ws, nws * sizeof(double), why, n);
     if (code == JF_OK) code = large_pass(gp, g, dx, loss, w, 0, why, n);
-    if (code == JF_OK) code = large_step(gp, g, lm, sfn, 0, why, n);
+    if (code == JF_OK) code = large_step(gp, g, lm, 0, why, n);
     /* streamed data: one iteration per wait, as the leftover iterations of a batch would copy
      * all the data again for nothing */
     int per_wait = gp->chunk ? 1 : JF_LM_CUDA_UNROLL;
@@ -705,7 +697,7 @@ static int run_loop_large(jf_gpu_problem *gp, const loop_mem *lm, jf_loss loss,
     while (code == JF_OK) {
         for (int k = 0; code == JF_OK && k < per_wait; k++) {
             code = large_pass(gp, g, dx_try, loss, w, status, why, n);
-            if (code == JF_OK) code = large_step(gp, g, lm, sfn, 1, why, n);
+            if (code == JF_OK) code = large_step(gp, g, lm, 1, why, n);
         }
         stats->launches++;
         if (code == JF_OK) code = jf_cuda_graph_to_host(g, c, lm->c, sizeof *c, why, n);
@@ -720,8 +712,7 @@ static int run_loop_large(jf_gpu_problem *gp, const loop_mem *lm, jf_loss loss,
 /* Builds and runs the loop; on JF_OK c and ws hold the final state. *launched says whether
  * anything ran on the device (before that, c and ws are untouched and the loop can be built
  * again in another form). */
-static int run_loop(jf_gpu_problem *gp, const loop_mem *lm, jf_loss loss, void *const sfn[2],
-                    void *cond_fn, jf_lmc *c, double *ws, size_t nws, jf_gpu_stats *stats,
+static int run_loop(jf_gpu_problem *gp, const loop_mem *lm, jf_loss loss, void *cond_fn, jf_lmc *c, double *ws, size_t nws, jf_gpu_stats *stats,
                     int *launched, char *why, size_t n) {
     size_t np = gp->np;
     *launched = 0;
@@ -739,14 +730,14 @@ static int run_loop(jf_gpu_problem *gp, const loop_mem *lm, jf_loss loss, void *
             cond_fn = NULL;
         }
     }
-    /* start: normal_eq(x) → reduce → jf_lm_start */
-    if (code == JF_OK) code = add_iteration(g, gp, lm, dx, loss, sfn[0], 0, why, n);
+    /* start: normal_eq(x) → reduce → jf_lm_step(start) */
+    if (code == JF_OK) code = add_iteration(g, gp, lm, dx, loss, 0, 0, why, n);
     if (code == JF_OK && cond_fn) {
         /* condition → WHILE { normal_eq(x_try) → reduce → judge → condition } */
         void *cargs[] = {&h, &status};
         code = jf_cuda_graph_kernel(g, cond_fn, 1, 32, cargs, why, n);
         if (code == JF_OK) code = jf_cuda_graph_while_begin(g, h, why, n);
-        if (code == JF_OK) code = add_iteration(g, gp, lm, dx_try, loss, sfn[1], 0, why, n);
+        if (code == JF_OK) code = add_iteration(g, gp, lm, dx_try, loss, 1, 0, why, n);
         if (code == JF_OK) code = jf_cuda_graph_kernel(g, cond_fn, 1, 32, cargs, why, n);
         jf_cuda_graph_while_end(g);
         stats->mode = JF_GPU_LOOP_WHILE;
@@ -755,7 +746,7 @@ static int run_loop(jf_gpu_problem *gp, const loop_mem *lm, jf_loss loss, void *
          * at once after the end (the status word is their stop flag) */
         code = jf_cuda_graph_new(&g2, g, why, n);
         for (int k = 0; code == JF_OK && k < JF_LM_CUDA_UNROLL; k++)
-            code = add_iteration(g2, gp, lm, dx_try, loss, sfn[1], status, why, n);
+            code = add_iteration(g2, gp, lm, dx_try, loss, 1, status, why, n);
         if (code == JF_OK) code = jf_cuda_graph_instantiate(g2, why, n);
         stats->mode = JF_GPU_LOOP_UNROLLED;
     }
@@ -787,7 +778,7 @@ int jf_lm_solve_cuda(jf_problem *prob, jf_gpu_problem *gp, const jf_lm_config *c
     memset(st, 0, sizeof *st);
     memset(stats, 0, sizeof *stats);
     size_t np = prob->np;
-    void *sfn[2] = {NULL, NULL}, *cfn[1] = {NULL};
+    void *cfn[1] = {NULL};
     char *src = jf_lm_cuda_source(0);
     if (!src) {
         snprintf(why, n, "out of memory");
@@ -797,12 +788,10 @@ int jf_lm_solve_cuda(jf_problem *prob, jf_gpu_problem *gp, const jf_lm_config *c
     int code = jf_cuda_module_get(src, solver_names, SOLVER_FNS, NULL, fns, NULL, why, n, NULL, 0);
     free(src);
     if (code != JF_OK) return code;
-    sfn[0] = fns[0];
-    sfn[1] = fns[1];
-    gp->fn_lp_zero = fns[2];
-    gp->fn_lp_scale = fns[3];
-    gp->fn_lp_pack = fns[4];
-    gp->fn_lp_step = fns[5];
+    gp->fn_step = fns[0];
+    gp->fn_lp_zero = fns[1];
+    gp->fn_lp_scale = fns[2];
+    gp->fn_lp_pack = fns[3];
     void *cond_fn = NULL;
     if (!jf_cuda_cond_nodes())
         snprintf(stats->note, sizeof stats->note,
@@ -849,16 +838,16 @@ int jf_lm_solve_cuda(jf_problem *prob, jf_gpu_problem *gp, const jf_lm_config *c
         snprintf(stats->note, sizeof stats->note,
                  "%zu parameters: J in %zu chunk%s of %zu rows, JᵀJ and Jᵀr by cuBLAS, %s", np,
                  gp->lp_nchunks, gp->lp_nchunks == 1 ? "" : "s", gp->lp_chunk, fac);
-        code = run_loop_large(gp, &lm, prob->loss, sfn, &c, ws, nws, stats, why, n);
+        code = run_loop_large(gp, &lm, prob->loss, &c, ws, nws, stats, why, n);
         launched = 1;
     } else if (code == JF_OK) {
-        code = run_loop(gp, &lm, prob->loss, sfn, cond_fn, &c, ws, nws, stats, &launched, why, n);
+        code = run_loop(gp, &lm, prob->loss, cond_fn, &c, ws, nws, stats, &launched, why, n);
     }
     if (code != JF_OK && cond_fn && !launched) {
         /* the driver would not build or instantiate the WHILE form: the unrolled one needs
          * nothing beyond plain graphs */
         snprintf(stats->note, sizeof stats->note, "no WHILE graph nodes (%.280s)", why);
-        code = run_loop(gp, &lm, prob->loss, sfn, NULL, &c, ws, nws, stats, &launched, why, n);
+        code = run_loop(gp, &lm, prob->loss, NULL, &c, ws, nws, stats, &launched, why, n);
     }
     loop_mem_free(&lm);
     if (code == JF_OK && c.status == JF_STEP_CONTINUE) {

@@ -334,7 +334,8 @@ typedef struct jf_gpu_problem {
     jf_devptr lp_J, lp_r;        /* large: one chunk of J (column-major, ld lp_chunk) and r */
     jf_devptr lp_Ag;             /* large: JᵀJ (np × np, upper) then Jᵀr (np), contiguous */
     jf_devptr lp_cost;           /* large: cost partials, lp_nchunks × lp_grid */
-    void *fn_lp_zero, *fn_lp_scale, *fn_lp_pack, *fn_lp_step; /* large: solver module kernels */
+    void *fn_step;                                /* the solver module's state machine */
+    void *fn_lp_zero, *fn_lp_scale, *fn_lp_pack; /* large: solver module kernels */
     int lp_rounds;               /* large: cuSOLVER factorizations per pass (0: in the kernel) */
     jf_devptr lp_F;              /* large: the factorization request, F then Finv (np × np) */
     jf_devptr lp_info, lp_work;  /* large: potrf's and potrs's info, potrf's workspace */

@@ -606,7 +606,7 @@ static void test_auto_compile(void) {
             CHECK_CONTAINS(r[0]->device_note, "s of it compiling kernels not in the cache)");
             /* the emulator keeps no disk cache: the model's kernels and the solver module are
              * missing before the one fit, the batch module (alone) before the batch */
-            if (emu) CHECK_CONTAINS(r[0]->device_note, batch ? "(9 s of it" : "(6.15 s of it");
+            if (emu) CHECK_CONTAINS(r[0]->device_note, batch ? "(9 s of it" : "(2.75 s of it");
         }
         for (int k = 0; k < 2; k++) jf_fit_result_free(r[k]);
         o.device = JF_DEVICE_GPU;

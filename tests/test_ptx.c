@@ -7,7 +7,8 @@
  * the locale survives NVRTC, and the driver status line.
  *
  * JITFIT_PTXAS_VERBOSE=1 prints ptxas -v's report for every module assembled (registers, spill
- * stores and loads, stack frame per kernel; docs/PERFORMANCE.md, "GPU kernel resources").
+ * stores and loads, stack frame per kernel; docs/PERFORMANCE.md, "GPU modules: compile time
+ * and registers").
  *
  * SKIPs (exit 77) only when libnvrtc cannot be loaded or ptxas cannot be found ($JITFIT_PTXAS,
  * else bin/ptxas of the toolkit libnvrtc came from, else PATH).
@@ -147,8 +148,7 @@ static void check_solver_module(const char *tmpdir) {
         CHECK_CONTAINS(src, "JF_STEP_H");
         CHECK_CONTAINS(src, "JF_LM_CORE_H");
         for (int arch = 80; arch <= 90; arch += 10) {
-            ptx_and_assemble_entry(src, arch, "the solver module", tmpdir, "jf_lm_start");
-            ptx_and_assemble_entry(src, arch, "the solver module", tmpdir, "jf_lm_judge");
+            ptx_and_assemble_entry(src, arch, "the solver module", tmpdir, "jf_lm_step");
             ptx_and_assemble_entry(cond, arch, "the WHILE condition", tmpdir, "jf_lm_loop_cond");
         }
         unsigned char *img = NULL;
