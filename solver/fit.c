@@ -22,6 +22,7 @@
 #include "../codegen/model.h"
 #include "../runtime/device.h"
 #include "../runtime/jit_nvrtc.h"
+#include "lsq_core.h"
 #include "solver.h"
 
 int jf_fit_host_resident = 0;
@@ -328,6 +329,20 @@ static double total_ss(const double *y, size_t n) {
     return ss;
 }
 
+/* A converged fit whose Jacobian has zero columns at the solution (A's diagonal) ends as
+ * JF_FIT_UNUSED_PARAM; *unused receives the first such parameter, *nunused their number. */
+static int final_status(int status, const double *A, size_t np, size_t *unused, size_t *nunused) {
+    *unused = np;
+    *nunused = 0;
+    for (size_t k = 0; k < np; k++)
+        if (!(A[k * np + k] > 0)) {
+            if (*unused == np) *unused = k;
+            (*nunused)++;
+        }
+    return *nunused && status >= JF_FIT_FTOL && status <= JF_FIT_GTOL ? JF_FIT_UNUSED_PARAM
+                                                                      : status;
+}
+
 /* run_fit's return when a GPU fit must go to the CPU instead (not a jf_status). */
 #define FIT_GPU_FALLBACK 1000
 
@@ -485,14 +500,9 @@ static int run_fit(const fit_setup *s, const jf_data *d, const double *w, const 
         double s2 = s->o.absolute_sigma ? 1.0 : 2.0 * r->cost / (double)r->dof;
         jf_covar_finish(r->covariance, unident, np, s2, r->std_errors, r->correlation);
 
-        size_t unused = np, nunused = 0;
-        for (size_t k = 0; k < np; k++)
-            if (!(st.A[k * np + k] > 0)) {
-                if (unused == np) unused = k;
-                nunused++;
-            }
-        if (nunused && st.status >= JF_FIT_FTOL && st.status <= JF_FIT_GTOL) {
-            r->status = JF_FIT_UNUSED_PARAM;
+        size_t unused, nunused;
+        r->status = final_status(st.status, st.A, np, &unused, &nunused);
+        if (r->status == JF_FIT_UNUSED_PARAM) {
             if (nunused == 1)
                 snprintf(b->message, MSG_LEN,
                          "converged, but parameter '%s' has no influence on the model (its "
@@ -668,6 +678,39 @@ static void columns_put(const jf_batch_columns *c, size_t i, size_t np, const jf
     if (c->iterations) c->iterations[i] = r ? r->iterations : 0;
 }
 
+/* Row i of the columns for a fit whose finish the GPU ran (pre->finished): the values run_fit
+ * gives its jf_fit_result — the same calls in the same order — without the result object, its
+ * message and copies, nor the checks the fit's data and start passed before the launch. This is
+ * all the host does for such a fit. 0 when the fit needs run_fit after all. */
+static int columns_from_device(const batch_ctx *c, size_t i) {
+    const fit_setup *s = c->s;
+    const jf_batch_out *pre = &c->pre[i];
+    const jf_data *d = &c->data[i];
+    const jf_batch_columns *out = c->cols;
+    size_t np = s->m->np, n = d->n, dof = n - np;
+    if (np > JF_LSQ_MAX) return 0;
+    double cov[JF_LSQ_MAX * JF_LSQ_MAX], corr[JF_LSQ_MAX * JF_LSQ_MAX], se[JF_LSQ_MAX];
+    int unident[JF_LSQ_MAX];
+    jf_covar_triangle(pre->R, n, np, cov, unident);
+    double s2 = s->o.absolute_sigma ? 1.0 : 2.0 * pre->cost / (double)dof;
+    jf_covar_finish(cov, unident, np, s2, se, corr);
+    size_t unused, nunused;
+    int status = final_status(pre->status, pre->A, np, &unused, &nunused);
+    double tss = total_ss(d->y, n);
+    if (out->code) out->code[i] = JF_OK;
+    if (out->status) out->status[i] = status;
+    for (size_t k = 0; k < np; k++) {
+        if (out->params) out->params[i * np + k] = pre->x[k];
+        if (out->std_errors) out->std_errors[i * np + k] = se[k];
+    }
+    if (out->cost) out->cost[i] = pre->cost;
+    if (out->chi2) out->chi2[i] = d->sigma ? 2.0 * pre->cost : NAN;
+    if (out->r_squared) out->r_squared[i] = tss > 0 ? 1.0 - pre->ssr_plain / tss : NAN;
+    if (out->nfev) out->nfev[i] = pre->nfev;
+    if (out->iterations) out->iterations[i] = pre->iterations;
+    return 1;
+}
+
 /* Interval between batch_progress calls: often enough for a live counter, rarely enough that a
  * batch of a million tiny fits does not spend its time reporting. */
 #define BATCH_PROGRESS_MS 100.0
@@ -691,6 +734,12 @@ static void batch_task(void *vctx, size_t i, int worker) {
     batch_ctx *c = vctx;
     const fit_setup *s = c->s;
     size_t np = s->m->np;
+    if (c->cols && c->pre && c->pre[i].status >= 0 && c->pre[i].finished &&
+        columns_from_device(c, i)) {
+        c->codes[i] = JF_OK;
+        batch_progress(c);
+        return;
+    }
     char **em = c->errmsgs ? &c->errmsgs[i] : NULL;
     double *w = NULL;
     double *x0 = malloc(np * sizeof *x0);

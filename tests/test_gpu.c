@@ -515,16 +515,45 @@ static void test_batch(void) {
     CHECK(devstat <= 1e-10);
     /* the same GPU batch into columns: the values of the GPU batch's results */
     {
-        static double params[NF * 5], se[NF * 5], chi2[NF];
-        static int code[NF];
-        jf_batch_columns cols = {code, NULL, params, se, NULL, chi2, NULL, NULL, NULL};
+        /* (the host takes these straight from the device's finish, not from result objects) */
+        static double params[NF * 5], se[NF * 5], cost[NF], chi2[NF], r2[NF];
+        static int code[NF], status[NF];
+        static size_t nfev[NF], iters[NF];
+        jf_batch_columns cols = {code, status, params, se, cost, chi2, r2, nfev, iters};
         o.single_precision = 0;
         CHECK(jf_fit_batch_columns(m, NF, d, NULL, &o, &cols) == JF_OK);
         int same = 1;
         for (int f = 0; f < NF; f++) {
             if (!rg[f] || code[f] != JF_OK || !isnan(chi2[f])) same = 0;
+            if (rg[f] && ((int)rg[f]->status != status[f] || rg[f]->cost != cost[f] ||
+                          rg[f]->r_squared != r2[f] || rg[f]->nfev != nfev[f] ||
+                          rg[f]->iterations != iters[f]))
+                same = 0;
             for (int k = 0; rg[f] && k < 5; k++)
                 if (params[f * 5 + k] != rg[f]->params[k] || se[f * 5 + k] != rg[f]->std_errors[k]) same = 0;
+        }
+        CHECK(same);
+        /* with sigma (χ², weighted R²) and absolute_sigma, the first 40 fits */
+        enum { NS = 40 };
+        static double sig[MAXPTS];
+        static jf_data dsig[NS];
+        static jf_fit_result *rw[NS];
+        for (int i = 0; i < MAXPTS; i++) sig[i] = 0.02 + 0.001 * i;
+        for (int f = 0; f < NS; f++) dsig[f] = (jf_data){d[f].n, d[f].x, 0, d[f].y, sig};
+        o.absolute_sigma = 1;
+        CHECK(jf_fit_batch(m, NS, dsig, NULL, &o, rw, NULL) == JF_OK);
+        CHECK(jf_fit_batch_columns(m, NS, dsig, NULL, &o, &cols) == JF_OK);
+        o.absolute_sigma = 0;
+        same = 1;
+        for (int f = 0; f < NS; f++) {
+            if (!CHECK(rw[f])) continue;
+            CHECK_CONTAINS(rw[f]->device_note, "the finish (polish, J's triangle) included");
+            if (code[f] != JF_OK || !(chi2[f] > 0) || rw[f]->chi2 != chi2[f] || rw[f]->cost != cost[f] ||
+                rw[f]->r_squared != r2[f])
+                same = 0;
+            for (int k = 0; k < 5; k++)
+                if (params[f * 5 + k] != rw[f]->params[k] || se[f * 5 + k] != rw[f]->std_errors[k]) same = 0;
+            jf_fit_result_free(rw[f]);
         }
         CHECK(same);
         o.single_precision = 1;
