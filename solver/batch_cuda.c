@@ -40,13 +40,47 @@ extern const char jf_embed_polish_core_h[];
 
 static const char batch_views[] =
     "\n/* ---- batched LM (solver/batch_cuda.c) ---- */\n"
-    "/* the views of fit f's workspace in the batch's arrays */\n"
+    "/* the views of a slot's workspace in the batch's arrays (a slot per warp or block: the fits\n"
+    " * it runs one after the other reuse it) */\n"
     "static __device__ void jf_batch_views(jf_lmc_views *v, const jf_lmc *c, double *wss, int *iwss,\n"
-    "                                      unsigned int f)\n"
+    "                                      unsigned int slot)\n"
     "{\n"
     "    const unsigned long long np = c->np;\n"
-    "    jf_lmc_views_init(v, wss + (unsigned long long)f * jf_lmc_ws_doubles(np),\n"
-    "                      iwss + (unsigned long long)f * jf_lmc_ws_ints(np), np);\n"
+    "    jf_lmc_views_init(v, wss + (unsigned long long)slot * jf_lmc_ws_doubles(np),\n"
+    "                      iwss + (unsigned long long)slot * jf_lmc_ws_ints(np), np);\n"
+    "}\n"
+    "/* A fit begins in a slot: its state from the batch's template c0, the workspace's inputs from\n"
+    " * x0 (its start) and the shared bounds and scales sh (lo, hi, x_scale; np each). */\n"
+    "static __device__ void jf_batch_begin(jf_lmc *c, const jf_lmc *c0, jf_lmc_views *v,\n"
+    "                                      const double *x0, const double *sh)\n"
+    "{\n"
+    "    const unsigned long long np = c0->np;\n"
+    "    *c = *c0;\n"
+    "    for (unsigned long long k = 0; k < np; k++) {\n"
+    "        v->x[k] = x0[k];\n"
+    "        v->lo[k] = sh[k];\n"
+    "        v->hi[k] = sh[np + k];\n"
+    "        v->xs[k] = sh[2 * np + k];\n"
+    "    }\n"
+    "}\n"
+    "/* doubles of a fit's result record (jf_batch_end; res_doubles in batch_cuda.c) */\n"
+    "static __device__ unsigned long long jf_batch_res_doubles(unsigned long long np)\n"
+    "{\n"
+    "    return 5 + 2 * np + np * np;\n"
+    "}\n"
+    "/* ... and ends: what the host reads of it — status, nfev, iterations, cost, optimality, x,\n"
+    " * JtJ, g — in its result record res. */\n"
+    "static __device__ void jf_batch_end(const jf_lmc *c, const jf_lmc_views *v, double *res)\n"
+    "{\n"
+    "    const unsigned long long np = c->np;\n"
+    "    res[0] = (double)c->status;\n"
+    "    res[1] = (double)c->nfev;\n"
+    "    res[2] = (double)c->iterations;\n"
+    "    res[3] = c->F;\n"
+    "    res[4] = c->gnorm;\n"
+    "    for (unsigned long long k = 0; k < np; k++) res[5 + k] = v->x[k];\n"
+    "    for (unsigned long long q = 0; q < np * np; q++) res[5 + np + q] = v->A[q];\n"
+    "    for (unsigned long long k = 0; k < np; k++) res[5 + np + np * np + k] = v->g[k];\n"
     "}\n"
     "/* doubles of a fit's finish record (see JF_FIN_R; fin_doubles in batch_cuda.c) */\n"
     "static __device__ unsigned long long jf_batch_fin_doubles(unsigned long long np)\n"
@@ -276,15 +310,19 @@ static const char batch_warp[] =
     "extern \"C\" __global__ void __launch_bounds__(32 * " "8" ")\n"
     "jf_batch_lm(const double *__restrict__ x, jf_index ldx, const double *__restrict__ y,\n"
     "            const double *__restrict__ w, const jf_index *__restrict__ off, unsigned int nfits,\n"
-    "            int loss, double f_scale, jf_lmc *cs, double *wss, int *iwss,\n"
-    "            unsigned long long fin_max, double *fin)\n"
+    "            int loss, double f_scale, const jf_lmc *c0, const double *x0s, const double *sh,\n"
+    "            jf_lmc *cs, double *wss, int *iwss, double *res, unsigned long long fin_max,\n"
+    "            double *fin)\n"
     "{\n"
     "    const unsigned int lane = threadIdx.x & 31u;\n"
     "    const unsigned int nwarps = (gridDim.x * blockDim.x) >> 5;\n"
-    "    for (unsigned int f = (blockIdx.x * blockDim.x + threadIdx.x) >> 5; f < nfits; f += nwarps) {\n"
-    "        jf_lmc *c = cs + f;\n"
+    "    const unsigned int slot = (blockIdx.x * blockDim.x + threadIdx.x) >> 5;\n"
+    "    for (unsigned int f = slot; f < nfits; f += nwarps) {\n"
+    "        jf_lmc *c = cs + slot;\n"
     "        jf_lmc_views v;\n"
-    "        jf_batch_views(&v, c, wss, iwss, f);\n"
+    "        jf_batch_views(&v, c0, wss, iwss, slot);\n"
+    "        if (lane == 0) jf_batch_begin(c, c0, &v, x0s + (unsigned long long)f * JF_FIT_NP, sh);\n"
+    "        __syncwarp(); /* lane 0's start is visible to the others */\n"
     "        double a[JF_FIT_NACC];\n"
     "        const double *p = v.x;\n"
     "        int more = 1, started = 0;\n"
@@ -298,11 +336,16 @@ static const char batch_warp[] =
     "            __syncwarp(); /* lane 0's x_try is visible to the others */\n"
     "            p = v.x_try;\n"
     "        }\n"
-    "        /* the finish here too (linear loss, J small enough to materialize on the host) */\n"
-    "        if (fin != nullptr && c->status != JF_LMC_NONFINITE &&\n"
+    "        /* the finish here too (linear loss, J small enough to materialize on the host); its\n"
+    "         * record says 0 (the host finishes) where it does not run */\n"
+    "        double *fo = fin != nullptr ? fin + (unsigned long long)f * jf_batch_fin_doubles(JF_FIT_NP) : nullptr;\n"
+    "        if (fo != nullptr && c->status != JF_LMC_NONFINITE &&\n"
     "            (unsigned long long)(off[f + 1] - off[f]) * JF_FIT_NP <= fin_max)\n"
-    "            jf_batch_finish(x, ldx, y, w, off[f], off[f + 1], lane, c, &v,\n"
-    "                            fin + (unsigned long long)f * jf_batch_fin_doubles(JF_FIT_NP));\n"
+    "            jf_batch_finish(x, ldx, y, w, off[f], off[f + 1], lane, c, &v, fo);\n"
+    "        else if (fo != nullptr && lane == 0)\n"
+    "            fo[0] = 0.0;\n"
+    "        if (lane == 0) jf_batch_end(c, &v, res + (unsigned long long)f * jf_batch_res_doubles(JF_FIT_NP));\n"
+    "        __syncwarp(); /* the slot is free for the next fit */\n"
     "    }\n"
     "}\n"
     "/* the block's totals of one fit's points [begin, end) at p, in tot, for every thread */\n"
@@ -333,15 +376,19 @@ static const char batch_block[] =
     "extern \"C\" __global__ void __launch_bounds__(JF_BLOCK)\n"
     "jf_batch_lm_block(const double *__restrict__ x, jf_index ldx, const double *__restrict__ y,\n"
     "                  const double *__restrict__ w, const jf_index *__restrict__ off,\n"
-    "                  unsigned int nfits, int loss, double f_scale, jf_lmc *cs, double *wss,\n"
-    "                  int *iwss, unsigned long long fin_max, double *fin)\n"
+    "                  unsigned int nfits, int loss, double f_scale, const jf_lmc *c0,\n"
+    "                  const double *x0s, const double *sh, jf_lmc *cs, double *wss, int *iwss,\n"
+    "                  double *res, unsigned long long fin_max, double *fin)\n"
     "{\n"
     "    __shared__ double tot[JF_FIT_NACC];\n"
     "    __shared__ int more_sh;\n"
+    "    const unsigned int slot = blockIdx.x;\n"
     "    for (unsigned int f = blockIdx.x; f < nfits; f += gridDim.x) {\n"
-    "        jf_lmc *c = cs + f;\n"
+    "        jf_lmc *c = cs + slot;\n"
     "        jf_lmc_views v;\n"
-    "        jf_batch_views(&v, c, wss, iwss, f);\n"
+    "        jf_batch_views(&v, c0, wss, iwss, slot);\n"
+    "        if (threadIdx.x == 0) jf_batch_begin(c, c0, &v, x0s + (unsigned long long)f * c0->np, sh);\n"
+    "        __syncthreads(); /* thread 0's start is visible to the block */\n"
     "        const double *p = v.x;\n"
     "        int more = 1, started = 0;\n"
     "        while (more) {\n"
@@ -353,11 +400,16 @@ static const char batch_block[] =
     "            p = v.x_try;\n"
     "        }\n"
     "        __syncthreads(); /* the shared totals are free */\n"
-    "        /* the finish here too (linear loss, J small enough to materialize on the host) */\n"
-    "        if (fin != nullptr && c->status != JF_LMC_NONFINITE &&\n"
+    "        /* the finish here too (linear loss, J small enough to materialize on the host); its\n"
+    "         * record says 0 (the host finishes) where it does not run */\n"
+    "        double *fo = fin != nullptr ? fin + (unsigned long long)f * jf_batch_fin_doubles(c->np) : nullptr;\n"
+    "        if (fo != nullptr && c->status != JF_LMC_NONFINITE &&\n"
     "            (unsigned long long)(off[f + 1] - off[f]) * c->np <= fin_max)\n"
-    "            jf_batch_finish_block(x, ldx, y, w, off[f], off[f + 1], c, &v,\n"
-    "                                  fin + (unsigned long long)f * jf_batch_fin_doubles(c->np), tot, &more_sh);\n"
+    "            jf_batch_finish_block(x, ldx, y, w, off[f], off[f + 1], c, &v, fo, tot, &more_sh);\n"
+    "        else if (fo != nullptr && threadIdx.x == 0)\n"
+    "            fo[0] = 0.0;\n"
+    "        if (threadIdx.x == 0) jf_batch_end(c, &v, res + (unsigned long long)f * jf_batch_res_doubles(c->np));\n"
+    "        __syncthreads(); /* the slot is free for the next fit */\n"
     "    }\n"
     "}\n";
 
@@ -401,13 +453,23 @@ char *jf_batch_cuda_source(const struct jf_model *m, int loss, int single_precis
  * (np×np) and the sums of the pass being judged (jf_batch_fin_doubles there). */
 static size_t fin_doubles(size_t np) { return 3 + np * np + (size_t)jf_lmc_nacc(np); }
 
+/* Doubles of a fit's result record on the device (jf_batch_end there). */
+static size_t res_doubles(size_t np) { return 5 + 2 * np + np * np; }
+
+/* Blocks per multiprocessor the batch's grid may have. The kernel strides over the fits, so
+ * beyond the blocks a GPU can hold at once (a few per multiprocessor at these register counts)
+ * more blocks only mean more slots — a state and a workspace each — not more speed; a few
+ * waves' worth keep the load balanced at the end. Not measured on a GPU. */
+#define BATCH_BLOCKS_PER_SM 32
+
 /* Device buffers of a batch. */
 typedef struct batch_mem {
-    jf_devptr x, y, w, off, cs, ws, iws, fin;
+    jf_devptr x, y, w, off, c0, x0, sh, cs, ws, iws, res, fin;
 } batch_mem;
 
 static void batch_mem_free(batch_mem *bm) {
-    jf_devptr *all[] = {&bm->x, &bm->y, &bm->w, &bm->off, &bm->cs, &bm->ws, &bm->iws, &bm->fin};
+    jf_devptr *all[] = {&bm->x,  &bm->y,  &bm->w,   &bm->off, &bm->c0,  &bm->x0,
+                        &bm->sh, &bm->cs, &bm->ws,  &bm->iws, &bm->res, &bm->fin};
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) jf_cuda_free(*all[i]);
 }
 
@@ -426,14 +488,29 @@ int jf_batch_cuda_run(const struct jf_model *m, const jf_jit_options *jo, jf_los
         total += fits[f].n;
         weighted |= fits[f].w != NULL;
     }
-    size_t nws = jf_lmc_ws_doubles(np), niws = jf_lmc_ws_ints(np);
+    size_t nws = jf_lmc_ws_doubles(np), niws = jf_lmc_ws_ints(np), nres = res_doubles(np);
     /* the finish on the device: register sums (a warp or a block per fit), linear loss (as
      * lm.c's polish) */
     int regs = register_sums(np);
     size_t nfin = regs && loss == JF_LOSS_LINEAR ? fin_doubles(np) : 0;
+    /* a warp per fit, or a block for long fits; the grid, and with it the slots (a state and a
+     * workspace each, reused by the fits a warp or block runs one after another) */
+    const char *e = getenv("JITFIT_GPU_BATCH_BLOCK");
+    double from = e && *e ? strtod(e, NULL) : BLOCK_PER_FIT_POINTS;
+    int block_per_fit = !regs || (double)total >= from * (double)nfits;
+    size_t fits_per_block = block_per_fit ? 1 : WARPS_PER_BLOCK;
+    size_t blocks = (nfits + fits_per_block - 1) / fits_per_block;
+    jf_cuda_gpu_facts gf;
+    char fwhy[256];
+    size_t most = 65535;
+    if (jf_cuda_gpu_facts_get(0, &gf, fwhy, sizeof fwhy) == JF_OK && gf.sm_count > 0)
+        most = (size_t)gf.sm_count * BATCH_BLOCKS_PER_SM;
+    if (blocks > most) blocks = most; /* the kernel strides over the rest */
+    size_t slots = blocks * fits_per_block;
     size_t need = (total * (nv + 1 + (size_t)weighted)) * sizeof(double) +
                   (nfits + 1) * sizeof(unsigned long long) +
-                  nfits * (sizeof(jf_lmc) + (nws + nfin) * sizeof(double) + niws * sizeof(int));
+                  nfits * (np + nres + nfin) * sizeof(double) +
+                  slots * (sizeof(jf_lmc) + nws * sizeof(double) + niws * sizeof(int));
     size_t avail = jf_gpu_usable_memory(max_mem);
     if (need > avail) {
         snprintf(why, n, "the batch needs %.1f MiB of GPU memory, %.1f MiB are usable",
@@ -454,80 +531,83 @@ int jf_batch_cuda_run(const struct jf_model *m, const jf_jit_options *jo, jf_los
     free(src);
     if (code != JF_OK) return code;
 
-    /* pack: the columns of every fit one after the other; states and workspaces per fit */
+    /* pack: the columns of every fit one after the other, the starts; the settings, bounds and
+     * scales every fit shares once (the states and workspaces never leave the device) */
     double *hx = nv ? malloc(nv * total * sizeof *hx) : NULL;
     double *hy = malloc(total * sizeof *hy), *hw = weighted ? malloc(total * sizeof *hw) : NULL;
     unsigned long long *hoff = malloc((nfits + 1) * sizeof *hoff);
-    jf_lmc *hc = calloc(nfits, sizeof *hc);
-    double *hws = calloc(nfits * nws, sizeof *hws);
-    int *hiws = calloc(nfits * niws, sizeof *hiws);
-    double *hfin = nfin ? calloc(nfits * nfin, sizeof *hfin) : NULL;
+    double *hx0 = malloc(nfits * np * sizeof *hx0);
+    double *hres = malloc(nfits * nres * sizeof *hres);
+    double *hfin = nfin ? malloc(nfits * nfin * sizeof *hfin) : NULL;
+    double *tws = calloc(nws, sizeof *tws), *hsh = malloc(3 * np * sizeof *hsh);
+    int *tiws = calloc(niws, sizeof *tiws);
+    jf_lmc c0;
     batch_mem bm;
     memset(&bm, 0, sizeof bm);
-    if ((nv && !hx) || !hy || (weighted && !hw) || !hoff || !hc || !hws || !hiws ||
-        (nfin && !hfin)) {
+    if ((nv && !hx) || !hy || (weighted && !hw) || !hoff || !hx0 || !hres || (nfin && !hfin) ||
+        !tws || !hsh || !tiws) {
         snprintf(why, n, "out of memory");
         code = JF_ERR_NOMEM;
         goto done;
     }
     jf_batch_pack(fits, nfits, nv, total, hx, hy, hw, hoff);
-    for (size_t f = 0; f < nfits; f++)
-        jf_lmc_setup(&hc[f], hws + f * nws, hiws + f * niws, np, cfg, fits[f].x0);
+    for (size_t f = 0; f < nfits; f++) memcpy(hx0 + f * np, fits[f].x0, np * sizeof *hx0);
+    jf_lmc_setup(&c0, tws, tiws, np, cfg, fits[0].x0); /* the template: settings, and ... */
+    {
+        jf_lmc_views tv;
+        jf_lmc_views_init(&tv, tws, tiws, np);
+        memcpy(hsh, tv.lo, np * sizeof *hsh); /* ... the bounds and scales as it lays them out */
+        memcpy(hsh + np, tv.hi, np * sizeof *hsh);
+        memcpy(hsh + 2 * np, tv.xs, np * sizeof *hsh);
+    }
     code = JF_OK;
     if (nv) code = jf_cuda_alloc(&bm.x, nv * total * sizeof(double), why, n);
     if (code == JF_OK) code = jf_cuda_alloc(&bm.y, total * sizeof(double), why, n);
     if (code == JF_OK && weighted) code = jf_cuda_alloc(&bm.w, total * sizeof(double), why, n);
     if (code == JF_OK) code = jf_cuda_alloc(&bm.off, (nfits + 1) * sizeof *hoff, why, n);
-    if (code == JF_OK) code = jf_cuda_alloc(&bm.cs, nfits * sizeof *hc, why, n);
-    if (code == JF_OK) code = jf_cuda_alloc(&bm.ws, nfits * nws * sizeof(double), why, n);
-    if (code == JF_OK) code = jf_cuda_alloc(&bm.iws, nfits * niws * sizeof(int), why, n);
+    if (code == JF_OK) code = jf_cuda_alloc(&bm.c0, sizeof c0, why, n);
+    if (code == JF_OK) code = jf_cuda_alloc(&bm.x0, nfits * np * sizeof(double), why, n);
+    if (code == JF_OK) code = jf_cuda_alloc(&bm.sh, 3 * np * sizeof(double), why, n);
+    if (code == JF_OK) code = jf_cuda_alloc(&bm.cs, slots * sizeof(jf_lmc), why, n);
+    if (code == JF_OK) code = jf_cuda_alloc(&bm.ws, slots * nws * sizeof(double), why, n);
+    if (code == JF_OK) code = jf_cuda_alloc(&bm.iws, slots * niws * sizeof(int), why, n);
+    if (code == JF_OK) code = jf_cuda_alloc(&bm.res, nfits * nres * sizeof(double), why, n);
     if (code == JF_OK && nfin) code = jf_cuda_alloc(&bm.fin, nfits * nfin * sizeof(double), why, n);
     if (code == JF_OK && nv) code = jf_cuda_to_device(bm.x, hx, nv * total * sizeof(double), why, n);
     if (code == JF_OK) code = jf_cuda_to_device(bm.y, hy, total * sizeof(double), why, n);
     if (code == JF_OK && weighted) code = jf_cuda_to_device(bm.w, hw, total * sizeof(double), why, n);
     if (code == JF_OK) code = jf_cuda_to_device(bm.off, hoff, (nfits + 1) * sizeof *hoff, why, n);
-    if (code == JF_OK) code = jf_cuda_to_device(bm.cs, hc, nfits * sizeof *hc, why, n);
-    if (code == JF_OK) code = jf_cuda_to_device(bm.ws, hws, nfits * nws * sizeof(double), why, n);
-    int fin_kernel = 0; /* the kernel ran with the finish */
+    if (code == JF_OK) code = jf_cuda_to_device(bm.c0, &c0, sizeof c0, why, n);
+    if (code == JF_OK) code = jf_cuda_to_device(bm.x0, hx0, nfits * np * sizeof(double), why, n);
+    if (code == JF_OK) code = jf_cuda_to_device(bm.sh, hsh, 3 * np * sizeof(double), why, n);
     if (code == JF_OK) {
         unsigned long long ldx = total;
         unsigned int nf = (unsigned int)nfits;
         int loss_ = (int)loss;
         double fs = f_scale;
         unsigned long long fin_max = JF_LM_MATERIALIZE_MAX;
-        void *args[] = {&bm.x,  &ldx,   &bm.y,   &bm.w,    &bm.off, &nf,   &loss_,
-                        &fs,    &bm.cs, &bm.ws,  &bm.iws, &fin_max, &bm.fin};
-        size_t per_block = 32 * WARPS_PER_BLOCK, fits_per_block = WARPS_PER_BLOCK;
-        void *fn = fns[0];
-        const char *e = getenv("JITFIT_GPU_BATCH_BLOCK");
-        double from = e && *e ? strtod(e, NULL) : BLOCK_PER_FIT_POINTS;
-        if (!regs || (double)total >= from * (double)nfits) { /* long fits: a block each */
-            fn = regs ? fns[1] : fns[0];
-            per_block = JF_CUDA_BLOCK;
-            fits_per_block = 1;
-        }
-        fin_kernel = nfin != 0;
-        size_t blocks = (nfits + fits_per_block - 1) / fits_per_block;
-        if (blocks > 65535) blocks = 65535; /* the kernel strides over the rest */
-        code = jf_cuda_launch(fn, (unsigned)blocks, (unsigned)per_block, 0, args, why, n);
+        void *args[] = {&bm.x,  &ldx,   &bm.y,  &bm.w,   &bm.off, &nf,      &loss_,
+                        &fs,    &bm.c0, &bm.x0, &bm.sh,  &bm.cs,  &bm.ws,   &bm.iws,
+                        &bm.res, &fin_max, &bm.fin};
+        void *fn = block_per_fit && regs ? fns[1] : fns[0];
+        code = jf_cuda_launch(fn, (unsigned)blocks,
+                              block_per_fit ? JF_CUDA_BLOCK : 32 * WARPS_PER_BLOCK, 0, args, why, n);
     }
-    if (code == JF_OK) code = jf_cuda_to_host(hc, bm.cs, nfits * sizeof *hc, why, n);
-    if (code == JF_OK) code = jf_cuda_to_host(hws, bm.ws, nfits * nws * sizeof(double), why, n);
-    if (code == JF_OK && nfin && fin_kernel)
+    if (code == JF_OK) code = jf_cuda_to_host(hres, bm.res, nfits * nres * sizeof(double), why, n);
+    if (code == JF_OK && nfin)
         code = jf_cuda_to_host(hfin, bm.fin, nfits * nfin * sizeof(double), why, n);
     for (size_t f = 0; code == JF_OK && f < nfits; f++) {
-        jf_lmc_views v;
-        jf_lmc_views_init(&v, hws + f * nws, hiws + f * niws, np);
+        const double *r = hres + f * nres;
         jf_batch_out *o = &out[f];
-        o->status = hc[f].status;
-        o->nfev = hc[f].nfev;
-        o->iterations = hc[f].iterations;
-        o->cost = hc[f].F;
-        o->optimality = hc[f].gnorm;
-        memcpy(o->x, v.x, np * sizeof(double));
-        memcpy(o->A, v.A, np * np * sizeof(double));
-        memcpy(o->g, v.g, np * sizeof(double));
-        const double *fo = hfin && fin_kernel ? hfin + f * nfin : NULL;
+        o->status = (int)r[0];
+        o->nfev = (size_t)r[1];
+        o->iterations = (size_t)r[2];
+        o->cost = r[3];
+        o->optimality = r[4];
+        memcpy(o->x, r + 5, np * sizeof(double));
+        memcpy(o->A, r + 5 + np, np * np * sizeof(double));
+        memcpy(o->g, r + 5 + np + np * np, np * sizeof(double));
+        const double *fo = hfin ? hfin + f * nfin : NULL;
         o->finished = fo && fo[0] != 0.0;
         o->polish = o->finished ? (size_t)fo[1] : 0;
         o->ssr_plain = o->finished ? fo[2] : NAN;
@@ -539,9 +619,11 @@ done:
     free(hy);
     free(hw);
     free(hoff);
-    free(hc);
-    free(hws);
-    free(hiws);
+    free(hx0);
+    free(hres);
     free(hfin);
+    free(tws);
+    free(hsh);
+    free(tiws);
     return code;
 }
