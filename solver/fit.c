@@ -156,9 +156,9 @@ static int setup_cpu_kernels(fit_setup *s, char **errmsg) {
     return st;
 }
 
-/* The GPU kernels (normal_eq for the fit's loss alone when it is linear, the common case and
- * the quicker compile; for any loss otherwise, since the statistics need a linear pass). */
-/* The JIT options of the model's GPU kernels, and the loss they are built for. */
+/* The JIT options of the GPU kernels (the batch module's too), and the loss the model's are
+ * built for: normal_eq for the fit's loss alone when it is linear, the common case and the
+ * quicker compile; for any loss otherwise, since the statistics need a linear pass. */
 static jf_jit_options gpu_jit_options(const fit_setup *s, int *loss) {
     jf_jit_options jo;
     memset(&jo, 0, sizeof jo);
@@ -169,6 +169,7 @@ static jf_jit_options gpu_jit_options(const fit_setup *s, int *loss) {
     return jo;
 }
 
+/* The model's GPU kernels. */
 static int setup_gpu_kernels(fit_setup *s, char *why, size_t n) {
     int loss;
     jf_jit_options jo = gpu_jit_options(s, &loss);
@@ -812,10 +813,8 @@ static int batch_gpu_iterations(const fit_setup *s, size_t nfits, const jf_data 
         map[nok++] = i;
     }
     if (nok) {
-        jf_jit_options jo;
-        memset(&jo, 0, sizeof jo);
-        jo.no_cache = s->o.no_cache;
-        jo.single_precision = s->o.single_precision;
+        int loss_unused;
+        jf_jit_options jo = gpu_jit_options(s, &loss_unused); /* as gpu_compiles checks it */
         jf_lm_config cfg = make_config(s, 0);
         code = jf_batch_cuda_run(m, &jo, s->o.loss, s->o.f_scale, nok, fits, &cfg, s->o.max_gpu_mem,
                                  outs, why, n);
