@@ -1,10 +1,12 @@
 /* GPU batches: many small independent fits in one kernel launch.
  *
- * All fits' data are packed into one set of columns (fit f owns points [off[f], off[f+1])) and
- * copied once; every fit has its own jf_lmc state and workspace (solver/lm_core.h) in device
- * memory. One launch runs everything: each warp takes a fit (a block, for long fits: see
- * BLOCK_PER_FIT_POINTS and jf_batch_lm_block), its 32 lanes sum the normal
- * equations over the fit's points (the model's jf_fit_sums, generated with the same point code
+ * All fits' data go to the device once as one set of columns (fit f owns points [off[f],
+ * off[f+1])): packed, except x when every fit reads the same columns (pixel or channel
+ * coordinates: one copy, fit f's point i is x's row i) and y when the fits' responses already
+ * lie one after another; a jf_lmc state and workspace (solver/lm_core.h) per warp or block slot
+ * stay in device memory. One launch runs everything: each warp takes a fit (a block, for long
+ * fits: see BLOCK_PER_FIT_POINTS and jf_batch_lm_block), its 32 lanes sum the normal equations
+ * over the fit's points (the model's jf_fit_sums, generated with the same point code
  * as normal_eq), a shuffle reduction in fixed order gives lane 0 the totals, and lane 0 runs
  * the very jf_lmc_start / jf_lmc_judge of the single-fit GPU solver and of the host-driven
  * tests; the warp repeats until its fit has ended, then takes the next fit (grid-stride), so a
@@ -15,9 +17,12 @@
  * block evaluates the fit's sums and J's QR triangle (threads fold their points by Givens
  * rotations and merge in a fixed order, lsq_core.h), one thread runs the polish's decisions
  * (polish_core.h, as lm.c does) and leaves the final JᵀJ, gradient, cost, optimality, R and
- * Σ(f − y)²; the host then only assembles the result, the covariance from R (p×p work). Other fits (robust loss, many parameters, a pass that is not
- * finite) are finished on the host like the CPU batch's (solver/fit.c), so a GPU batch returns
- * what single fits return.
+ * Σ(f − y)²; the host then only assembles the result, the covariance from R (p×p work) — or,
+ * for results as columns, the device computes those statistics too (jf_batch_stats: standard
+ * errors from R, status, R²) and the host only copies a short record per fit into the
+ * caller's arrays. Other fits (robust loss, many parameters, a pass that is not finite) are
+ * finished on the host like the CPU batch's (solver/fit.c), so a GPU batch returns what single
+ * fits return.
  */
 #include <math.h>
 #include <stdio.h>
@@ -34,6 +39,9 @@ extern const char jf_embed_step_h[];
 extern const char jf_embed_lm_core_h[];
 extern const char jf_embed_lsq_core_h[];
 extern const char jf_embed_polish_core_h[];
+
+/* jf_batch_stats' JF_BATCH_UNUSED_PARAM */
+_Static_assert(JF_FIT_UNUSED_PARAM == 8, "JF_BATCH_UNUSED_PARAM is JF_FIT_UNUSED_PARAM");
 
 /* Warps per block of the batch kernel. */
 #define WARPS_PER_BLOCK 8
@@ -82,6 +90,10 @@ static const char batch_views[] =
     "    for (unsigned long long q = 0; q < np * np; q++) res[5 + np + q] = v->A[q];\n"
     "    for (unsigned long long k = 0; k < np; k++) res[5 + np + np * np + k] = v->g[k];\n"
     "}\n"
+    "/* doubles of a fit's statistics record (jf_batch_stats; JF_BATCH_STATS in solver.h) */\n"
+    "#define JF_BATCH_STATS(np) (6u + 2u * (np))\n"
+    "/* what fit.c's final status calls a converged fit with a zero column of J (JF_FIT_UNUSED_PARAM) */\n"
+    "#define JF_BATCH_UNUSED_PARAM 8\n"
     "/* doubles of a fit's finish record (see JF_FIN_R; fin_doubles in batch_cuda.c) */\n"
     "static __device__ unsigned long long jf_batch_fin_doubles(unsigned long long np)\n"
     "{\n"
@@ -206,6 +218,44 @@ static const char batch_finish[] =
     "    fo[1] = (double)P->steps;\n"
     "    fo[2] = ek[2];\n"
     "}\n"
+    "/* The statistics of a fit the device finished (fo[0] = 1), computed as the host computes\n"
+    " * them for a result (solver/fit.c's run_fit: the same calls in the same order), into its\n"
+    " * statistics record st: {1, status (unused parameters included), nfev, iterations, cost, R^2,\n"
+    " * x, standard errors}; st[0] = 0 leaves the fit to the host. y: its n responses; abs_sigma:\n"
+    " * the covariance is not scaled by the residual variance. The scratch is the workspace's\n"
+    " * (the loop and the finish are over; jf_batch_end has read x, A and g). */\n"
+    "static __device__ __noinline__ void jf_batch_stats(const jf_lmc *c, jf_lmc_views *v,\n"
+    "        const double *fo, const double *__restrict__ y, unsigned long long n, int abs_sigma,\n"
+    "        double *st)\n"
+    "{\n"
+    "    const unsigned long long np = JF_FIT_NP;\n"
+    "    st[0] = 0.0;\n"
+    "    if (fo == nullptr || fo[0] == 0.0) return;\n"
+    "    double *cov = v->M;\n"
+    "    int *unident = v->free_;\n"
+    "    jf_lsq_covariance(fo + JF_FIN_R, np, n, v->idx, v->M0, v->Md, v->s, v->wF, cov, unident);\n"
+    "    /* scipy's curve_fit: s^2 = 2 cost / dof */\n"
+    "    const double s2 = abs_sigma ? 1.0 : 2.0 * c->F / (double)(n - np);\n"
+    "    int unused = 0;\n"
+    "    for (unsigned long long k = 0; k < np; k++) unused |= !(v->A[k * np + k] > 0.0);\n"
+    "    int status = c->status;\n"
+    "    if (unused && status >= JF_STEP_FTOL && status <= JF_STEP_GTOL) status = JF_BATCH_UNUSED_PARAM;\n"
+    "    /* R^2 against the mean-free sum of squares of y (two passes, as total_ss) */\n"
+    "    double mean = 0.0, tss = 0.0;\n"
+    "    for (unsigned long long i = 0; i < n; i++) mean += y[i];\n"
+    "    mean /= (double)n;\n"
+    "    for (unsigned long long i = 0; i < n; i++) tss += (y[i] - mean) * (y[i] - mean);\n"
+    "    st[1] = (double)status;\n"
+    "    st[2] = (double)c->nfev;\n"
+    "    st[3] = (double)c->iterations;\n"
+    "    st[4] = c->F;\n"
+    "    st[5] = tss > 0.0 ? 1.0 - fo[2] / tss : (0.0 / 0.0);\n"
+    "    for (unsigned long long k = 0; k < np; k++) {\n"
+    "        st[6 + k] = v->x[k];\n"
+    "        st[6 + np + k] = unident[k] ? (1.0 / 0.0) : sqrt(cov[k * np + k] * s2);\n"
+    "    }\n"
+    "    st[0] = 1.0;\n"
+    "}\n"
     "/* The finish of fit [begin, end) by a warp after its loop: the warp evaluates each pass (its\n"
     " * sums to fo for lane 0, and the triangle), lane 0 decides. */\n"
     "static __device__ void jf_batch_finish(const double *__restrict__ x, jf_index ldx,\n"
@@ -309,10 +359,11 @@ static const char batch_warp[] =
     "/* one warp per fit */\n"
     "extern \"C\" __global__ void __launch_bounds__(32 * " "8" ")\n"
     "jf_batch_lm(const double *__restrict__ x, jf_index ldx, const double *__restrict__ y,\n"
-    "            const double *__restrict__ w, const jf_index *__restrict__ off, unsigned int nfits,\n"
+    "            const double *__restrict__ w, const jf_index *__restrict__ off, int x_packed,\n"
+    "            unsigned int nfits,\n"
     "            int loss, double f_scale, const jf_lmc *c0, const double *x0s, const double *sh,\n"
     "            jf_lmc *cs, double *wss, int *iwss, double *res, unsigned long long fin_max,\n"
-    "            double *fin)\n"
+    "            double *fin, double *stats, int abs_sigma)\n"
     "{\n"
     "    const unsigned int lane = threadIdx.x & 31u;\n"
     "    const unsigned int nwarps = (gridDim.x * blockDim.x) >> 5;\n"
@@ -321,13 +372,19 @@ static const char batch_warp[] =
     "        jf_lmc *c = cs + slot;\n"
     "        jf_lmc_views v;\n"
     "        jf_batch_views(&v, c0, wss, iwss, slot);\n"
+    "        /* fit f's points off[f] ..: x's row i - off[f] when every fit reads the same x (its\n"
+    "         * base moved as an integer, not a pointer, which may not point before an array;\n"
+    "         * one more register, where per-fit x, y and w pointers made ptxas spill here) */\n"
+    "        const jf_index npts = off[f + 1] - off[f];\n"
+    "        const double *xf = x_packed ? x\n"
+    "            : (const double *)((unsigned long long)x - off[f] * sizeof(double));\n"
     "        if (lane == 0) jf_batch_begin(c, c0, &v, x0s + (unsigned long long)f * JF_FIT_NP, sh);\n"
     "        __syncwarp(); /* lane 0's start is visible to the others */\n"
     "        double a[JF_FIT_NACC];\n"
     "        const double *p = v.x;\n"
     "        int more = 1, started = 0;\n"
     "        while (more) {\n"
-    "            jf_fit_sums(p, x, ldx, y, w, off[f], off[f + 1], lane, 32, loss, f_scale, a);\n"
+    "            jf_fit_sums(p, xf, ldx, y, w, off[f], off[f + 1], lane, 32, loss, f_scale, a);\n"
     "#pragma unroll\n"
     "            for (unsigned int q = 0; q < JF_FIT_NACC; q++) a[q] = jf_warp_sum(a[q]);\n"
     "            if (lane == 0) more = started ? jf_lmc_judge(c, &v, a) : jf_lmc_start(c, &v, a);\n"
@@ -340,11 +397,14 @@ static const char batch_warp[] =
     "         * record says 0 (the host finishes) where it does not run */\n"
     "        double *fo = fin != nullptr ? fin + (unsigned long long)f * jf_batch_fin_doubles(JF_FIT_NP) : nullptr;\n"
     "        if (fo != nullptr && c->status != JF_LMC_NONFINITE &&\n"
-    "            (unsigned long long)(off[f + 1] - off[f]) * JF_FIT_NP <= fin_max)\n"
-    "            jf_batch_finish(x, ldx, y, w, off[f], off[f + 1], lane, c, &v, fo);\n"
+    "            (unsigned long long)npts * JF_FIT_NP <= fin_max)\n"
+    "            jf_batch_finish(xf, ldx, y, w, off[f], off[f + 1], lane, c, &v, fo);\n"
     "        else if (fo != nullptr && lane == 0)\n"
     "            fo[0] = 0.0;\n"
     "        if (lane == 0) jf_batch_end(c, &v, res + (unsigned long long)f * jf_batch_res_doubles(JF_FIT_NP));\n"
+    "        if (lane == 0 && stats != nullptr)\n"
+    "            jf_batch_stats(c, &v, fo, y + off[f], (unsigned long long)npts,\n"
+    "                           abs_sigma, stats + (unsigned long long)f * JF_BATCH_STATS(JF_FIT_NP));\n"
     "        __syncwarp(); /* the slot is free for the next fit */\n"
     "    }\n"
     "}\n"
@@ -369,6 +429,12 @@ static const char batch_tiled[] =
     "{\n"
     "    (void)x; (void)ldx; (void)y; (void)w; (void)begin; (void)end; (void)c; (void)v;\n"
     "    (void)fo; (void)tot; (void)flag;\n"
+    "}\n"
+    "static __device__ void jf_batch_stats(const jf_lmc *c, jf_lmc_views *v, const double *fo,\n"
+    "        const double *y, unsigned long long n, int abs_sigma, double *st)\n"
+    "{\n"
+    "    (void)c; (void)v; (void)fo; (void)y; (void)n; (void)abs_sigma;\n"
+    "    st[0] = 0.0; /* no finish on the device: the host computes these */\n"
     "}\n";
 
 static const char batch_block[] =
@@ -376,9 +442,10 @@ static const char batch_block[] =
     "extern \"C\" __global__ void __launch_bounds__(JF_BLOCK)\n"
     "jf_batch_lm_block(const double *__restrict__ x, jf_index ldx, const double *__restrict__ y,\n"
     "                  const double *__restrict__ w, const jf_index *__restrict__ off,\n"
-    "                  unsigned int nfits, int loss, double f_scale, const jf_lmc *c0,\n"
+    "                  int x_packed, unsigned int nfits, int loss, double f_scale, const jf_lmc *c0,\n"
     "                  const double *x0s, const double *sh, jf_lmc *cs, double *wss, int *iwss,\n"
-    "                  double *res, unsigned long long fin_max, double *fin)\n"
+    "                  double *res, unsigned long long fin_max, double *fin, double *stats,\n"
+    "                  int abs_sigma)\n"
     "{\n"
     "    __shared__ double tot[JF_FIT_NACC];\n"
     "    __shared__ int more_sh;\n"
@@ -387,12 +454,18 @@ static const char batch_block[] =
     "        jf_lmc *c = cs + slot;\n"
     "        jf_lmc_views v;\n"
     "        jf_batch_views(&v, c0, wss, iwss, slot);\n"
+    "        /* fit f's points 0 .. npts - 1, x's columns shared by every fit unless packed (the\n"
+    "         * warp kernel moves only x's base: ptxas's register choices differ between the two,\n"
+    "         * and each form is the one that spills least in its kernel) */\n"
+    "        const jf_index npts = off[f + 1] - off[f];\n"
+    "        const double *xf = x_packed ? x + off[f] : x;\n"
+    "        const double *yf = y + off[f], *wf = w != nullptr ? w + off[f] : nullptr;\n"
     "        if (threadIdx.x == 0) jf_batch_begin(c, c0, &v, x0s + (unsigned long long)f * c0->np, sh);\n"
     "        __syncthreads(); /* thread 0's start is visible to the block */\n"
     "        const double *p = v.x;\n"
     "        int more = 1, started = 0;\n"
     "        while (more) {\n"
-    "            jf_batch_block_totals(p, x, ldx, y, w, off[f], off[f + 1], loss, f_scale, tot);\n"
+    "            jf_batch_block_totals(p, xf, ldx, yf, wf, 0, npts, loss, f_scale, tot);\n"
     "            if (threadIdx.x == 0) more_sh = started ? jf_lmc_judge(c, &v, tot) : jf_lmc_start(c, &v, tot);\n"
     "            started = 1;\n"
     "            __syncthreads(); /* thread 0's decision and x_try are visible to the block */\n"
@@ -404,11 +477,14 @@ static const char batch_block[] =
     "         * record says 0 (the host finishes) where it does not run */\n"
     "        double *fo = fin != nullptr ? fin + (unsigned long long)f * jf_batch_fin_doubles(c->np) : nullptr;\n"
     "        if (fo != nullptr && c->status != JF_LMC_NONFINITE &&\n"
-    "            (unsigned long long)(off[f + 1] - off[f]) * c->np <= fin_max)\n"
-    "            jf_batch_finish_block(x, ldx, y, w, off[f], off[f + 1], c, &v, fo, tot, &more_sh);\n"
+    "            (unsigned long long)npts * c->np <= fin_max)\n"
+    "            jf_batch_finish_block(xf, ldx, yf, wf, 0, npts, c, &v, fo, tot, &more_sh);\n"
     "        else if (fo != nullptr && threadIdx.x == 0)\n"
     "            fo[0] = 0.0;\n"
     "        if (threadIdx.x == 0) jf_batch_end(c, &v, res + (unsigned long long)f * jf_batch_res_doubles(c->np));\n"
+    "        if (threadIdx.x == 0 && stats != nullptr)\n"
+    "            jf_batch_stats(c, &v, fo, yf, (unsigned long long)npts,\n"
+    "                           abs_sigma, stats + (unsigned long long)f * JF_BATCH_STATS(c->np));\n"
     "        __syncthreads(); /* the slot is free for the next fit */\n"
     "    }\n"
     "}\n";
@@ -464,19 +540,19 @@ static size_t res_doubles(size_t np) { return 5 + 2 * np + np * np; }
 
 /* Device buffers of a batch. */
 typedef struct batch_mem {
-    jf_devptr x, y, w, off, c0, x0, sh, cs, ws, iws, res, fin;
+    jf_devptr x, y, w, off, c0, x0, sh, cs, ws, iws, res, fin, st;
 } batch_mem;
 
 static void batch_mem_free(batch_mem *bm) {
     jf_devptr *all[] = {&bm->x,  &bm->y,  &bm->w,   &bm->off, &bm->c0,  &bm->x0,
-                        &bm->sh, &bm->cs, &bm->ws,  &bm->iws, &bm->res, &bm->fin};
+                        &bm->sh, &bm->cs, &bm->ws,  &bm->iws, &bm->res, &bm->fin, &bm->st};
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) jf_cuda_free(*all[i]);
 }
 
 int jf_batch_cuda_run(const struct jf_model *m, const jf_jit_options *jo, jf_loss loss,
                       double f_scale, size_t nfits, const jf_batch_fit *fits,
-                      const jf_lm_config *cfg, size_t max_mem, jf_batch_out *out, char *why,
-                      size_t n) {
+                      const jf_lm_config *cfg, size_t max_mem, jf_batch_out *out, double *stats,
+                      int abs_sigma, char *why, size_t n) {
     size_t np = m->np, nv = m->nv, total = 0;
     int weighted = 0;
     if (!jf_batch_cuda_supported(np)) {
@@ -484,15 +560,27 @@ int jf_batch_cuda_run(const struct jf_model *m, const jf_jit_options *jo, jf_los
                          "memory", np);
         return JF_ERR_UNAVAILABLE;
     }
+    size_t maxn = 0;
+    int x_same = 1, y_direct = 1;
     for (size_t f = 0; f < nfits; f++) {
         total += fits[f].n;
         weighted |= fits[f].w != NULL;
+        if (fits[f].n > maxn) maxn = fits[f].n;
+        x_same &= fits[f].x == fits[0].x && fits[f].ldx == fits[0].ldx;
+        if (f > 0) y_direct &= fits[f].y == fits[f - 1].y + fits[f - 1].n;
     }
+    /* What goes up without packing: x's columns once when every fit reads the same ones (pixel
+     * or channel coordinates: a fit's row i is x's row i), and y straight from the caller when
+     * the fits' responses lie one after another in one array. */
+    size_t ldx_same = x_same && nv ? fits[0].ldx : 0;
+    int x_packed = !(nv && x_same && ldx_same <= total);
+    size_t nxd = !nv ? 0 : x_packed ? nv * total : (nv - 1) * ldx_same + maxn; /* x's doubles */
     size_t nws = jf_lmc_ws_doubles(np), niws = jf_lmc_ws_ints(np), nres = res_doubles(np);
     /* the finish on the device: register sums (a warp or a block per fit), linear loss (as
      * lm.c's polish) */
     int regs = register_sums(np);
     size_t nfin = regs && loss == JF_LOSS_LINEAR ? fin_doubles(np) : 0;
+    size_t nst = stats ? JF_BATCH_STATS(np) : 0;
     /* a warp per fit, or a block for long fits; the grid, and with it the slots (a state and a
      * workspace each, reused by the fits a warp or block runs one after another) */
     const char *e = getenv("JITFIT_GPU_BATCH_BLOCK");
@@ -507,9 +595,9 @@ int jf_batch_cuda_run(const struct jf_model *m, const jf_jit_options *jo, jf_los
         most = (size_t)gf.sm_count * BATCH_BLOCKS_PER_SM;
     if (blocks > most) blocks = most; /* the kernel strides over the rest */
     size_t slots = blocks * fits_per_block;
-    size_t need = (total * (nv + 1 + (size_t)weighted)) * sizeof(double) +
+    size_t need = (nxd + total * (1 + (size_t)weighted)) * sizeof(double) +
                   (nfits + 1) * sizeof(unsigned long long) +
-                  nfits * (np + nres + nfin) * sizeof(double) +
+                  nfits * (np + nres + nfin + nst) * sizeof(double) +
                   slots * (sizeof(jf_lmc) + nws * sizeof(double) + niws * sizeof(int));
     size_t avail = jf_gpu_usable_memory(max_mem);
     if (need > avail) {
@@ -531,21 +619,22 @@ int jf_batch_cuda_run(const struct jf_model *m, const jf_jit_options *jo, jf_los
     free(src);
     if (code != JF_OK) return code;
 
-    /* pack: the columns of every fit one after the other, the starts; the settings, bounds and
-     * scales every fit shares once (the states and workspaces never leave the device) */
-    double *hx = nv ? malloc(nv * total * sizeof *hx) : NULL;
-    double *hy = malloc(total * sizeof *hy), *hw = weighted ? malloc(total * sizeof *hw) : NULL;
+    /* pack: the columns of every fit one after the other (those not going up as they are), the
+     * starts; the settings, bounds and scales every fit shares once (the states and workspaces
+     * never leave the device) */
+    double *hx = x_packed ? malloc(nxd * sizeof *hx) : NULL;
+    double *hy = y_direct ? NULL : malloc(total * sizeof *hy);
+    double *hw = weighted ? malloc(total * sizeof *hw) : NULL;
     unsigned long long *hoff = malloc((nfits + 1) * sizeof *hoff);
     double *hx0 = malloc(nfits * np * sizeof *hx0);
-    double *hres = malloc(nfits * nres * sizeof *hres);
-    double *hfin = nfin ? malloc(nfits * nfin * sizeof *hfin) : NULL;
+    double *hres = NULL, *hfin = NULL;
     double *tws = calloc(nws, sizeof *tws), *hsh = malloc(3 * np * sizeof *hsh);
     int *tiws = calloc(niws, sizeof *tiws);
     jf_lmc c0;
     batch_mem bm;
     memset(&bm, 0, sizeof bm);
-    if ((nv && !hx) || !hy || (weighted && !hw) || !hoff || !hx0 || !hres || (nfin && !hfin) ||
-        !tws || !hsh || !tiws) {
+    if ((x_packed && !hx) || (!y_direct && !hy) || (weighted && !hw) || !hoff || !hx0 || !tws ||
+        !hsh || !tiws) {
         snprintf(why, n, "out of memory");
         code = JF_ERR_NOMEM;
         goto done;
@@ -561,7 +650,7 @@ int jf_batch_cuda_run(const struct jf_model *m, const jf_jit_options *jo, jf_los
         memcpy(hsh + 2 * np, tv.xs, np * sizeof *hsh);
     }
     code = JF_OK;
-    if (nv) code = jf_cuda_alloc(&bm.x, nv * total * sizeof(double), why, n);
+    if (nv) code = jf_cuda_alloc(&bm.x, nxd * sizeof(double), why, n);
     if (code == JF_OK) code = jf_cuda_alloc(&bm.y, total * sizeof(double), why, n);
     if (code == JF_OK && weighted) code = jf_cuda_alloc(&bm.w, total * sizeof(double), why, n);
     if (code == JF_OK) code = jf_cuda_alloc(&bm.off, (nfits + 1) * sizeof *hoff, why, n);
@@ -573,30 +662,49 @@ int jf_batch_cuda_run(const struct jf_model *m, const jf_jit_options *jo, jf_los
     if (code == JF_OK) code = jf_cuda_alloc(&bm.iws, slots * niws * sizeof(int), why, n);
     if (code == JF_OK) code = jf_cuda_alloc(&bm.res, nfits * nres * sizeof(double), why, n);
     if (code == JF_OK && nfin) code = jf_cuda_alloc(&bm.fin, nfits * nfin * sizeof(double), why, n);
-    if (code == JF_OK && nv) code = jf_cuda_to_device(bm.x, hx, nv * total * sizeof(double), why, n);
-    if (code == JF_OK) code = jf_cuda_to_device(bm.y, hy, total * sizeof(double), why, n);
+    if (code == JF_OK && nst) code = jf_cuda_alloc(&bm.st, nfits * nst * sizeof(double), why, n);
+    if (code == JF_OK && nv)
+        code = jf_cuda_to_device(bm.x, x_packed ? hx : fits[0].x, nxd * sizeof(double), why, n);
+    if (code == JF_OK)
+        code = jf_cuda_to_device(bm.y, y_direct ? fits[0].y : hy, total * sizeof(double), why, n);
     if (code == JF_OK && weighted) code = jf_cuda_to_device(bm.w, hw, total * sizeof(double), why, n);
     if (code == JF_OK) code = jf_cuda_to_device(bm.off, hoff, (nfits + 1) * sizeof *hoff, why, n);
     if (code == JF_OK) code = jf_cuda_to_device(bm.c0, &c0, sizeof c0, why, n);
     if (code == JF_OK) code = jf_cuda_to_device(bm.x0, hx0, nfits * np * sizeof(double), why, n);
     if (code == JF_OK) code = jf_cuda_to_device(bm.sh, hsh, 3 * np * sizeof(double), why, n);
     if (code == JF_OK) {
-        unsigned long long ldx = total;
+        unsigned long long ldx = x_packed ? total : ldx_same;
         unsigned int nf = (unsigned int)nfits;
         int loss_ = (int)loss;
         double fs = f_scale;
         unsigned long long fin_max = JF_LM_MATERIALIZE_MAX;
-        void *args[] = {&bm.x,  &ldx,   &bm.y,  &bm.w,   &bm.off, &nf,      &loss_,
+        void *args[] = {&bm.x,  &ldx,   &bm.y,  &bm.w,   &bm.off, &x_packed, &nf,    &loss_,
                         &fs,    &bm.c0, &bm.x0, &bm.sh,  &bm.cs,  &bm.ws,   &bm.iws,
-                        &bm.res, &fin_max, &bm.fin};
+                        &bm.res, &fin_max, &bm.fin, &bm.st, &abs_sigma};
         void *fn = block_per_fit && regs ? fns[1] : fns[0];
         code = jf_cuda_launch(fn, (unsigned)blocks,
                               block_per_fit ? JF_CUDA_BLOCK : 32 * WARPS_PER_BLOCK, 0, args, why, n);
     }
-    if (code == JF_OK) code = jf_cuda_to_host(hres, bm.res, nfits * nres * sizeof(double), why, n);
-    if (code == JF_OK && nfin)
-        code = jf_cuda_to_host(hfin, bm.fin, nfits * nfin * sizeof(double), why, n);
-    for (size_t f = 0; code == JF_OK && f < nfits; f++) {
+    /* the statistics records first: the fits they cover need nothing else from the device */
+    size_t left = nfits;
+    if (code == JF_OK && nst) {
+        code = jf_cuda_to_host(stats, bm.st, nfits * nst * sizeof(double), why, n);
+        left = 0;
+        for (size_t f = 0; code == JF_OK && f < nfits; f++) left += stats[f * nst] == 0.0;
+    }
+    if (code == JF_OK && left) {
+        hres = malloc(nfits * nres * sizeof *hres);
+        hfin = nfin ? malloc(nfits * nfin * sizeof *hfin) : NULL;
+        if (!hres || (nfin && !hfin)) {
+            snprintf(why, n, "out of memory");
+            code = JF_ERR_NOMEM;
+        }
+        if (code == JF_OK) code = jf_cuda_to_host(hres, bm.res, nfits * nres * sizeof(double), why, n);
+        if (code == JF_OK && nfin)
+            code = jf_cuda_to_host(hfin, bm.fin, nfits * nfin * sizeof(double), why, n);
+    }
+    for (size_t f = 0; code == JF_OK && left && f < nfits; f++) {
+        if (nst && stats[f * nst] != 0.0) continue;
         const double *r = hres + f * nres;
         jf_batch_out *o = &out[f];
         o->status = (int)r[0];

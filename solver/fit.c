@@ -269,8 +269,10 @@ static int setup_init(fit_setup *s, const jf_model *m, const jf_fit_options *opt
     return setup_cpu_kernels(s, errmsg);
 }
 
-/* Checks one data set; w receives 1/sigma (n values) when sigma is given. */
-static int check_data(const fit_setup *s, const jf_data *d, double **w, char **errmsg) {
+/* Checks one data set; w receives 1/sigma (n values) when sigma is given. x_checked: its
+ * variables' values are known to be finite (a batch's fits that share them). */
+static int check_data(const fit_setup *s, const jf_data *d, double **w, char **errmsg,
+                      int x_checked) {
     const struct jf_model *m = s->m;
     *w = NULL;
     size_t np = m->np, n = d->n;
@@ -283,7 +285,7 @@ static int check_data(const fit_setup *s, const jf_data *d, double **w, char **e
     if (m->nv > 0 && !d->x) return fail(errmsg, JF_ERR_ARG, "no values of the variables (x is NULL)");
     if (m->nv > 0 && ldx < n)
         return fail(errmsg, JF_ERR_ARG, "ldx %zu is smaller than the number of points %zu", ldx, n);
-    for (size_t j = 0; j < m->nv; j++)
+    for (size_t j = 0; !x_checked && j < m->nv; j++)
         for (size_t i = 0; i < n; i++)
             if (!isfinite(d->x[j * ldx + i]))
                 return fail(errmsg, JF_ERR_DATA, "point %zu: variable '%s' is not finite", i + 1,
@@ -610,7 +612,7 @@ int jf_fit(const jf_model *m, const jf_data *data, const jf_fit_options *opts,
     double *w = NULL, *x0 = NULL;
     jf_pool *pool = NULL;
     int st = setup_init(&s, m, opts, data->n, 1, errmsg);
-    if (st == JF_OK) st = check_data(&s, data, &w, errmsg);
+    if (st == JF_OK) st = check_data(&s, data, &w, errmsg, 0);
     if (st == JF_OK) {
         x0 = malloc(m->np * sizeof *x0);
         char msg[MSG_LEN];
@@ -661,6 +663,7 @@ typedef struct batch_ctx {
     pthread_mutex_t lock;     /* serializes the batch_progress callback */
     const jf_batch_out *pre;  /* GPU batch: nfits device results (status -1: not run), or NULL */
     const jf_batch_columns *cols; /* jf_fit_batch_columns: where each result goes, or NULL */
+    const size_t *todo;       /* the fits this pass runs (the others' rows are written), or NULL */
 } batch_ctx;
 
 /* Row i of the columns from result r (NULL: the fit did not run, code says why). */
@@ -679,37 +682,22 @@ static void columns_put(const jf_batch_columns *c, size_t i, size_t np, const jf
     if (c->iterations) c->iterations[i] = r ? r->iterations : 0;
 }
 
-/* Row i of the columns for a fit whose finish the GPU ran (pre->finished): the values run_fit
- * gives its jf_fit_result — the same calls in the same order — without the result object, its
- * message and copies, nor the checks the fit's data and start passed before the launch. This is
- * all the host does for such a fit. 0 when the fit needs run_fit after all. */
-static int columns_from_device(const batch_ctx *c, size_t i) {
-    const fit_setup *s = c->s;
-    const jf_batch_out *pre = &c->pre[i];
-    const jf_data *d = &c->data[i];
-    const jf_batch_columns *out = c->cols;
-    size_t np = s->m->np, n = d->n, dof = n - np;
-    if (np > JF_LSQ_MAX) return 0;
-    double cov[JF_LSQ_MAX * JF_LSQ_MAX], corr[JF_LSQ_MAX * JF_LSQ_MAX], se[JF_LSQ_MAX];
-    int unident[JF_LSQ_MAX];
-    jf_covar_triangle(pre->R, n, np, cov, unident);
-    double s2 = s->o.absolute_sigma ? 1.0 : 2.0 * pre->cost / (double)dof;
-    jf_covar_finish(cov, unident, np, s2, se, corr);
-    size_t unused, nunused;
-    int status = final_status(pre->status, pre->A, np, &unused, &nunused);
-    double tss = total_ss(d->y, n);
-    if (out->code) out->code[i] = JF_OK;
-    if (out->status) out->status[i] = status;
-    for (size_t k = 0; k < np; k++) {
-        if (out->params) out->params[i * np + k] = pre->x[k];
-        if (out->std_errors) out->std_errors[i * np + k] = se[k];
-    }
-    if (out->cost) out->cost[i] = pre->cost;
-    if (out->chi2) out->chi2[i] = d->sigma ? 2.0 * pre->cost : NAN;
-    if (out->r_squared) out->r_squared[i] = tss > 0 ? 1.0 - pre->ssr_plain / tss : NAN;
-    if (out->nfev) out->nfev[i] = pre->nfev;
-    if (out->iterations) out->iterations[i] = pre->iterations;
-    return 1;
+/* pre[i].status of a fit whose row of the columns the GPU's statistics record already gave. */
+#define PRE_WRITTEN (-2)
+
+/* Row i of the columns from the statistics record st of a fit the GPU finished (jf_batch_stats
+ * computed there what run_fit computes for a result; d: the fit's data, for χ²). */
+static void columns_from_stats(const jf_batch_columns *c, size_t i, size_t np, const jf_data *d,
+                               const double *st) {
+    if (c->code) c->code[i] = JF_OK;
+    if (c->status) c->status[i] = (int)st[1];
+    if (c->nfev) c->nfev[i] = (size_t)st[2];
+    if (c->iterations) c->iterations[i] = (size_t)st[3];
+    if (c->cost) c->cost[i] = st[4];
+    if (c->chi2) c->chi2[i] = d->sigma ? 2.0 * st[4] : NAN;
+    if (c->r_squared) c->r_squared[i] = st[5];
+    if (c->params) memcpy(c->params + i * np, st + 6, np * sizeof(double));
+    if (c->std_errors) memcpy(c->std_errors + i * np, st + 6 + np, np * sizeof(double));
 }
 
 /* Interval between batch_progress calls: often enough for a live counter, rarely enough that a
@@ -730,24 +718,18 @@ static void batch_progress(batch_ctx *c) {
     pthread_mutex_unlock(&c->lock);
 }
 
-static void batch_task(void *vctx, size_t i, int worker) {
+static void batch_task(void *vctx, size_t k, int worker) {
     (void)worker;
     batch_ctx *c = vctx;
     const fit_setup *s = c->s;
-    size_t np = s->m->np;
-    if (c->cols && c->pre && c->pre[i].status >= 0 && c->pre[i].finished &&
-        columns_from_device(c, i)) {
-        c->codes[i] = JF_OK;
-        batch_progress(c);
-        return;
-    }
+    size_t np = s->m->np, i = c->todo ? c->todo[k] : k;
     char **em = c->errmsgs ? &c->errmsgs[i] : NULL;
     double *w = NULL;
     double *x0 = malloc(np * sizeof *x0);
     char msg[MSG_LEN];
     int st;
     if (!x0) st = fail(em, JF_ERR_NOMEM, "out of memory");
-    else st = check_data(s, &c->data[i], &w, em);
+    else st = check_data(s, &c->data[i], &w, em, 0);
     if (st == JF_OK &&
         jf_bounds_start(s->m, c->p0 ? c->p0 + i * np : s->o.p0, s->lo, s->hi, x0, msg,
                         sizeof msg) != JF_OK)
@@ -772,37 +754,112 @@ static void batch_task(void *vctx, size_t i, int worker) {
     batch_progress(c);
 }
 
+/* Fits per task of a GPU batch's host passes (the checks before the launch, the rows after):
+ * enough that a task is worth handing to a thread, few enough to balance. */
+#define BATCH_HOST_CHUNK 2048
+
+/* What the host passes around a GPU batch's launch share. */
+typedef struct gpu_pass {
+    const fit_setup *s;
+    const jf_data *data;
+    const double *p0;           /* nfits × np starting values, or NULL */
+    jf_batch_out *pre;          /* nfits: what the device leaves, for the CPU pass */
+    double *store;              /* their arrays */
+    double **ws;                /* nfits weights (fits with sigma) */
+    double *x0;                 /* nfits × np starts */
+    char *ok;                   /* nfits: passed the checks */
+    size_t nfits;
+    /* after the launch */
+    const jf_batch_columns *cols;
+    const size_t *map;          /* nok: the launch's fits' indices in the batch */
+    size_t nok;
+    const jf_batch_out *outs;   /* nok: the device loop's results */
+    const double *stats;        /* nok statistics records, or NULL */
+    size_t *written;            /* per task: rows written from the statistics */
+} gpu_pass;
+
+/* Checks fits [task·BATCH_HOST_CHUNK, ...) as a single fit would be checked (a failing one is
+ * checked again by the CPU pass, for its message) and finds their starts. x's values are checked
+ * once for a run of fits that read the same x (pixels, channels). */
+static void gpu_pass_check(void *vctx, size_t task, int worker) {
+    (void)worker;
+    gpu_pass *g = vctx;
+    const fit_setup *s = g->s;
+    size_t np = s->m->np, end = (task + 1) * BATCH_HOST_CHUNK;
+    const double *x_ok = NULL;
+    size_t x_ok_ldx = 0, x_ok_n = 0;
+    for (size_t i = task * BATCH_HOST_CHUNK; i < end && i < g->nfits; i++) {
+        const jf_data *d = &g->data[i];
+        jf_batch_out *o = &g->pre[i];
+        o->status = -1;
+        o->x = g->store + i * (2 * np * np + 2 * np);
+        o->A = o->x + np;
+        o->g = o->A + np * np;
+        o->R = o->g + np;
+        size_t ldx = d->ldx ? d->ldx : d->n;
+        int x_checked = d->x && d->x == x_ok && ldx == x_ok_ldx && d->n <= x_ok_n;
+        char msg[MSG_LEN];
+        g->ok[i] = check_data(s, d, &g->ws[i], NULL, x_checked) == JF_OK &&
+                   jf_bounds_start(s->m, g->p0 ? g->p0 + i * np : s->o.p0, s->lo, s->hi,
+                                   g->x0 + i * np, msg, sizeof msg) == JF_OK;
+        if (g->ok[i] && !x_checked) {
+            x_ok = d->x;
+            x_ok_ldx = ldx;
+            x_ok_n = d->n;
+        }
+    }
+}
+
+/* After the launch, for the launch's fits [task·BATCH_HOST_CHUNK, ...): a row of the columns
+ * from each statistics record, the device loop's results for the CPU pass otherwise. */
+static void gpu_pass_rows(void *vctx, size_t task, int worker) {
+    (void)worker;
+    gpu_pass *g = vctx;
+    size_t np = g->s->m->np, nst = JF_BATCH_STATS(np), end = (task + 1) * BATCH_HOST_CHUNK;
+    for (size_t k = task * BATCH_HOST_CHUNK; k < end && k < g->nok; k++) {
+        size_t i = g->map[k];
+        if (g->stats && g->stats[k * nst] != 0.0) {
+            columns_from_stats(g->cols, i, np, &g->data[i], g->stats + k * nst);
+            g->pre[i].status = PRE_WRITTEN;
+            g->written[task]++;
+        } else {
+            g->pre[i] = g->outs[k];
+        }
+    }
+}
+
 /* The iterations of a GPU batch: every fit that passes its checks goes to the device in one
  * launch; pre[i] receives its loop's result (status -1 for fits that did not pass: the CPU
- * pass over the batch reports their errors). JF_OK, FIT_GPU_FALLBACK (not enough GPU memory:
- * reason in fallback) or an error with the reason in why. */
+ * pass over the batch reports their errors). With cols, the rows of the fits the device
+ * finished come straight from its statistics records (pre[i].status PRE_WRITTEN, counted in
+ * *written). The host's passes before and after run on pool's threads. JF_OK,
+ * FIT_GPU_FALLBACK (not enough GPU memory: reason in fallback) or an error with the reason in
+ * why. */
 static int batch_gpu_iterations(const fit_setup *s, size_t nfits, const jf_data *data,
-                                const double *p0, jf_batch_out *pre, double *store, char *why,
-                                size_t n, char *fallback) {
+                                const double *p0, jf_batch_out *pre, double *store,
+                                const jf_batch_columns *cols, jf_pool *pool, size_t *written,
+                                char *why, size_t n, char *fallback) {
     const struct jf_model *m = s->m;
-    size_t np = m->np, nok = 0;
+    size_t np = m->np, nok = 0, ntasks = (nfits + BATCH_HOST_CHUNK - 1) / BATCH_HOST_CHUNK;
     jf_batch_fit *fits = calloc(nfits, sizeof *fits);
     size_t *map = calloc(nfits, sizeof *map);
     double **ws = calloc(nfits, sizeof *ws);
     double *x0 = malloc(nfits * np * sizeof *x0);
     jf_batch_out *outs = calloc(nfits, sizeof *outs);
+    char *ok = malloc(nfits);
+    size_t *wtask = calloc(ntasks, sizeof *wtask);
+    double *stats = cols ? malloc(nfits * JF_BATCH_STATS(np) * sizeof *stats) : NULL;
     int code = JF_OK;
-    if (!fits || !map || !ws || !x0 || !outs) {
+    *written = 0;
+    if (!fits || !map || !ws || !x0 || !outs || !ok || !wtask || (cols && !stats)) {
         snprintf(why, n, "out of memory");
         code = JF_ERR_NOMEM;
         goto done;
     }
+    gpu_pass g = {s, data, p0, pre, store, ws, x0, ok, nfits, cols, map, 0, outs, stats, wtask};
+    jf_pool_run(pool, ntasks, gpu_pass_check, &g);
     for (size_t i = 0; i < nfits; i++) {
-        pre[i].status = -1;
-        pre[i].x = store + i * (2 * np * np + 2 * np);
-        pre[i].A = pre[i].x + np;
-        pre[i].g = pre[i].A + np * np;
-        pre[i].R = pre[i].g + np;
-        char msg[MSG_LEN];
-        if (check_data(s, &data[i], &ws[i], NULL) != JF_OK ||
-            jf_bounds_start(m, p0 ? p0 + i * np : s->o.p0, s->lo, s->hi, x0 + i * np, msg,
-                            sizeof msg) != JF_OK)
-            continue;
+        if (!ok[i]) continue;
         fits[nok].n = data[i].n;
         fits[nok].x = data[i].x;
         fits[nok].ldx = data[i].ldx ? data[i].ldx : data[i].n;
@@ -817,12 +874,16 @@ static int batch_gpu_iterations(const fit_setup *s, size_t nfits, const jf_data 
         jf_jit_options jo = gpu_jit_options(s, &loss_unused); /* as gpu_compiles checks it */
         jf_lm_config cfg = make_config(s, 0);
         code = jf_batch_cuda_run(m, &jo, s->o.loss, s->o.f_scale, nok, fits, &cfg, s->o.max_gpu_mem,
-                                 outs, why, n);
+                                 outs, stats, s->o.absolute_sigma, why, n);
         if (code == JF_ERR_NOMEM && strstr(why, "GPU memory")) {
             snprintf(fallback, MSG_LEN, "%s", why);
             code = FIT_GPU_FALLBACK;
         }
-        for (size_t k = 0; code == JF_OK && k < nok; k++) pre[map[k]] = outs[k];
+        if (code == JF_OK) {
+            g.nok = nok;
+            jf_pool_run(pool, (nok + BATCH_HOST_CHUNK - 1) / BATCH_HOST_CHUNK, gpu_pass_rows, &g);
+            for (size_t t = 0; t < ntasks; t++) *written += wtask[t];
+        }
     }
 done:
     for (size_t i = 0; ws && i < nfits; i++) free(ws[i]);
@@ -831,6 +892,9 @@ done:
     free(map);
     free(x0);
     free(outs);
+    free(ok);
+    free(wtask);
+    free(stats);
     return code;
 }
 
@@ -868,13 +932,16 @@ static int batch_run(const jf_model *m, size_t nfits, const jf_data *data, const
     }
     jf_batch_out *pre = NULL;
     double *store = NULL;
+    size_t *todo = NULL, ntodo = nfits, written = 0;
+    int nt = jf_threads_resolve(s.o.nthreads);
+    jf_pool *pool = (nt > 1 && nfits > 1) ? jf_pool_create((size_t)nt < nfits ? nt : (int)nfits) : NULL;
     if (s.gpu) {
         size_t np = m->np;
         char why[MSG_LEN] = "", fallback[MSG_LEN] = "";
         pre = calloc(nfits, sizeof *pre);
         store = malloc(nfits * (2 * np * np + 2 * np) * sizeof *store);
-        st = pre && store ? batch_gpu_iterations(&s, nfits, data, p0, pre, store, why, sizeof why,
-                                                 fallback)
+        st = pre && store ? batch_gpu_iterations(&s, nfits, data, p0, pre, store, cols, pool,
+                                                 &written, why, sizeof why, fallback)
                           : JF_ERR_NOMEM;
         if (st == FIT_GPU_FALLBACK) { /* the CPU runs the batch */
             char note[MSG_LEN];
@@ -884,7 +951,8 @@ static int batch_run(const jf_model *m, size_t nfits, const jf_data *data, const
             pre = NULL;
         } else if (st == JF_OK) {
             size_t len = strlen(s.device_note), ndev = 0;
-            for (size_t i = 0; i < nfits; i++) ndev += pre[i].status >= 0 && pre[i].finished;
+            for (size_t i = 0; i < nfits; i++)
+                ndev += pre[i].status == PRE_WRITTEN || (pre[i].status >= 0 && pre[i].finished);
             if (ndev == 0)
                 snprintf(s.device_note + len, sizeof s.device_note - len,
                          "; batch: one launch, then the finish on the CPU");
@@ -909,21 +977,33 @@ static int batch_run(const jf_model *m, size_t nfits, const jf_data *data, const
             free(pre);
             free(store);
             free(codes);
+            jf_pool_free(pool);
             setup_free(&s);
             return st;
         }
         st = JF_OK;
+        if (written) { /* the CPU pass runs the rest */
+            todo = malloc((nfits - written) * sizeof *todo + 1);
+            if (!todo) st = JF_ERR_NOMEM;
+            ntodo = 0;
+            for (size_t i = 0; todo && i < nfits; i++) {
+                if (pre[i].status == PRE_WRITTEN) codes[i] = JF_OK;
+                else todo[ntodo++] = i;
+            }
+        }
     }
-    batch_ctx c = {&s, data, p0, results, errmsgs, codes, t0, nfits, 0, t0, PTHREAD_MUTEX_INITIALIZER,
-                   pre, cols};
-    int nt = jf_threads_resolve(s.o.nthreads);
-    jf_pool *pool = (nt > 1 && nfits > 1) ? jf_pool_create((size_t)nt < nfits ? nt : (int)nfits) : NULL;
-    jf_pool_run(pool, nfits, batch_task, &c);
+    batch_ctx c = {&s, data, p0, results, errmsgs, codes, t0, nfits, written, t0,
+                   PTHREAD_MUTEX_INITIALIZER, pre, cols, todo};
+    if (st == JF_OK) jf_pool_run(pool, ntodo, batch_task, &c);
     jf_pool_free(pool);
     pthread_mutex_destroy(&c.lock);
     if (s.o.batch_progress) s.o.batch_progress(s.o.batch_progress_ctx, nfits, nfits);
-    st = JF_OK;
-    for (size_t i = 0; i < nfits && st == JF_OK; i++) st = codes[i];
+    if (st == JF_OK)
+        for (size_t i = 0; i < nfits && st == JF_OK; i++) st = codes[i];
+    else /* the GPU's rows stand; the rest could not run */
+        for (size_t i = 0; cols && i < nfits; i++)
+            if (!pre || pre[i].status != PRE_WRITTEN) columns_put(cols, i, m->np, NULL, st);
+    free(todo);
     free(codes);
     free(pre);
     free(store);

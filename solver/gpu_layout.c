@@ -62,8 +62,8 @@ size_t jf_batch_pack(const jf_batch_fit *fits, size_t nfits, size_t nv, size_t t
         const jf_batch_fit *bf = &fits[f];
         off[f] = at;
         for (size_t j = 0; j < nv; j++)
-            memcpy(x + j * total + at, bf->x + j * bf->ldx, bf->n * sizeof(double));
-        memcpy(y + at, bf->y, bf->n * sizeof(double));
+            if (x) memcpy(x + j * total + at, bf->x + j * bf->ldx, bf->n * sizeof(double));
+        if (y) memcpy(y + at, bf->y, bf->n * sizeof(double));
         for (size_t i = 0; w && i < bf->n; i++) w[at + i] = bf->w ? bf->w[i] : 1.0;
         at += bf->n;
     }

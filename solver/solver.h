@@ -269,9 +269,9 @@ JF_INTERNAL jf_data_view jf_stream_view(const jf_stream_layout *l, const double 
                                         int weighted);
 
 struct jf_batch_fit;
-/* Packs the fits' data one after the other into x (nv columns of total points), y and w (when
- * not NULL; 1 for fits without weights), off[0..nfits] the fits' first points. Returns the
- * points packed (total). */
+/* Packs the fits' data one after the other into x (nv columns of total points), y and w (each
+ * when not NULL; w is 1 for fits without weights), off[0..nfits] the fits' first points.
+ * Returns the points packed (total). */
 JF_INTERNAL size_t jf_batch_pack(const struct jf_batch_fit *fits, size_t nfits, size_t nv,
                                  size_t total, double *x, double *y, double *w,
                                  unsigned long long *off);
@@ -399,6 +399,11 @@ typedef struct jf_batch_out {
     double ssr_plain; /* Σ (f − y)² at the final x */
 } jf_batch_out;
 
+/* Doubles of a GPU batch fit's statistics record: {1 (0: the host must finish this fit), status,
+ * nfev, iterations, cost, R², x (np), standard errors (np)} — what a jf_batch_columns row needs
+ * besides χ² (2·cost where the fit has sigma) and its code. */
+#define JF_BATCH_STATS(np) (6 + 2 * (np))
+
 /* 1 when a model of np parameters can be batched on the GPU (register sums up to 8, tiled sums
  * in a block's shared memory up to about 80). */
 JF_INTERNAL int jf_batch_cuda_supported(size_t np);
@@ -409,13 +414,17 @@ JF_INTERNAL int jf_batch_cuda_register_sums(size_t np);
  * warp- and block-per-fit kernels jf_batch_lm, jf_batch_lm_block (beyond 8 parameters the
  * latter only, over jf_fit_sums_tiled); malloc'd, NULL when out of memory. For test_ptx too. */
 JF_INTERNAL char *jf_batch_cuda_source(const struct jf_model *m, int loss, int single_precision);
-/* Runs the device loops of nfits fits in one launch (see batch_cuda.c) and fills out. JF_OK;
- * JF_ERR_NOMEM when the batch does not fit in GPU memory (at most max_mem bytes, 0: no limit
- * but the free memory; fall back to the CPU); another error with a one-line reason in why. */
+/* Runs the device loops of nfits fits in one launch (see batch_cuda.c) and fills out. With
+ * stats (nfits × JF_BATCH_STATS(np)), the device also computes the statistics of each fit it
+ * finished, as the host would (covariance scaled unless abs_sigma), and out[f] is filled only
+ * for the fits whose record says 0. JF_OK; JF_ERR_NOMEM when the batch does not fit in GPU
+ * memory (at most max_mem bytes, 0: no limit but the free memory; fall back to the CPU);
+ * another error with a one-line reason in why. */
 JF_INTERNAL int jf_batch_cuda_run(const struct jf_model *m, const jf_jit_options *jo,
                                   jf_loss loss, double f_scale, size_t nfits,
                                   const jf_batch_fit *fits, const jf_lm_config *cfg,
-                                  size_t max_mem, jf_batch_out *out, char *why, size_t n);
+                                  size_t max_mem, jf_batch_out *out, double *stats, int abs_sigma,
+                                  char *why, size_t n);
 
 /* The CUDA source of the solver module (which 0: step.h, lm_core.h and the start/judge
  * kernels) or of the WHILE condition kernel (which 1), malloc'd; for the tests that compile it

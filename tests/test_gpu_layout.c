@@ -351,6 +351,14 @@ static void test_batch_pack(const jf_model *m, const jf_kernels *k) {
     w[0] = sentinel;
     CHECK(jf_batch_pack(fits, NF, nv, total, x, y, NULL, off) == total);
     CHECK(w[0] == sentinel);
+    /* nor x or y where they go to the device as they are (shared x, y in one array): offsets
+     * and weights only */
+    x[0] = y[0] = sentinel;
+    w[off[2]] = sentinel;
+    unsigned long long off2[NF + 1];
+    CHECK(jf_batch_pack(fits, NF, nv, total, NULL, NULL, w, off2) == total);
+    CHECK(x[0] == sentinel && y[0] == sentinel && w[off[2]] == fits[2].w[0]);
+    CHECK(memcmp(off, off2, sizeof off) == 0);
     free(one);
     free(ref);
     free(x);

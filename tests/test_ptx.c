@@ -177,8 +177,10 @@ static void check_solver_module(const char *tmpdir) {
             if (CHECK(bsrc != NULL)) {
                 CHECK_CONTAINS(bsrc, "jf_fit_sums");
                 /* register sums: the finish on the device, in both kernels (ptxas assembles all) */
-                if (i < 3) CHECK_CONTAINS(bsrc, "jf_batch_finish_block(x, ldx, y, w, off[f]");
-                if (i < 3) CHECK_CONTAINS(bsrc, "jf_batch_finish(x, ldx, y, w, off[f]");
+                if (i < 3) CHECK_CONTAINS(bsrc, "jf_batch_finish_block(xf, ldx, yf, wf, 0, npts");
+                if (i < 3) CHECK_CONTAINS(bsrc, "jf_batch_finish(xf, ldx, y, w, off[f], off[f + 1]");
+                /* ... and the statistics for results as columns */
+                if (i < 3) CHECK_CONTAINS(bsrc, "__noinline__ void jf_batch_stats(");
                 ptx_and_assemble_entry(bsrc, 90, batch_models[i], tmpdir,
                                        i == 3 ? "jf_batch_lm_block" : "jf_batch_lm");
             }
