@@ -84,6 +84,18 @@ static const char *bare(const char *reason) {
 #define COST_GPU_TERM_S 2.0e-11 /* the same on a full-rate fp64 GPU */
 #define COST_GPU_FIXED_S 0.25  /* driver start, module load, graph set-up (first fit) */
 #define COST_PCIE_BPS 1.2e10   /* bytes per second host → device */
+/* A fit's cost besides its passes on the CPU (start, polish bookkeeping, covariance, result):
+ * 5×5-pixel 2-D Gaussians take 21.7 µs each on one core (bench_gpu_batch, docs/PERFORMANCE.md),
+ * ≈9 µs of which the term above accounts for. */
+#define COST_CPU_FIT_S 1.3e-5
+/* The host's work per fit of a GPU batch (checks, packing, copying results back, unpacking,
+ * the finish's assembly), serial and spread over the CPU threads; measured around each host
+ * pass with the loop on the emulator (docs/PERFORMANCE.md, "GPU batches"): results as arrays
+ * (the device's statistics records) ≈0.1 + 0.12 µs, as objects ≈0.6 + 1.3 µs. */
+#define COST_BATCH_HOST_SERIAL_S 1.0e-7
+#define COST_BATCH_HOST_PARALLEL_S 1.2e-7
+#define COST_BATCH_HOST_OBJ_SERIAL_S 6.0e-7
+#define COST_BATCH_HOST_OBJ_PARALLEL_S 1.3e-6
 /* Compiling a module NVRTC → CUBIN (one host core; measured with NVRTC 13.0 for sm_90 on the
  * development machine, docs/PERFORMANCE.md "GPU kernel resources and compile time"): a model's
  * kernels, the solver module, a batch module with register sums or with tiled sums. Paid only
@@ -110,6 +122,21 @@ int jf_device_have_gpu_solver(void) {
 #endif
 }
 
+void jf_device_estimate(const jf_device_request *req, double *t_cpu, double *t_gpu) {
+    int threads = req->threads > 0 ? req->threads : 1;
+    /* a batch: the work of all its fits (npoints is the largest fit's) */
+    double fits = (double)(req->nfits > 1 ? req->nfits : 1);
+    double points = (double)req->npoints * fits;
+    double terms = points * (double)(req->nparams + 1);
+    *t_cpu = (COST_ITERATIONS * terms * COST_CPU_TERM_S + fits * COST_CPU_FIT_S) / threads;
+    *t_gpu = COST_GPU_FIXED_S + COST_ITERATIONS * terms * COST_GPU_TERM_S +
+             points * 8.0 * (double)(req->nvars + 2) / COST_PCIE_BPS;
+    if (req->nfits > 1)
+        *t_gpu += fits * (req->columns ? COST_BATCH_HOST_SERIAL_S + COST_BATCH_HOST_PARALLEL_S / threads
+                                       : COST_BATCH_HOST_OBJ_SERIAL_S +
+                                             COST_BATCH_HOST_OBJ_PARALLEL_S / threads);
+}
+
 int jf_device_choose(const jf_device_request *req, char *why, size_t n) {
     if (req->device == JF_DEVICE_CPU) {
         snprintf(why, n, "cpu: requested");
@@ -131,12 +158,8 @@ int jf_device_choose(const jf_device_request *req, char *why, size_t n) {
         return JF_DEVICE_CPU;
     }
     int threads = req->threads > 0 ? req->threads : 1;
-    /* a batch: the work of all its fits (npoints is the largest fit's) */
-    double points = (double)req->npoints * (double)(req->nfits > 1 ? req->nfits : 1);
-    double terms = points * (double)(req->nparams + 1);
-    double t_cpu = COST_ITERATIONS * terms * COST_CPU_TERM_S / threads;
-    double t_gpu = COST_GPU_FIXED_S + COST_ITERATIONS * terms * COST_GPU_TERM_S +
-                   points * 8.0 * (double)(req->nvars + 2) / COST_PCIE_BPS;
+    double t_cpu, t_gpu;
+    jf_device_estimate(req, &t_cpu, &t_gpu);
     /* AUTO does not probe for a fit the CPU finishes before a GPU could start: the probe
      * (dlopen of libcuda, cuInit) alone costs more. The probe's result is kept by cuda_api.c. */
     if (req->device == JF_DEVICE_AUTO && t_cpu < COST_GPU_FIXED_S) {

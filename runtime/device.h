@@ -90,7 +90,12 @@ typedef struct jf_device_request {
      * GPU probe found a usable GPU (the cache's key names the GPU). */
     void (*compiles)(void *ctx, jf_device_compiles *out);
     void *compiles_ctx;
+    int columns; /* a batch's results go into arrays (jf_fit_batch_columns), not objects */
 } jf_device_request;
+
+/* The cost model's estimates for req, in seconds: *t_cpu on req->threads CPU threads, *t_gpu on
+ * a GPU (without compiling: that term is added by jf_device_choose from req->compiles). */
+JF_INTERNAL void jf_device_estimate(const jf_device_request *req, double *t_cpu, double *t_gpu);
 
 /* Decides where a fit runs. Returns JF_DEVICE_CPU or JF_DEVICE_GPU, with a one-line reason in
  * why ("cpu: no usable GPU (unavailable: libcuda.so.1 not found)", "gpu: estimated 0.31 s on

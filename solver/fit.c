@@ -212,9 +212,9 @@ static void gpu_compiles(void *ctx, jf_device_compiles *out) {
 }
 
 /* Checks what all fits of a call share, decides the device and obtains the kernels. npoints
- * and nfits size the device choice. */
+ * and nfits size the device choice; columns: a batch's results go into arrays. */
 static int setup_init(fit_setup *s, const jf_model *m, const jf_fit_options *opts, size_t npoints,
-                      size_t nfits, char **errmsg) {
+                      size_t nfits, int columns, char **errmsg) {
     memset(s, 0, sizeof *s);
     s->m = m;
     s->o = opts ? *opts : jf_fit_options_default();
@@ -252,7 +252,9 @@ static int setup_init(fit_setup *s, const jf_model *m, const jf_fit_options *opt
     jf_device want = o->backend == JF_BACKEND_CUDA ? JF_DEVICE_GPU : o->device;
     compiles_ctx cc = {s, nfits};
     jf_device_request req = {want, npoints, np, nfits, o->backend, m->nv,
-                             jf_threads_resolve(o->nthreads), gpu_compiles, &cc};
+                             jf_threads_resolve(o->nthreads), gpu_compiles, &cc, 0};
+    /* a GPU batch into arrays whose device finishes its fits: the host only copies records */
+    req.columns = columns && o->loss == JF_LOSS_LINEAR && jf_batch_cuda_register_sums(np);
     int dev = jf_device_choose(&req, s->device_note, sizeof s->device_note);
     if (dev < 0) return fail(errmsg, -dev, "%s", s->device_note);
     if (dev == JF_DEVICE_GPU) {
@@ -611,7 +613,7 @@ int jf_fit(const jf_model *m, const jf_data *data, const jf_fit_options *opts,
     fit_setup s;
     double *w = NULL, *x0 = NULL;
     jf_pool *pool = NULL;
-    int st = setup_init(&s, m, opts, data->n, 1, errmsg);
+    int st = setup_init(&s, m, opts, data->n, 1, 0, errmsg);
     if (st == JF_OK) st = check_data(&s, data, &w, errmsg, 0);
     if (st == JF_OK) {
         x0 = malloc(m->np * sizeof *x0);
@@ -914,7 +916,7 @@ static int batch_run(const jf_model *m, size_t nfits, const jf_data *data, const
     size_t maxn = 0;
     for (size_t i = 0; data && i < nfits; i++)
         if (data[i].n > maxn) maxn = data[i].n;
-    int st = setup_init(&s, m, opts, maxn, nfits, &setup_err);
+    int st = setup_init(&s, m, opts, maxn, nfits, cols != NULL, &setup_err);
     if (st != JF_OK) {
         /* Nothing could run: every fit gets the reason. */
         if (errmsgs)

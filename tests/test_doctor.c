@@ -137,7 +137,7 @@ static void test_doctor(const jf_device_info *di) {
 
 static void test_choose(const jf_device_info *di) {
     char why[512];
-    jf_device_request req = {JF_DEVICE_CPU, 100, 3, 1, JF_BACKEND_C, 1, 2, NULL, NULL};
+    jf_device_request req = {JF_DEVICE_CPU, 100, 3, 1, JF_BACKEND_C, 1, 2, NULL, NULL, 0};
     CHECK(jf_device_choose(&req, why, sizeof why) == JF_DEVICE_CPU);
     CHECK_STREQ(why, "cpu: requested");
 
@@ -183,6 +183,22 @@ static void test_choose(const jf_device_info *di) {
 
     req.device = (jf_device)7;
     CHECK(jf_device_choose(&req, why, sizeof why) == -JF_ERR_ARG);
+
+    /* the estimates behind auto: a fit costs the CPU something besides its passes, and a GPU
+     * batch costs the host per fit, less when its results go into arrays (the device's
+     * statistics records) than into result objects (the host assembles each) */
+    jf_device_request b = {JF_DEVICE_AUTO, 25, 5, 1000000, JF_BACKEND_C, 2, 16, NULL, NULL, 0};
+    double cpu_obj, gpu_obj, cpu_col, gpu_col, cpu_one, gpu_one;
+    jf_device_estimate(&b, &cpu_obj, &gpu_obj);
+    b.columns = 1;
+    jf_device_estimate(&b, &cpu_col, &gpu_col);
+    b.nfits = 1;
+    jf_device_estimate(&b, &cpu_one, &gpu_one);
+    printf("estimates, 1e6 fits of 25 points x 5 parameters on 16 threads: cpu %.3g s, gpu %.3g s "
+           "into arrays, %.3g s into objects\n", cpu_col, gpu_col, gpu_obj);
+    CHECK(cpu_obj == cpu_col && cpu_col > 1e6 * 1e-5 / 16);
+    CHECK(gpu_obj > gpu_col + 1e6 * 5e-7 && gpu_col > gpu_one + 1e6 * 1e-7);
+    CHECK(cpu_one > 1e-5 / 16 && cpu_one < cpu_col / 1e5);
 
     /* the fp64 rule (device.h): datacenter SM versions are full rate */
     CHECK(jf_device_fp64_ratio(6, 0) == 2);
