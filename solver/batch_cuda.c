@@ -622,7 +622,7 @@ int jf_batch_cuda_run(const struct jf_model *m, const jf_jit_options *jo, jf_los
     /* pack: the columns of every fit one after the other (those not going up as they are), the
      * starts; the settings, bounds and scales every fit shares once (the states and workspaces
      * never leave the device) */
-    double *hx = x_packed ? malloc(nxd * sizeof *hx) : NULL;
+    double *hx = nxd && x_packed ? malloc(nxd * sizeof *hx) : NULL;
     double *hy = y_direct ? NULL : malloc(total * sizeof *hy);
     double *hw = weighted ? malloc(total * sizeof *hw) : NULL;
     unsigned long long *hoff = malloc((nfits + 1) * sizeof *hoff);
@@ -633,7 +633,7 @@ int jf_batch_cuda_run(const struct jf_model *m, const jf_jit_options *jo, jf_los
     jf_lmc c0;
     batch_mem bm;
     memset(&bm, 0, sizeof bm);
-    if ((x_packed && !hx) || (!y_direct && !hy) || (weighted && !hw) || !hoff || !hx0 || !tws ||
+    if ((nxd && x_packed && !hx) || (!y_direct && !hy) || (weighted && !hw) || !hoff || !hx0 || !tws ||
         !hsh || !tiws) {
         snprintf(why, n, "out of memory");
         code = JF_ERR_NOMEM;

@@ -736,6 +736,31 @@ static void test_batch_layouts(void) {
             if (pc[f * NP + k] != pa[f * NP + k]) same = 0;
     }
     CHECK(same);
+    /* with sigma (weights packed, x still shared) the same as packed too */
+    static double sig[25];
+    static jf_data ssig[NF], psig[NF];
+    for (int i = 0; i < 25; i++) sig[i] = 0.5 + 0.05 * i;
+    for (int f = 0; f < NF; f++) {
+        ssig[f] = shared[f];
+        ssig[f].sigma = sig;
+        psig[f] = packed[f];
+        psig[f].sigma = sig;
+    }
+    o.device = JF_DEVICE_GPU;
+    CHECK(jf_fit_batch_columns(m, NF, ssig, NULL, &o, &A) == JF_OK);
+    CHECK(jf_fit_batch_columns(m, NF, psig, NULL, &o, &B) == JF_OK);
+    setenv("JITFIT_GPU_BATCH_BLOCK", "1", 1);
+    CHECK(jf_fit_batch_columns(m, NF, ssig, NULL, &o, &C) == JF_OK);
+    unsetenv("JITFIT_GPU_BATCH_BLOCK");
+    same = 1;
+    for (int f = 0; f < NF; f++) {
+        if (codea[f] != JF_OK || codeb[f] != JF_OK || codec[f] != JF_OK || ca[f] != cb[f]) same = 0;
+        for (int k = 0; k < NP; k++)
+            if (pa[f * NP + k] != pb[f * NP + k] || sa[f * NP + k] != sb[f * NP + k] ||
+                fabs(pc[f * NP + k] - pb[f * NP + k]) > 1e-10 * fmax(fabs(pb[f * NP + k]), 1e-2))
+                same = 0;
+    }
+    CHECK(same);
     jf_model_free(m);
 }
 
