@@ -253,8 +253,9 @@ static int setup_init(fit_setup *s, const jf_model *m, const jf_fit_options *opt
     compiles_ctx cc = {s, nfits};
     jf_device_request req = {want, npoints, np, nfits, o->backend, m->nv,
                              jf_threads_resolve(o->nthreads), gpu_compiles, &cc, 0};
-    /* a GPU batch into arrays whose device finishes its fits: the host only copies records */
-    req.columns = columns && o->loss == JF_LOSS_LINEAR && jf_batch_cuda_register_sums(np);
+    /* a GPU batch into arrays whose device computes the fits' statistics: the host only
+     * copies records */
+    req.columns = columns && jf_batch_cuda_register_sums(np);
     int dev = jf_device_choose(&req, s->device_note, sizeof s->device_note);
     if (dev < 0) return fail(errmsg, -dev, "%s", s->device_note);
     if (dev == JF_DEVICE_GPU) {
@@ -687,8 +688,9 @@ static void columns_put(const jf_batch_columns *c, size_t i, size_t np, const jf
 /* pre[i].status of a fit whose row of the columns the GPU's statistics record already gave. */
 #define PRE_WRITTEN (-2)
 
-/* Row i of the columns from the statistics record st of a fit the GPU finished (jf_batch_stats
- * computed there what run_fit computes for a result; d: the fit's data, for χ²). */
+/* Row i of the columns from the statistics record st of a GPU batch's fit (jf_batch_stats or
+ * jf_batch_stats_normal computed there what run_fit computes for a result; d: the fit's data,
+ * for χ²). */
 static void columns_from_stats(const jf_batch_columns *c, size_t i, size_t np, const jf_data *d,
                                const double *st) {
     if (c->code) c->code[i] = JF_OK;
@@ -696,10 +698,10 @@ static void columns_from_stats(const jf_batch_columns *c, size_t i, size_t np, c
     if (c->nfev) c->nfev[i] = (size_t)st[2];
     if (c->iterations) c->iterations[i] = (size_t)st[3];
     if (c->cost) c->cost[i] = st[4];
-    if (c->chi2) c->chi2[i] = d->sigma ? 2.0 * st[4] : NAN;
+    if (c->chi2) c->chi2[i] = d->sigma ? st[6] : NAN;
     if (c->r_squared) c->r_squared[i] = st[5];
-    if (c->params) memcpy(c->params + i * np, st + 6, np * sizeof(double));
-    if (c->std_errors) memcpy(c->std_errors + i * np, st + 6 + np, np * sizeof(double));
+    if (c->params) memcpy(c->params + i * np, st + 7, np * sizeof(double));
+    if (c->std_errors) memcpy(c->std_errors + i * np, st + 7 + np, np * sizeof(double));
 }
 
 /* Interval between batch_progress calls: often enough for a live counter, rarely enough that a

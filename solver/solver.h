@@ -400,9 +400,9 @@ typedef struct jf_batch_out {
 } jf_batch_out;
 
 /* Doubles of a GPU batch fit's statistics record: {1 (0: the host must finish this fit), status,
- * nfev, iterations, cost, R², x (np), standard errors (np)} — what a jf_batch_columns row needs
- * besides χ² (2·cost where the fit has sigma) and its code. */
-#define JF_BATCH_STATS(np) (6 + 2 * (np))
+ * nfev, iterations, cost, R², SSR, x (np), standard errors (np)} — what a jf_batch_columns row
+ * needs besides its code (χ² is the SSR where the fit has sigma). */
+#define JF_BATCH_STATS(np) (7 + 2 * (np))
 
 /* 1 when a model of np parameters can be batched on the GPU (register sums up to 8, tiled sums
  * in a block's shared memory up to about 80). */
@@ -415,9 +415,9 @@ JF_INTERNAL int jf_batch_cuda_register_sums(size_t np);
  * latter only, over jf_fit_sums_tiled); malloc'd, NULL when out of memory. For test_ptx too. */
 JF_INTERNAL char *jf_batch_cuda_source(const struct jf_model *m, int loss, int single_precision);
 /* Runs the device loops of nfits fits in one launch (see batch_cuda.c) and fills out. With
- * stats (nfits × JF_BATCH_STATS(np)), the device also computes the statistics of each fit it
- * finished, as the host would (covariance scaled unless abs_sigma), and out[f] is filled only
- * for the fits whose record says 0. JF_OK; JF_ERR_NOMEM when the batch does not fit in GPU
+ * stats (nfits × JF_BATCH_STATS(np)), the device also computes each fit's statistics as the
+ * host would (covariance scaled unless abs_sigma; register sums only, up to 8 parameters), and
+ * out[f] is filled only for the fits whose record says 0. JF_OK; JF_ERR_NOMEM when the batch does not fit in GPU
  * memory (at most max_mem bytes, 0: no limit but the free memory; fall back to the CPU);
  * another error with a one-line reason in why. */
 JF_INTERNAL int jf_batch_cuda_run(const struct jf_model *m, const jf_jit_options *jo,

@@ -764,6 +764,89 @@ static void test_batch_layouts(void) {
     jf_model_free(m);
 }
 
+/* Fits the device does not polish get their statistics there too, from the final JᵀJ and a pass
+ * of residual sums (jf_batch_stats_normal), as the CPU computes them: a robust loss (soft_l1,
+ * outliers), with and without sigma, a warp and a block per fit; and linear fits too long to
+ * polish (n·p beyond JF_LM_MATERIALIZE_MAX). Columns against single CPU fits. */
+static void test_batch_normal_stats(void) {
+    jf_model *m = NULL;
+    if (!CHECK(jf_model_compile("a*exp(-b*x)*sin(c*x+d)+e", (size_t)-1, NULL, &m, NULL) == JF_OK))
+        return;
+    enum { NF = 40, N = 80, NP = 5, NL = 3, LONG = 30000 };
+    static double x[LONG], y[NF * N + NL * LONG], sig[LONG];
+    static jf_data d[NF], ds[NF], dl[NL];
+    for (int i = 0; i < LONG; i++) {
+        x[i] = 10.0 * i / (i < N ? N - 1 : LONG - 1);
+        sig[i] = 0.02 + 0.0001 * (i % 100);
+    }
+    for (int i = 0; i < N; i++) x[i] = 10.0 * i / (N - 1);
+    for (int f = 0; f < NF; f++) {
+        for (int i = 0; i < N; i++) {
+            double t = x[i];
+            y[f * N + i] = (2.0 + 0.01 * f) * exp(-0.25 * t) * sin(1.5 * t + 0.3) + 0.5 +
+                           0.03 * sin(12.9898 * (double)(i + 7 * f)) + (i % 17 == 5 ? 1.5 : 0.0);
+        }
+        d[f] = (jf_data){N, x, 0, y + f * N, NULL};
+        ds[f] = (jf_data){N, x, 0, y + f * N, sig};
+    }
+    static double xl[LONG];
+    for (int i = 0; i < LONG; i++) xl[i] = 10.0 * i / (LONG - 1);
+    for (int f = 0; f < NL; f++) {
+        double *yl = y + NF * N + f * LONG;
+        for (int i = 0; i < LONG; i++)
+            yl[i] = (2.0 + 0.1 * f) * exp(-0.25 * xl[i]) * sin(1.5 * xl[i] + 0.3) + 0.5 +
+                    0.03 * sin(12.9898 * (double)(i + 7 * f));
+        dl[f] = (jf_data){LONG, xl, 0, yl, NULL};
+    }
+    double p0[NP] = {1.8, 0.2, 1.45, 0.2, 0.4};
+    static double pg[NF * NP], sg[NF * NP], cg[NF], chig[NF], r2g[NF];
+    static int codeg[NF], stg[NF];
+    static size_t nfevg[NF];
+    jf_batch_columns cols = {codeg, stg, pg, sg, cg, chig, r2g, nfevg, NULL};
+    double dp = 0, dse = 0, dstat = 0;
+    int same_status = 1, ran = 0;
+    for (int run = 0; run < 5; run++) {
+        /* runs: soft_l1 warp, soft_l1 block, soft_l1 with sigma, huber with sigma and
+         * absolute_sigma, linear loss on the long fits */
+        jf_fit_options o = jf_fit_options_default();
+        o.p0 = p0;
+        o.loss = run == 4 ? JF_LOSS_LINEAR : run == 3 ? JF_LOSS_HUBER : JF_LOSS_SOFT_L1;
+        o.f_scale = run >= 2 ? 3.0 : 0.1; /* (with sigma, residuals are in units of it) */
+        o.absolute_sigma = run == 3;
+        const jf_data *dd = run == 4 ? dl : run >= 2 ? ds : d;
+        size_t nf = run == 4 ? NL : NF;
+        o.device = JF_DEVICE_GPU;
+        if (run == 1) setenv("JITFIT_GPU_BATCH_BLOCK", "1", 1);
+        CHECK(jf_fit_batch_columns(m, nf, dd, NULL, &o, &cols) == JF_OK);
+        unsetenv("JITFIT_GPU_BATCH_BLOCK");
+        o.device = JF_DEVICE_CPU;
+        for (size_t f = 0; f < nf; f++) {
+            jf_fit_result *r = NULL;
+            if (!CHECK(jf_fit(m, &dd[f], &o, &r, NULL) == JF_OK && r)) continue;
+            ran++;
+            same_status &= codeg[f] == JF_OK && stg[f] == (int)r->status;
+            dstat = fmax(dstat, fabs(cg[f] / r->cost - 1));
+            dstat = fmax(dstat, fabs(r2g[f] - r->r_squared));
+            if (dd[f].sigma) dstat = fmax(dstat, fabs(chig[f] / r->chi2 - 1));
+            else same_status &= isnan(chig[f]);
+            for (int k = 0; k < NP; k++) {
+                dp = fmax(dp, fabs(pg[f * NP + k] - r->params[k]) / fmax(fabs(r->params[k]), 1e-2));
+                dse = fmax(dse, fabs(sg[f * NP + k] / r->std_errors[k] - 1));
+            }
+            jf_fit_result_free(r);
+        }
+    }
+    printf("batch statistics from JtJ on the device (robust losses, long fits; %d fits): "
+           "parameters %.2g, standard errors %.2g, cost, chi2, R2 %.2g from the CPU's%s\n",
+           ran, dp, dse, dstat, same_status ? "" : "; STATUS DIFFERS");
+    CHECK(ran == 4 * NF + NL);
+    CHECK(same_status);
+    CHECK(dp <= 1e-10);
+    CHECK(dse <= 1e-8);
+    CHECK(dstat <= 1e-10);
+    jf_model_free(m);
+}
+
 /* A parameter without influence (its Jacobian column zero): a GPU batch into columns says
  * JF_FIT_UNUSED_PARAM with an infinite standard error for it, from the device's statistics,
  * as single CPU fits do. */
@@ -934,6 +1017,7 @@ int main(void) {
     test_peaks();
     test_batch();
     test_batch_unused();
+    test_batch_normal_stats();
     test_batch_layouts();
     test_batch_nist();
     test_batch_tiled();
