@@ -773,13 +773,12 @@ static void test_batch_normal_stats(void) {
     if (!CHECK(jf_model_compile("a*exp(-b*x)*sin(c*x+d)+e", (size_t)-1, NULL, &m, NULL) == JF_OK))
         return;
     enum { NF = 40, N = 80, NP = 5, NL = 3, LONG = 30000 };
-    static double x[LONG], y[NF * N + NL * LONG], sig[LONG];
+    static double x[N], y[NF * N + NL * LONG], sig[N];
     static jf_data d[NF], ds[NF], dl[NL];
-    for (int i = 0; i < LONG; i++) {
-        x[i] = 10.0 * i / (i < N ? N - 1 : LONG - 1);
-        sig[i] = 0.02 + 0.0001 * (i % 100);
+    for (int i = 0; i < N; i++) {
+        x[i] = 10.0 * i / (N - 1);
+        sig[i] = 0.02 + 0.0001 * i;
     }
-    for (int i = 0; i < N; i++) x[i] = 10.0 * i / (N - 1);
     for (int f = 0; f < NF; f++) {
         for (int i = 0; i < N; i++) {
             double t = x[i];
