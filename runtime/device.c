@@ -131,10 +131,10 @@ void jf_device_estimate(const jf_device_request *req, double *t_cpu, double *t_g
     *t_cpu = (COST_ITERATIONS * terms * COST_CPU_TERM_S + fits * COST_CPU_FIT_S) / threads;
     *t_gpu = COST_GPU_FIXED_S + COST_ITERATIONS * terms * COST_GPU_TERM_S +
              points * 8.0 * (double)(req->nvars + 2) / COST_PCIE_BPS;
-    if (req->nfits > 1)
-        *t_gpu += fits * (req->columns ? COST_BATCH_HOST_SERIAL_S + COST_BATCH_HOST_PARALLEL_S / threads
-                                       : COST_BATCH_HOST_OBJ_SERIAL_S +
-                                             COST_BATCH_HOST_OBJ_PARALLEL_S / threads);
+    if (req->nfits > 1 && req->columns)
+        *t_gpu += fits * (COST_BATCH_HOST_SERIAL_S + COST_BATCH_HOST_PARALLEL_S / threads);
+    else if (req->nfits > 1)
+        *t_gpu += fits * (COST_BATCH_HOST_OBJ_SERIAL_S + COST_BATCH_HOST_OBJ_PARALLEL_S / threads);
 }
 
 int jf_device_choose(const jf_device_request *req, char *why, size_t n) {

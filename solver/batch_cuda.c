@@ -92,7 +92,7 @@ static const char batch_views[] =
     "}\n"
     "/* doubles of a fit's statistics record (jf_batch_stats; JF_BATCH_STATS in solver.h) */\n"
     "#define JF_BATCH_STATS(np) (7u + 2u * (np))\n"
-    "/* what fit.c's final status calls a converged fit with a zero column of J (JF_FIT_UNUSED_PARAM) */\n"
+    "/* fit.c's status of a converged fit with a zero column of J (JF_FIT_UNUSED_PARAM) */\n"
     "#define JF_BATCH_UNUSED_PARAM 8\n"
     "/* doubles of a fit's finish record (see JF_FIN_R; fin_doubles in batch_cuda.c) */\n"
     "static __device__ unsigned long long jf_batch_fin_doubles(unsigned long long np)\n"
@@ -252,9 +252,9 @@ static const char batch_finish[] =
     "}\n"
     "/* The statistics of a fit the device finished (fo[0] = 1), computed as the host computes\n"
     " * them for a result (solver/fit.c's run_fit: the same calls in the same order), into its\n"
-    " * statistics record st: {1, status (unused parameters included), nfev, iterations, cost, R^2,\n"
-    " * SSR, x, standard errors}; st[0] = 0 leaves the fit to the host. y: its n responses; abs_sigma:\n"
-    " * the covariance is not scaled by the residual variance. The scratch is the workspace's\n"
+    " * statistics record st: {1, status (unused parameters included), nfev, iterations, cost,\n"
+    " * R^2, SSR, x, standard errors}; st[0] = 0 leaves the fit to the host. y: its n responses;\n"
+    " * abs_sigma: the covariance is not scaled by the residual variance. The scratch is the workspace's\n"
     " * (the loop and the finish are over; jf_batch_end has read x, A and g). */\n"
     "static __device__ __noinline__ void jf_batch_stats(const jf_lmc *c, jf_lmc_views *v,\n"
     "        const double *fo, const double *__restrict__ y, unsigned long long n, int abs_sigma,\n"
@@ -318,7 +318,8 @@ static const char batch_finish[] =
     "    }\n"
     "    for (unsigned long long a = 0; a < m; a++)\n"
     "        for (unsigned long long b = 0; b < m; b++)\n"
-    "            S[a * m + b] = v->A[(unsigned long long)idx[a] * np + (unsigned long long)idx[b]] / (cs[a] * cs[b]);\n"
+    "            S[a * m + b] = v->A[(unsigned long long)idx[a] * np + (unsigned long long)idx[b]] /\n"
+    "                           (cs[a] * cs[b]);\n"
     "    if (m > 0) {\n"
     "        jf_lmc_jacobi(S, m, V, ev);\n"
     "        /* eigenvector j as row j, as jf_lsq_assemble (and LAPACK's column-major V) has it */\n"
@@ -475,7 +476,8 @@ static const char batch_finish_block[] =
     "        double e[2];\n"
     "        jf_batch_plain_sums(v->x, x, ldx, y, w, 0, n, threadIdx.x, blockDim.x, e);\n"
     "        jf_block_sums(e, 2u, tot);\n"
-    "        if (threadIdx.x == 0) jf_batch_stats_normal(c, v, tot, y, (unsigned long long)n, abs_sigma, st);\n"
+    "        if (threadIdx.x == 0)\n"
+    "            jf_batch_stats_normal(c, v, tot, y, (unsigned long long)n, abs_sigma, st);\n"
     "    } else if (threadIdx.x == 0) {\n"
     "        if (path == 1) jf_batch_stats(c, v, fo, y, (unsigned long long)n, abs_sigma, st);\n"
     "        else st[0] = 0.0;\n"
@@ -768,8 +770,8 @@ int jf_batch_cuda_run(const struct jf_model *m, const jf_jit_options *jo, jf_los
     jf_lmc c0;
     batch_mem bm;
     memset(&bm, 0, sizeof bm);
-    if ((nxd && x_packed && !hx) || (!y_direct && !hy) || (weighted && !hw) || !hoff || !hx0 || !tws ||
-        !hsh || !tiws) {
+    if ((nxd && x_packed && !hx) || (!y_direct && !hy) || (weighted && !hw) || !hoff || !hx0 ||
+        !tws || !hsh || !tiws) {
         snprintf(why, n, "out of memory");
         code = JF_ERR_NOMEM;
         goto done;
@@ -834,7 +836,8 @@ int jf_batch_cuda_run(const struct jf_model *m, const jf_jit_options *jo, jf_los
             snprintf(why, n, "out of memory");
             code = JF_ERR_NOMEM;
         }
-        if (code == JF_OK) code = jf_cuda_to_host(hres, bm.res, nfits * nres * sizeof(double), why, n);
+        if (code == JF_OK)
+            code = jf_cuda_to_host(hres, bm.res, nfits * nres * sizeof(double), why, n);
         if (code == JF_OK && nfin)
             code = jf_cuda_to_host(hfin, bm.fin, nfits * nfin * sizeof(double), why, n);
     }
