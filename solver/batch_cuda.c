@@ -20,9 +20,10 @@
  * Σ(f − y)²; the host then only assembles the result, the covariance from R (p×p work) — or,
  * for results as columns, the device computes those statistics too (jf_batch_stats: standard
  * errors from R, status, R²) and the host only copies a short record per fit into the
- * caller's arrays. Other fits (robust loss, many parameters, a pass that is not finite) are
- * finished on the host like the CPU batch's (solver/fit.c), so a GPU batch returns what single
- * fits return.
+ * caller's arrays (jf_batch_stats_normal for fits the device does not polish: robust losses,
+ * long fits). Other fits (many parameters, not finite at their start, and into result objects)
+ * are finished on the host like the CPU batch's (solver/fit.c), so a GPU batch returns what
+ * single fits return.
  */
 #include <math.h>
 #include <stdio.h>
@@ -307,30 +308,13 @@ static const char batch_finish[] =
     "    double *cov = v->M, *S = v->M0, *V = v->Md, *Vt = v->V, *ev = v->eig, *cs = v->wF;\n"
     "    int *idx = v->idx, *unident = v->free_;\n"
     "    for (unsigned long long q = 0; q < np * np; q++) cov[q] = 0.0;\n"
-    "    unsigned long long m = 0;\n"
-    "    for (unsigned long long k = 0; k < np; k++) {\n"
-    "        const double d = v->A[k * np + k];\n"
-    "        unident[k] = !(d > 0.0);\n"
-    "        if (d > 0.0) {\n"
-    "            idx[m] = (int)k;\n"
-    "            cs[m++] = sqrt(d);\n"
-    "        }\n"
-    "    }\n"
-    "    for (unsigned long long a = 0; a < m; a++)\n"
-    "        for (unsigned long long b = 0; b < m; b++)\n"
-    "            S[a * m + b] = v->A[(unsigned long long)idx[a] * np + (unsigned long long)idx[b]] /\n"
-    "                           (cs[a] * cs[b]);\n"
+    "    const unsigned long long m = jf_lsq_normal_scaled(v->A, np, idx, cs, S, unident);\n"
     "    if (m > 0) {\n"
     "        jf_lmc_jacobi(S, m, V, ev);\n"
-    "        /* eigenvector j as row j, as jf_lsq_assemble (and LAPACK's column-major V) has it */\n"
+    "        /* eigenvector j as row j, as jf_lsq_normal_assemble reads it */\n"
     "        for (unsigned long long a = 0; a < m; a++)\n"
     "            for (unsigned long long j = 0; j < m; j++) Vt[j * m + a] = V[a * m + j];\n"
-    "        double wmax = 0.0;\n"
-    "        for (unsigned long long j = 0; j < m; j++)\n"
-    "            if (ev[j] > wmax) wmax = ev[j];\n"
-    "        const double thr = (double)m * JF_STEP_EPS * wmax;\n"
-    "        for (unsigned long long j = 0; j < m; j++) ev[j] = ev[j] > thr ? 1.0 / ev[j] : 0.0;\n"
-    "        jf_lsq_assemble(Vt, ev, m, idx, cs, np, cov, unident);\n"
+    "        jf_lsq_normal_assemble(Vt, ev, m, idx, cs, np, cov, unident);\n"
     "    }\n"
     "    const double s2 = abs_sigma ? 1.0 : 2.0 * c->F / (double)(n - np);\n"
     "    st[1] = (double)jf_batch_final_status(c, v);\n"

@@ -112,16 +112,7 @@ int jf_covar_normal(const double *A, size_t np, double *cov, int *unident) {
     int st = (idx && c && V && w) ? JF_OK : JF_ERR_NOMEM;
     size_t m = 0;
     if (st == JF_OK) {
-        for (size_t k = 0; k < np; k++) {
-            double d = A[k * np + k];
-            unident[k] = !(d > 0);
-            if (d > 0) {
-                idx[m] = (int)k;
-                c[m++] = sqrt(d);
-            }
-        }
-        for (size_t a = 0; a < m; a++)
-            for (size_t b = 0; b < m; b++) V[a * m + b] = A[idx[a] * np + idx[b]] / (c[a] * c[b]);
+        m = jf_lsq_normal_scaled(A, np, idx, c, V, unident);
         if (m > 0) {
             lapack_int info = LAPACKE_dsyevd(LAPACK_COL_MAJOR, 'V', 'U', (lapack_int)m, V,
                                              (lapack_int)m, w);
@@ -129,14 +120,8 @@ int jf_covar_normal(const double *A, size_t np, double *cov, int *unident) {
             else if (info != 0) st = JF_ERR_INTERNAL;
         }
     }
-    if (st == JF_OK && m > 0) {
-        double wmax = 0;
-        for (size_t j = 0; j < m; j++)
-            if (w[j] > wmax) wmax = w[j];
-        double thr = (double)m * EPS * wmax;
-        for (size_t j = 0; j < m; j++) w[j] = w[j] > thr ? 1.0 / w[j] : 0.0;
-        jf_lsq_assemble(V, w, m, idx, c, np, cov, unident);
-    }
+    /* column-major V: eigenvector j is V[j*m + 0..m), as jf_lsq_normal_assemble reads it */
+    if (st == JF_OK && m > 0) jf_lsq_normal_assemble(V, w, m, idx, c, np, cov, unident);
     free(idx);
     free(c);
     free(V);

@@ -250,4 +250,41 @@ JF_HD void jf_lsq_covariance(const double *R, unsigned long long np, unsigned lo
     jf_lsq_assemble(V, sv, m, idx, c, np, cov, unident);
 }
 
+/* The covariance from the normal equations (JᵀJ = A, np×np row-major, when J itself is not kept:
+ * robust losses, fits too long to polish), in two halves around a symmetric eigendecomposition
+ * that the caller brings (covar.c: LAPACK's dsyevd; the GPU batch: lm_core.h's Jacobi). First A
+ * scaled to unit diagonal: zero diagonals are unidentifiable (unident), the others' indices go
+ * to idx and their scales √A_kk to c, the m×m scaled matrix to S (row-major); returns m. */
+JF_HD unsigned long long jf_lsq_normal_scaled(const double *A, unsigned long long np, int *idx,
+                                              double *c, double *S, int *unident) {
+    unsigned long long m = 0;
+    for (unsigned long long k = 0; k < np; k++) {
+        const double d = A[k * np + k];
+        unident[k] = !(d > 0.0);
+        if (d > 0.0) {
+            idx[m] = (int)k;
+            c[m++] = sqrt(d);
+        }
+    }
+    for (unsigned long long a = 0; a < m; a++)
+        for (unsigned long long b = 0; b < m; b++)
+            S[a * m + b] =
+                A[(unsigned long long)idx[a] * np + (unsigned long long)idx[b]] / (c[a] * c[b]);
+    return m;
+}
+
+/* ... then from S's eigenvalues ev (inverted in place; those below m·ε·max dropped) and
+ * eigenvectors (vector j as V[j*m + 0..m)), (JᵀJ)⁺ into cov (np×np, zeroed by the caller) at
+ * idx, unscaled by c (jf_lsq_assemble). */
+JF_HD void jf_lsq_normal_assemble(const double *V, double *ev, unsigned long long m,
+                                  const int *idx, const double *c, unsigned long long np,
+                                  double *cov, int *unident) {
+    double wmax = 0.0;
+    for (unsigned long long j = 0; j < m; j++)
+        if (ev[j] > wmax) wmax = ev[j];
+    const double thr = (double)m * JF_STEP_EPS * wmax;
+    for (unsigned long long j = 0; j < m; j++) ev[j] = ev[j] > thr ? 1.0 / ev[j] : 0.0;
+    jf_lsq_assemble(V, ev, m, idx, c, np, cov, unident);
+}
+
 #endif
