@@ -10,7 +10,10 @@
  * as normal_eq), a shuffle reduction in fixed order gives lane 0 the totals, and lane 0 runs
  * the very jf_lmc_start / jf_lmc_judge of the single-fit GPU solver and of the host-driven
  * tests; the warp repeats until its fit has ended, then takes the next fit (grid-stride), so a
- * finished fit frees its lanes and no host synchronization happens until all are done.
+ * finished fit frees its lanes and no host synchronization happens until all are done. A batch
+ * larger than BATCH_CHUNK_BYTES runs as a sequence of such launches over consecutive fits
+ * (chunks), alternating between two streams so that one chunk's copies overlap another's
+ * kernel (jf_batch_cuda_run).
  *
  * The finish runs on the device too where lm.c would polish (linear loss, n·p up to
  * JF_LM_MATERIALIZE_MAX; sums in registers, up to 8 parameters): after its loop the warp or
@@ -659,77 +662,338 @@ static size_t res_doubles(size_t np) { return 5 + 2 * np + np * np; }
  * waves' worth keep the load balanced at the end. Not measured on a GPU. */
 #define BATCH_BLOCKS_PER_SM 32
 
-/* Device buffers of a batch. */
-typedef struct batch_mem {
-    jf_devptr x, y, w, off, c0, x0, sh, cs, ws, iws, res, fin, st;
-} batch_mem;
+/* Device memory of one launch's data and records (a chunk) beyond which a batch is split into
+ * chunks that run one after another on two streams: one chunk's kernel runs while the next
+ * one's data go up and the previous one's records come down, and a batch of any size needs
+ * only two chunks' memory (10⁸ 5×5-pixel fits need ≈110 GB in one piece). A chunk this size
+ * takes ≈10 ms to copy over PCIe 4/5. Not measured on a GPU; $JITFIT_GPU_BATCH_CHUNK (fits
+ * per chunk) overrides it. */
+#define BATCH_CHUNK_BYTES ((size_t)256 << 20)
 
-static void batch_mem_free(batch_mem *bm) {
-    jf_devptr *all[] = {&bm->x,  &bm->y,  &bm->w,   &bm->off, &bm->c0,  &bm->x0,
-                        &bm->sh, &bm->cs, &bm->ws,  &bm->iws, &bm->res, &bm->fin, &bm->st};
-    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) jf_cuda_free(*all[i]);
+/* What a batch needs on the device, per fit, per point and per launch's slots. */
+typedef struct batch_sizes {
+    size_t np, nv, nres, nfin, nst, nws, niws;
+    size_t per_fit, per_point; /* bytes */
+    size_t fits_per_block, most_blocks;
+    int x_packed, y_direct, weighted, block_per_fit;
+} batch_sizes;
+
+/* Bytes of the slots (states and workspaces) of a launch of nf fits. */
+static size_t slot_bytes(const batch_sizes *z, size_t nf) {
+    size_t blocks = (nf + z->fits_per_block - 1) / z->fits_per_block;
+    if (blocks > z->most_blocks) blocks = z->most_blocks;
+    return blocks * z->fits_per_block *
+           (sizeof(jf_lmc) + z->nws * sizeof(double) + z->niws * sizeof(int));
+}
+
+/* Bytes of a launch of nf fits with pts points: its data, records and slots. */
+static size_t chunk_bytes(const batch_sizes *z, size_t nf, size_t pts) {
+    return nf * z->per_fit + sizeof(unsigned long long) + pts * z->per_point + slot_bytes(z, nf);
+}
+
+/* The batch's chunks: fits [at[c], at[c + 1]) for c < *nchunks (at: nfits + 1 entries), each at
+ * most `budget` bytes (chunk_bytes) and max_fits fits, at least one fit. The largest chunk's fits
+ * and points in *cap_fits, *cap_pts. */
+static size_t plan_chunks(const batch_sizes *z, const jf_batch_fit *fits, size_t nfits,
+                          size_t budget, size_t max_fits, size_t *at, size_t *cap_fits,
+                          size_t *cap_pts) {
+    size_t nchunks = 0, f = 0;
+    *cap_fits = *cap_pts = 0;
+    while (f < nfits) {
+        size_t nf = 1, pts = fits[f].n;
+        while (f + nf < nfits && nf < max_fits &&
+               chunk_bytes(z, nf + 1, pts + fits[f + nf].n) <= budget)
+            pts += fits[f + nf++].n;
+        at[nchunks++] = f;
+        if (nf > *cap_fits) *cap_fits = nf;
+        if (pts > *cap_pts) *cap_pts = pts;
+        f += nf;
+    }
+    at[nchunks] = nfits;
+    return nchunks;
+}
+
+/* One chunk's buffers on the device, its host staging (one block, page-locked when the batch is
+ * pipelined, so that the copies overlap the other stream's kernel) and the stream it runs on. */
+typedef struct batch_buf {
+    jf_cuda_graph *q;
+    jf_devptr x, y, w, off, x0, cs, ws, iws, res, fin, st;
+    void *hmem; /* the staging below, in one block */
+    int hmem_pinned;
+    double *hx, *hy, *hw, *hx0, *hst, *hres, *hfin;
+    unsigned long long *hoff;
+    int busy;      /* a chunk is in flight on q */
+    size_t f0, f1; /* that chunk: fits [f0, f1) */
+} batch_buf;
+
+static void batch_buf_free(batch_buf *b) {
+    jf_devptr *dev[] = {&b->x,  &b->y,   &b->w,   &b->off, &b->x0, &b->cs,
+                        &b->ws, &b->iws, &b->res, &b->fin, &b->st};
+    for (size_t i = 0; i < sizeof dev / sizeof dev[0]; i++) jf_cuda_free(*dev[i]);
+    if (b->hmem_pinned) jf_cuda_host_free(b->hmem);
+    else free(b->hmem);
+    jf_cuda_graph_free(b->q);
+}
+
+/* A batch being run: its sizes, shared device data and (one or two) chunk buffers. */
+typedef struct batch_run {
+    const jf_batch_fit *fits;
+    batch_sizes z;
+    jf_devptr x, c0, sh; /* x when every fit reads the same columns, else 0 */
+    size_t ldx_same;
+    void *fn;
+    unsigned blocks_cap, block_threads;
+    int loss, abs_sigma;
+    double f_scale;
+    jf_batch_out *out;
+    double *stats;
+} batch_run;
+
+/* Allocates buffer b for chunks of up to cf fits and cp points; pinned staging when pipelined. */
+static int batch_buf_init(const batch_run *r, batch_buf *b, size_t cf, size_t cp, int pipelined,
+                          char *why, size_t n) {
+    const batch_sizes *z = &r->z;
+    size_t nxd = z->x_packed ? z->nv * cp : 0, slots = slot_bytes(z, cf) /
+        (sizeof(jf_lmc) + z->nws * sizeof(double) + z->niws * sizeof(int));
+    int code = jf_cuda_graph_new(&b->q, NULL, why, n);
+    if (code == JF_OK && nxd) code = jf_cuda_alloc(&b->x, nxd * sizeof(double), why, n);
+    if (code == JF_OK) code = jf_cuda_alloc(&b->y, cp * sizeof(double), why, n);
+    if (code == JF_OK && z->weighted) code = jf_cuda_alloc(&b->w, cp * sizeof(double), why, n);
+    if (code == JF_OK) code = jf_cuda_alloc(&b->off, (cf + 1) * sizeof(unsigned long long), why, n);
+    if (code == JF_OK) code = jf_cuda_alloc(&b->x0, cf * z->np * sizeof(double), why, n);
+    if (code == JF_OK) code = jf_cuda_alloc(&b->cs, slots * sizeof(jf_lmc), why, n);
+    if (code == JF_OK) code = jf_cuda_alloc(&b->ws, slots * z->nws * sizeof(double), why, n);
+    if (code == JF_OK) code = jf_cuda_alloc(&b->iws, slots * z->niws * sizeof(int), why, n);
+    if (code == JF_OK) code = jf_cuda_alloc(&b->res, cf * z->nres * sizeof(double), why, n);
+    if (code == JF_OK && z->nfin) code = jf_cuda_alloc(&b->fin, cf * z->nfin * sizeof(double), why, n);
+    if (code == JF_OK && z->nst) code = jf_cuda_alloc(&b->st, cf * z->nst * sizeof(double), why, n);
+    if (code != JF_OK) return code;
+    /* host staging: what is packed on the way up; the statistics records on the way down, or
+     * (without them) the result and finish records */
+    size_t up = nxd + (z->y_direct ? 0 : cp) + (z->weighted ? cp : 0) + cf * z->np + cf + 1;
+    size_t down = z->nst ? cf * z->nst : cf * (z->nres + z->nfin);
+    size_t bytes = (up + down) * sizeof(double);
+    if (pipelined && jf_cuda_host_alloc(&b->hmem, bytes, why, n) == JF_OK) b->hmem_pinned = 1;
+    else b->hmem = malloc(bytes); /* page-locked memory may be scarce: slower copies, same results */
+    if (!b->hmem) {
+        snprintf(why, n, "out of memory");
+        return JF_ERR_NOMEM;
+    }
+    double *h = b->hmem;
+    b->hoff = (unsigned long long *)h; /* 8 bytes, as a double */
+    h += cf + 1;
+    b->hx0 = h;
+    h += cf * z->np;
+    b->hx = nxd ? h : NULL;
+    h += nxd;
+    b->hy = z->y_direct ? NULL : h;
+    h += z->y_direct ? 0 : cp;
+    b->hw = z->weighted ? h : NULL;
+    h += z->weighted ? cp : 0;
+    if (z->nst) {
+        b->hst = h;
+    } else {
+        b->hres = h;
+        b->hfin = z->nfin ? h + cf * z->nres : NULL;
+    }
+    return JF_OK;
+}
+
+/* Packs fits [f0, f1) into b's staging, queues their copies up, the launch and the copies of
+ * their records down on b's stream; returns without waiting. */
+static int batch_submit(const batch_run *r, batch_buf *b, size_t f0, size_t f1, char *why,
+                        size_t n) {
+    const batch_sizes *z = &r->z;
+    const jf_batch_fit *fits = r->fits + f0;
+    size_t nf = f1 - f0, np = z->np, pts = 0;
+    for (size_t f = 0; f < nf; f++) pts += fits[f].n;
+    jf_batch_pack(fits, nf, z->nv, pts, b->hx, b->hy, b->hw, b->hoff);
+    for (size_t f = 0; f < nf; f++) memcpy(b->hx0 + f * np, fits[f].x0, np * sizeof(double));
+    int code = JF_OK;
+    if (b->hx) code = jf_cuda_graph_to_device(b->q, b->x, b->hx, z->nv * pts * sizeof(double), why, n);
+    if (code == JF_OK)
+        code = jf_cuda_graph_to_device(b->q, b->y, b->hy ? b->hy : fits[0].y,
+                                       pts * sizeof(double), why, n);
+    if (code == JF_OK && b->hw)
+        code = jf_cuda_graph_to_device(b->q, b->w, b->hw, pts * sizeof(double), why, n);
+    if (code == JF_OK)
+        code = jf_cuda_graph_to_device(b->q, b->off, b->hoff, (nf + 1) * sizeof *b->hoff, why, n);
+    if (code == JF_OK)
+        code = jf_cuda_graph_to_device(b->q, b->x0, b->hx0, nf * np * sizeof(double), why, n);
+    if (code != JF_OK) return code;
+    jf_devptr x = z->x_packed ? b->x : r->x;
+    unsigned long long ldx = z->x_packed ? pts : r->ldx_same, fin_max = JF_LM_MATERIALIZE_MAX;
+    int x_packed = z->x_packed, loss = r->loss, abs_sigma = r->abs_sigma;
+    unsigned int nfu = (unsigned int)nf;
+    double fs = r->f_scale;
+    jf_devptr c0 = r->c0, sh = r->sh;
+    void *args[] = {&x,   &ldx,  &b->y,   &b->w,   &b->off,   &x_packed, &nfu,
+                    &loss, &fs,  &c0,     &b->x0,  &sh,       &b->cs,    &b->ws,
+                    &b->iws, &b->res, &fin_max, &b->fin, &b->st, &abs_sigma};
+    size_t blocks = (nf + z->fits_per_block - 1) / z->fits_per_block;
+    if (blocks > z->most_blocks) blocks = z->most_blocks; /* the kernel strides over the rest */
+    code = jf_cuda_stream_launch(b->q, r->fn, (unsigned)blocks, r->block_threads, args, why, n);
+    /* the statistics records, or without them the records the host finishes from */
+    if (code == JF_OK && z->nst)
+        code = jf_cuda_graph_to_host(b->q, b->hst, b->st, nf * z->nst * sizeof(double), why, n);
+    if (code == JF_OK && !z->nst)
+        code = jf_cuda_graph_to_host(b->q, b->hres, b->res, nf * z->nres * sizeof(double), why, n);
+    if (code == JF_OK && !z->nst && z->nfin)
+        code = jf_cuda_graph_to_host(b->q, b->hfin, b->fin, nf * z->nfin * sizeof(double), why, n);
+    b->busy = code == JF_OK;
+    b->f0 = f0;
+    b->f1 = f1;
+    return code;
+}
+
+/* One fit's loop result from its records r (jf_batch_end's) and fo (the finish's, or NULL). */
+static void out_from_records(jf_batch_out *o, size_t np, const double *r, const double *fo) {
+    o->status = (int)r[0];
+    o->nfev = (size_t)r[1];
+    o->iterations = (size_t)r[2];
+    o->cost = r[3];
+    o->optimality = r[4];
+    memcpy(o->x, r + 5, np * sizeof(double));
+    memcpy(o->A, r + 5 + np, np * np * sizeof(double));
+    memcpy(o->g, r + 5 + np + np * np, np * sizeof(double));
+    o->finished = fo && fo[0] != 0.0;
+    o->polish = o->finished ? (size_t)fo[1] : 0;
+    o->ssr_plain = o->finished ? fo[2] : NAN;
+    if (o->finished) memcpy(o->R, fo + 3, np * np * sizeof(double));
+}
+
+/* Waits for b's chunk and hands its results over: the statistics records into the caller's
+ * array, and out[f] for every fit without one (its records fetched now; the buffer is not
+ * reused before this returns). */
+static int batch_collect(const batch_run *r, batch_buf *b, char *why, size_t n) {
+    const batch_sizes *z = &r->z;
+    size_t nf = b->f1 - b->f0, np = z->np;
+    int code = jf_cuda_graph_sync(b->q, why, n);
+    b->busy = 0;
+    if (code != JF_OK) return code;
+    size_t left = nf;
+    double *hres = b->hres, *hfin = b->hfin, *tmp = NULL;
+    if (z->nst) {
+        double *st = r->stats + b->f0 * z->nst;
+        memcpy(st, b->hst, nf * z->nst * sizeof(double));
+        left = 0;
+        for (size_t f = 0; f < nf; f++) left += st[f * z->nst] == 0.0;
+        if (left) { /* rare: a fit not finite at its start, or tiled sums */
+            tmp = malloc(nf * (z->nres + z->nfin) * sizeof *tmp);
+            if (!tmp) {
+                snprintf(why, n, "out of memory");
+                return JF_ERR_NOMEM;
+            }
+            hres = tmp;
+            hfin = z->nfin ? tmp + nf * z->nres : NULL;
+            code = jf_cuda_graph_to_host(b->q, hres, b->res, nf * z->nres * sizeof(double), why, n);
+            if (code == JF_OK && hfin)
+                code = jf_cuda_graph_to_host(b->q, hfin, b->fin, nf * z->nfin * sizeof(double), why, n);
+            if (code == JF_OK) code = jf_cuda_graph_sync(b->q, why, n);
+        }
+    }
+    for (size_t f = 0; code == JF_OK && left && f < nf; f++) {
+        if (z->nst && r->stats[(b->f0 + f) * z->nst] != 0.0) continue;
+        out_from_records(&r->out[b->f0 + f], np, hres + f * z->nres,
+                         hfin ? hfin + f * z->nfin : NULL);
+    }
+    free(tmp);
+    return code;
 }
 
 int jf_batch_cuda_run(const struct jf_model *m, const jf_jit_options *jo, jf_loss loss,
                       double f_scale, size_t nfits, const jf_batch_fit *fits,
                       const jf_lm_config *cfg, size_t max_mem, jf_batch_out *out, double *stats,
-                      int abs_sigma, char *why, size_t n) {
-    size_t np = m->np, nv = m->nv, total = 0;
-    int weighted = 0;
+                      int abs_sigma, size_t *launches, char *why, size_t n) {
+    size_t np = m->np, nv = m->nv, total = 0, maxn = 0;
+    *launches = 0;
     if (!jf_batch_cuda_supported(np)) {
         snprintf(why, n, "a GPU batch's per-fit sums of %zu parameters do not fit a block's shared "
                          "memory", np);
         return JF_ERR_UNAVAILABLE;
     }
-    size_t maxn = 0;
-    int x_same = 1, y_direct = 1;
+    batch_sizes z = {.np = np, .nv = nv, .x_packed = 1, .y_direct = 1};
+    int x_same = 1;
     for (size_t f = 0; f < nfits; f++) {
         total += fits[f].n;
-        weighted |= fits[f].w != NULL;
+        z.weighted |= fits[f].w != NULL;
         if (fits[f].n > maxn) maxn = fits[f].n;
         x_same &= fits[f].x == fits[0].x && fits[f].ldx == fits[0].ldx;
-        if (f > 0) y_direct &= fits[f].y == fits[f - 1].y + fits[f - 1].n;
+        if (f > 0) z.y_direct &= fits[f].y == fits[f - 1].y + fits[f - 1].n;
     }
     /* What goes up without packing: x's columns once when every fit reads the same ones (pixel
      * or channel coordinates: a fit's row i is x's row i), and y straight from the caller when
      * the fits' responses lie one after another in one array. */
     size_t ldx_same = x_same && nv ? fits[0].ldx : 0;
-    int x_packed = !(nv && x_same && ldx_same <= total);
-    size_t nxd = !nv ? 0 : x_packed ? nv * total : (nv - 1) * ldx_same + maxn; /* x's doubles */
-    size_t nws = jf_lmc_ws_doubles(np), niws = jf_lmc_ws_ints(np), nres = res_doubles(np);
+    z.x_packed = nv && !(x_same && ldx_same <= total);
+    size_t nx_shared = nv && !z.x_packed ? (nv - 1) * ldx_same + maxn : 0; /* x's doubles */
+    z.nws = jf_lmc_ws_doubles(np);
+    z.niws = jf_lmc_ws_ints(np);
+    z.nres = res_doubles(np);
     /* the finish on the device: register sums (a warp or a block per fit), linear loss (as
      * lm.c's polish) */
     int regs = register_sums(np);
-    size_t nfin = regs && loss == JF_LOSS_LINEAR ? fin_doubles(np) : 0;
-    size_t nst = stats ? JF_BATCH_STATS(np) : 0;
-    /* a warp per fit, or a block for long fits; the grid, and with it the slots (a state and a
+    z.nfin = regs && loss == JF_LOSS_LINEAR ? fin_doubles(np) : 0;
+    z.nst = stats ? JF_BATCH_STATS(np) : 0;
+    z.per_fit = (np + z.nres + z.nfin + z.nst) * sizeof(double) + sizeof(unsigned long long);
+    z.per_point = (1 + (size_t)z.weighted + (z.x_packed ? nv : 0)) * sizeof(double);
+    /* a warp per fit, or a block for long fits (decided for the whole batch: how its chunks
+     * fall does not change a fit's sums); the grid, and with it the slots (a state and a
      * workspace each, reused by the fits a warp or block runs one after another) */
     const char *e = getenv("JITFIT_GPU_BATCH_BLOCK");
     double from = e && *e ? strtod(e, NULL) : BLOCK_PER_FIT_POINTS;
-    int block_per_fit = !regs || (double)total >= from * (double)nfits;
-    size_t fits_per_block = block_per_fit ? 1 : WARPS_PER_BLOCK;
-    size_t blocks = (nfits + fits_per_block - 1) / fits_per_block;
+    z.block_per_fit = !regs || (double)total >= from * (double)nfits;
+    z.fits_per_block = z.block_per_fit ? 1 : WARPS_PER_BLOCK;
     jf_cuda_gpu_facts gf;
     char fwhy[256];
-    size_t most = 65535;
+    z.most_blocks = 65535;
     if (jf_cuda_gpu_facts_get(0, &gf, fwhy, sizeof fwhy) == JF_OK && gf.sm_count > 0)
-        most = (size_t)gf.sm_count * BATCH_BLOCKS_PER_SM;
-    if (blocks > most) blocks = most; /* the kernel strides over the rest */
-    size_t slots = blocks * fits_per_block;
-    size_t need = (nxd + total * (1 + (size_t)weighted)) * sizeof(double) +
-                  (nfits + 1) * sizeof(unsigned long long) +
-                  nfits * (np + nres + nfin + nst) * sizeof(double) +
-                  slots * (sizeof(jf_lmc) + nws * sizeof(double) + niws * sizeof(int));
-    size_t avail = jf_gpu_usable_memory(max_mem);
-    if (need > avail) {
+        z.most_blocks = (size_t)gf.sm_count * BATCH_BLOCKS_PER_SM;
+
+    /* One launch when the whole batch is a chunk; else chunks on two streams, each within
+     * BATCH_CHUNK_BYTES and half of the memory left after what every chunk shares. */
+    size_t fixed = (nx_shared + 3 * np) * sizeof(double) + sizeof(jf_lmc);
+    size_t avail = jf_gpu_usable_memory(max_mem), whole = fixed + chunk_bytes(&z, nfits, total);
+    /* $JITFIT_GPU_BATCH_CHUNK: fits per chunk; as many as the batch's or more: one launch
+     * whenever the memory allows */
+    const char *ce = getenv("JITFIT_GPU_BATCH_CHUNK");
+    double cv = ce && *ce ? strtod(ce, NULL) : 0.0;
+    size_t max_fits = cv >= 1.0 && cv < (double)nfits ? (size_t)cv : nfits;
+    int one = cv >= (double)nfits || (cv < 1.0 && whole - fixed <= BATCH_CHUNK_BYTES);
+    size_t *at = malloc((nfits + 1) * sizeof *at), nchunks, cf, cp;
+    if (!at) {
+        snprintf(why, n, "out of memory");
+        return JF_ERR_NOMEM;
+    }
+    if (one && whole <= avail) {
+        nchunks = 1;
+        at[0] = 0;
+        at[1] = nfits;
+        cf = nfits;
+        cp = total;
+    } else {
+        /* a buffer holds the most fits of any chunk and the most points of any (maybe
+         * another): shrink the chunks until two such buffers fit */
+        size_t budget = avail > fixed ? (avail - fixed) / 2 : 0;
+        if (budget > BATCH_CHUNK_BYTES) budget = BATCH_CHUNK_BYTES;
+        for (;;) {
+            nchunks = plan_chunks(&z, fits, nfits, budget, max_fits, at, &cf, &cp);
+            if (cf == 1 || fixed + 2 * chunk_bytes(&z, cf, cp) <= avail) break;
+            budget -= budget / 8;
+        }
+    }
+    size_t nbuf = nchunks > 1 ? 2 : 1, need = fixed + nbuf * chunk_bytes(&z, cf, cp);
+    if (need > avail) { /* a single fit is more than half of what is usable */
         snprintf(why, n, "the batch needs %.1f MiB of GPU memory, %.1f MiB are usable",
                  (double)need / 1048576.0, (double)avail / 1048576.0);
+        free(at);
         return JF_ERR_NOMEM;
     }
 
     char *src = jf_batch_cuda_source(m, (int)loss, jo ? jo->single_precision : 0);
     if (!src) {
         snprintf(why, n, "out of memory");
+        free(at);
         return JF_ERR_NOMEM;
     }
     static const char *const names[] = {"jf_batch_lm", "jf_batch_lm_block"};
@@ -738,122 +1002,70 @@ int jf_batch_cuda_run(const struct jf_model *m, const jf_jit_options *jo, jf_los
     int code = jf_cuda_module_get(src, regs ? names : names_tiled, regs ? 2 : 1, jo, fns, NULL,
                                   why, n, NULL, 0);
     free(src);
-    if (code != JF_OK) return code;
+    if (code != JF_OK) {
+        free(at);
+        return code;
+    }
 
-    /* pack: the columns of every fit one after the other (those not going up as they are), the
-     * starts; the settings, bounds and scales every fit shares once (the states and workspaces
-     * never leave the device) */
-    double *hx = nxd && x_packed ? malloc(nxd * sizeof *hx) : NULL;
-    double *hy = y_direct ? NULL : malloc(total * sizeof *hy);
-    double *hw = weighted ? malloc(total * sizeof *hw) : NULL;
-    unsigned long long *hoff = malloc((nfits + 1) * sizeof *hoff);
-    double *hx0 = malloc(nfits * np * sizeof *hx0);
-    double *hres = NULL, *hfin = NULL;
-    double *tws = calloc(nws, sizeof *tws), *hsh = malloc(3 * np * sizeof *hsh);
-    int *tiws = calloc(niws, sizeof *tiws);
+    batch_run r = {.fits = fits, .z = z, .ldx_same = ldx_same, .loss = (int)loss,
+                   .abs_sigma = abs_sigma, .f_scale = f_scale, .out = out, .stats = stats};
+    r.fn = z.block_per_fit && regs ? fns[1] : fns[0];
+    r.block_threads = z.block_per_fit ? JF_CUDA_BLOCK : 32 * WARPS_PER_BLOCK;
+    batch_buf bufs[2];
+    memset(bufs, 0, sizeof bufs);
+    /* what every chunk shares: the settings, bounds and scales (the template state lays them
+     * out), and x when every fit reads the same columns */
+    double *tws = calloc(z.nws, sizeof *tws), *hsh = malloc(3 * np * sizeof *hsh);
+    int *tiws = calloc(z.niws, sizeof *tiws);
     jf_lmc c0;
-    batch_mem bm;
-    memset(&bm, 0, sizeof bm);
-    if ((nxd && x_packed && !hx) || (!y_direct && !hy) || (weighted && !hw) || !hoff || !hx0 ||
-        !tws || !hsh || !tiws) {
+    if (!tws || !tiws || !hsh) {
         snprintf(why, n, "out of memory");
         code = JF_ERR_NOMEM;
         goto done;
     }
-    jf_batch_pack(fits, nfits, nv, total, hx, hy, hw, hoff);
-    for (size_t f = 0; f < nfits; f++) memcpy(hx0 + f * np, fits[f].x0, np * sizeof *hx0);
-    jf_lmc_setup(&c0, tws, tiws, np, cfg, fits[0].x0); /* the template: settings, and ... */
+    jf_lmc_setup(&c0, tws, tiws, np, cfg, fits[0].x0);
     {
         jf_lmc_views tv;
         jf_lmc_views_init(&tv, tws, tiws, np);
-        memcpy(hsh, tv.lo, np * sizeof *hsh); /* ... the bounds and scales as it lays them out */
+        memcpy(hsh, tv.lo, np * sizeof *hsh);
         memcpy(hsh + np, tv.hi, np * sizeof *hsh);
         memcpy(hsh + 2 * np, tv.xs, np * sizeof *hsh);
     }
-    code = JF_OK;
-    if (nv) code = jf_cuda_alloc(&bm.x, nxd * sizeof(double), why, n);
-    if (code == JF_OK) code = jf_cuda_alloc(&bm.y, total * sizeof(double), why, n);
-    if (code == JF_OK && weighted) code = jf_cuda_alloc(&bm.w, total * sizeof(double), why, n);
-    if (code == JF_OK) code = jf_cuda_alloc(&bm.off, (nfits + 1) * sizeof *hoff, why, n);
-    if (code == JF_OK) code = jf_cuda_alloc(&bm.c0, sizeof c0, why, n);
-    if (code == JF_OK) code = jf_cuda_alloc(&bm.x0, nfits * np * sizeof(double), why, n);
-    if (code == JF_OK) code = jf_cuda_alloc(&bm.sh, 3 * np * sizeof(double), why, n);
-    if (code == JF_OK) code = jf_cuda_alloc(&bm.cs, slots * sizeof(jf_lmc), why, n);
-    if (code == JF_OK) code = jf_cuda_alloc(&bm.ws, slots * nws * sizeof(double), why, n);
-    if (code == JF_OK) code = jf_cuda_alloc(&bm.iws, slots * niws * sizeof(int), why, n);
-    if (code == JF_OK) code = jf_cuda_alloc(&bm.res, nfits * nres * sizeof(double), why, n);
-    if (code == JF_OK && nfin) code = jf_cuda_alloc(&bm.fin, nfits * nfin * sizeof(double), why, n);
-    if (code == JF_OK && nst) code = jf_cuda_alloc(&bm.st, nfits * nst * sizeof(double), why, n);
-    if (code == JF_OK && nv)
-        code = jf_cuda_to_device(bm.x, x_packed ? hx : fits[0].x, nxd * sizeof(double), why, n);
-    if (code == JF_OK)
-        code = jf_cuda_to_device(bm.y, y_direct ? fits[0].y : hy, total * sizeof(double), why, n);
-    if (code == JF_OK && weighted) code = jf_cuda_to_device(bm.w, hw, total * sizeof(double), why, n);
-    if (code == JF_OK) code = jf_cuda_to_device(bm.off, hoff, (nfits + 1) * sizeof *hoff, why, n);
-    if (code == JF_OK) code = jf_cuda_to_device(bm.c0, &c0, sizeof c0, why, n);
-    if (code == JF_OK) code = jf_cuda_to_device(bm.x0, hx0, nfits * np * sizeof(double), why, n);
-    if (code == JF_OK) code = jf_cuda_to_device(bm.sh, hsh, 3 * np * sizeof(double), why, n);
-    if (code == JF_OK) {
-        unsigned long long ldx = x_packed ? total : ldx_same;
-        unsigned int nf = (unsigned int)nfits;
-        int loss_ = (int)loss;
-        double fs = f_scale;
-        unsigned long long fin_max = JF_LM_MATERIALIZE_MAX;
-        void *args[] = {&bm.x,  &ldx,   &bm.y,  &bm.w,   &bm.off, &x_packed, &nf,    &loss_,
-                        &fs,    &bm.c0, &bm.x0, &bm.sh,  &bm.cs,  &bm.ws,   &bm.iws,
-                        &bm.res, &fin_max, &bm.fin, &bm.st, &abs_sigma};
-        void *fn = block_per_fit && regs ? fns[1] : fns[0];
-        code = jf_cuda_launch(fn, (unsigned)blocks,
-                              block_per_fit ? JF_CUDA_BLOCK : 32 * WARPS_PER_BLOCK, 0, args, why, n);
+    for (size_t k = 0; code == JF_OK && k < nbuf; k++)
+        code = batch_buf_init(&r, &bufs[k], cf, cp, nbuf > 1, why, n);
+    if (code == JF_OK && nx_shared) code = jf_cuda_alloc(&r.x, nx_shared * sizeof(double), why, n);
+    if (code == JF_OK) code = jf_cuda_alloc(&r.c0, sizeof c0, why, n);
+    if (code == JF_OK) code = jf_cuda_alloc(&r.sh, 3 * np * sizeof(double), why, n);
+    /* the shared data go up on the first stream, before its first chunk; the second stream
+     * waits for them there (no host synchronization) */
+    if (code == JF_OK && nx_shared)
+        code = jf_cuda_graph_to_device(bufs[0].q, r.x, fits[0].x, nx_shared * sizeof(double), why, n);
+    if (code == JF_OK) code = jf_cuda_graph_to_device(bufs[0].q, r.c0, &c0, sizeof c0, why, n);
+    if (code == JF_OK) code = jf_cuda_graph_to_device(bufs[0].q, r.sh, hsh, 3 * np * sizeof(double), why, n);
+    if (code == JF_OK && nbuf > 1) code = jf_cuda_graph_mark(bufs[0].q, 0, why, n);
+    if (code == JF_OK && nbuf > 1) code = jf_cuda_graph_wait_mark(bufs[1].q, bufs[0].q, 0, why, n);
+    /* the pipeline: chunk k on buffer k mod 2, once that buffer's previous chunk is collected */
+    for (size_t k = 0; code == JF_OK && k < nchunks; k++) {
+        batch_buf *b = &bufs[k % nbuf];
+        if (b->busy) code = batch_collect(&r, b, why, n);
+        if (code == JF_OK) code = batch_submit(&r, b, at[k], at[k + 1], why, n);
+        if (code == JF_OK) ++*launches;
     }
-    /* the statistics records first: the fits they cover need nothing else from the device */
-    size_t left = nfits;
-    if (code == JF_OK && nst) {
-        code = jf_cuda_to_host(stats, bm.st, nfits * nst * sizeof(double), why, n);
-        left = 0;
-        for (size_t f = 0; code == JF_OK && f < nfits; f++) left += stats[f * nst] == 0.0;
-    }
-    if (code == JF_OK && left) {
-        hres = malloc(nfits * nres * sizeof *hres);
-        hfin = nfin ? malloc(nfits * nfin * sizeof *hfin) : NULL;
-        if (!hres || (nfin && !hfin)) {
-            snprintf(why, n, "out of memory");
-            code = JF_ERR_NOMEM;
-        }
-        if (code == JF_OK)
-            code = jf_cuda_to_host(hres, bm.res, nfits * nres * sizeof(double), why, n);
-        if (code == JF_OK && nfin)
-            code = jf_cuda_to_host(hfin, bm.fin, nfits * nfin * sizeof(double), why, n);
-    }
-    for (size_t f = 0; code == JF_OK && left && f < nfits; f++) {
-        if (nst && stats[f * nst] != 0.0) continue;
-        const double *r = hres + f * nres;
-        jf_batch_out *o = &out[f];
-        o->status = (int)r[0];
-        o->nfev = (size_t)r[1];
-        o->iterations = (size_t)r[2];
-        o->cost = r[3];
-        o->optimality = r[4];
-        memcpy(o->x, r + 5, np * sizeof(double));
-        memcpy(o->A, r + 5 + np, np * np * sizeof(double));
-        memcpy(o->g, r + 5 + np + np * np, np * sizeof(double));
-        const double *fo = hfin ? hfin + f * nfin : NULL;
-        o->finished = fo && fo[0] != 0.0;
-        o->polish = o->finished ? (size_t)fo[1] : 0;
-        o->ssr_plain = o->finished ? fo[2] : NAN;
-        if (o->finished) memcpy(o->R, fo + 3, np * np * sizeof(double));
-    }
+    for (size_t k = nchunks; code == JF_OK && k < nchunks + nbuf; k++)
+        if (bufs[k % nbuf].busy) code = batch_collect(&r, &bufs[k % nbuf], why, n);
 done:
-    batch_mem_free(&bm);
-    free(hx);
-    free(hy);
-    free(hw);
-    free(hoff);
-    free(hx0);
-    free(hres);
-    free(hfin);
+    /* an error may leave a chunk in flight: wait before freeing what it uses */
+    for (size_t k = 0; k < nbuf; k++) {
+        char ignore[64];
+        if (bufs[k].busy) jf_cuda_graph_sync(bufs[k].q, ignore, sizeof ignore);
+        batch_buf_free(&bufs[k]);
+    }
+    jf_cuda_free(r.x);
+    jf_cuda_free(r.c0);
+    jf_cuda_free(r.sh);
     free(tws);
-    free(hsh);
     free(tiws);
+    free(hsh);
+    free(at);
     return code;
 }

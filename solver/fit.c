@@ -832,8 +832,8 @@ static void gpu_pass_rows(void *vctx, size_t task, int worker) {
     }
 }
 
-/* The iterations of a GPU batch: every fit that passes its checks goes to the device in one
- * launch; pre[i] receives its loop's result (status -1 for fits that did not pass: the CPU
+/* The iterations of a GPU batch: every fit that passes its checks goes to the device (in one
+ * launch, or in chunks: *launches); pre[i] receives its loop's result (status -1 for fits that did not pass: the CPU
  * pass over the batch reports their errors). With cols, the rows of the fits the device
  * finished come straight from its statistics records (pre[i].status PRE_WRITTEN, counted in
  * *written). The host's passes before and after run on pool's threads. JF_OK,
@@ -842,7 +842,7 @@ static void gpu_pass_rows(void *vctx, size_t task, int worker) {
 static int batch_gpu_iterations(const fit_setup *s, size_t nfits, const jf_data *data,
                                 const double *p0, jf_batch_out *pre, double *store,
                                 const jf_batch_columns *cols, jf_pool *pool, size_t *written,
-                                char *why, size_t n, char *fallback) {
+                                size_t *launches, char *why, size_t n, char *fallback) {
     const struct jf_model *m = s->m;
     size_t np = m->np, nok = 0, ntasks = (nfits + BATCH_HOST_CHUNK - 1) / BATCH_HOST_CHUNK;
     jf_batch_fit *fits = calloc(nfits, sizeof *fits);
@@ -855,6 +855,7 @@ static int batch_gpu_iterations(const fit_setup *s, size_t nfits, const jf_data 
     double *stats = cols ? malloc(nfits * JF_BATCH_STATS(np) * sizeof *stats) : NULL;
     int code = JF_OK;
     *written = 0;
+    *launches = 0;
     if (!fits || !map || !ws || !x0 || !outs || !ok || !wtask || (cols && !stats)) {
         snprintf(why, n, "out of memory");
         code = JF_ERR_NOMEM;
@@ -878,7 +879,7 @@ static int batch_gpu_iterations(const fit_setup *s, size_t nfits, const jf_data 
         jf_jit_options jo = gpu_jit_options(s, &loss_unused); /* as gpu_compiles checks it */
         jf_lm_config cfg = make_config(s, 0);
         code = jf_batch_cuda_run(m, &jo, s->o.loss, s->o.f_scale, nok, fits, &cfg, s->o.max_gpu_mem,
-                                 outs, stats, s->o.absolute_sigma, why, n);
+                                 outs, stats, s->o.absolute_sigma, launches, why, n);
         if (code == JF_ERR_NOMEM && strstr(why, "GPU memory")) {
             snprintf(fallback, MSG_LEN, "%s", why);
             code = FIT_GPU_FALLBACK;
@@ -942,10 +943,11 @@ static int batch_run(const jf_model *m, size_t nfits, const jf_data *data, const
     if (s.gpu) {
         size_t np = m->np;
         char why[MSG_LEN] = "", fallback[MSG_LEN] = "";
+        size_t launches = 0;
         pre = calloc(nfits, sizeof *pre);
         store = malloc(nfits * (2 * np * np + 2 * np) * sizeof *store);
         st = pre && store ? batch_gpu_iterations(&s, nfits, data, p0, pre, store, cols, pool,
-                                                 &written, why, sizeof why, fallback)
+                                                 &written, &launches, why, sizeof why, fallback)
                           : JF_ERR_NOMEM;
         if (st == FIT_GPU_FALLBACK) { /* the CPU runs the batch */
             char note[MSG_LEN];
@@ -957,17 +959,20 @@ static int batch_run(const jf_model *m, size_t nfits, const jf_data *data, const
             size_t len = strlen(s.device_note), ndev = 0;
             for (size_t i = 0; i < nfits; i++)
                 ndev += pre[i].status == PRE_WRITTEN || (pre[i].status >= 0 && pre[i].finished);
+            char how[64];
+            if (launches == 1) snprintf(how, sizeof how, "one launch");
+            else snprintf(how, sizeof how, "%zu launches on two streams", launches);
             if (ndev == 0)
                 snprintf(s.device_note + len, sizeof s.device_note - len,
-                         "; batch: one launch, then the finish on the CPU");
+                         "; batch: %s, then the finish on the CPU", how);
             else if (ndev == nfits)
                 snprintf(s.device_note + len, sizeof s.device_note - len,
-                         "; batch: one launch, the finish (polish, J's triangle) included");
+                         "; batch: %s, the finish (polish, J's triangle) included", how);
             else
                 snprintf(s.device_note + len, sizeof s.device_note - len,
-                         "; batch: one launch, the finish (polish, J's triangle) on the GPU for "
+                         "; batch: %s, the finish (polish, J's triangle) on the GPU for "
                          "%zu of %zu fits, the rest on the CPU",
-                         ndev, nfits);
+                         how, ndev, nfits);
         }
         /* the finish (polish, statistics) and a fallback need the CPU kernels */
         if (st == JF_OK || st == FIT_GPU_FALLBACK) st = setup_cpu_kernels(&s, &setup_err);

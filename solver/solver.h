@@ -414,17 +414,19 @@ JF_INTERNAL int jf_batch_cuda_register_sums(size_t np);
  * warp- and block-per-fit kernels jf_batch_lm, jf_batch_lm_block (beyond 8 parameters the
  * latter only, over jf_fit_sums_tiled); malloc'd, NULL when out of memory. For test_ptx too. */
 JF_INTERNAL char *jf_batch_cuda_source(const struct jf_model *m, int loss, int single_precision);
-/* Runs the device loops of nfits fits in one launch (see batch_cuda.c) and fills out. With
- * stats (nfits × JF_BATCH_STATS(np)), the device also computes each fit's statistics as the
- * host would (covariance scaled unless abs_sigma; register sums only, up to 8 parameters), and
- * out[f] is filled only for the fits whose record says 0. JF_OK; JF_ERR_NOMEM when the batch does not fit in GPU
- * memory (at most max_mem bytes, 0: no limit but the free memory; fall back to the CPU);
- * another error with a one-line reason in why. */
+/* Runs the device loops of nfits fits (see batch_cuda.c) and fills out: in one launch, or when
+ * the batch is larger than a chunk (about 256 MiB of device memory, or half of what is usable)
+ * in chunks of fits pipelined on two streams; *launches receives the launches made. With stats
+ * (nfits × JF_BATCH_STATS(np)), the device also computes each fit's statistics as the host
+ * would (covariance scaled unless abs_sigma; register sums only, up to 8 parameters), and
+ * out[f] is filled only for the fits whose record says 0. JF_OK; JF_ERR_NOMEM when not even a
+ * chunk of one fit fits in GPU memory (at most max_mem bytes, 0: no limit but the free memory;
+ * fall back to the CPU); another error with a one-line reason in why. */
 JF_INTERNAL int jf_batch_cuda_run(const struct jf_model *m, const jf_jit_options *jo,
                                   jf_loss loss, double f_scale, size_t nfits,
                                   const jf_batch_fit *fits, const jf_lm_config *cfg,
                                   size_t max_mem, jf_batch_out *out, double *stats, int abs_sigma,
-                                  char *why, size_t n);
+                                  size_t *launches, char *why, size_t n);
 
 /* The CUDA source of the solver module (which 0: step.h, lm_core.h and the start/judge
  * kernels) or of the WHILE condition kernel (which 1), malloc'd; for the tests that compile it

@@ -645,9 +645,10 @@ static void test_batch(void) {
     }
     printf("batch of %d fits, a block per fit: GPU vs CPU max rel. diff %.2g\n", NB, devb);
     CHECK(devb <= 1e-10);
-    /* a batch larger than the GPU memory it may use: the CPU fits it, and says why */
+    /* a batch of which not even one fit's chunk fits in the GPU memory it may use: the CPU fits
+     * it, and says why */
     o.single_precision = 0;
-    o.max_gpu_mem = 100000;
+    o.max_gpu_mem = 4000;
     static jf_fit_result *rf[NF];
     CHECK(jf_fit_batch(m, NF, d, NULL, &o, rf, NULL) == JF_OK);
     for (int f = 0; f < NF; f++) {
@@ -662,6 +663,125 @@ static void test_batch(void) {
         jf_fit_result_free(rg[f]);
         jf_fit_result_free(rs[f]);
     }
+    jf_model_free(m);
+}
+
+/* Bitwise equality of two doubles, NaN equal to NaN (a fit's numbers do not depend on which
+ * launch or slot ran it). */
+static int same_bits(double a, double b) { return memcmp(&a, &b, sizeof a) == 0; }
+
+/* A batch in chunks (several launches, two streams) equals the batch in one launch bit for
+ * bit: fits of different lengths, some with sigma, one not finite at its start (its records
+ * fetched from a chunk's buffers), into result objects and into columns, the linear loss (the
+ * finish on the device) and soft_l1 (no finish records), a warp and a block per fit. A memory
+ * limit a batch exceeds splits it into chunks; one that not even a chunk of one fit fits sends
+ * it to the CPU. */
+static void test_batch_chunks(void) {
+    jf_model *m = NULL;
+    if (!CHECK(jf_model_compile("a*exp(-b*x)*sin(c*x+d)+e", (size_t)-1, NULL, &m, NULL) == JF_OK))
+        return;
+    enum { NF = 50, MAXPTS = 90, NP = 5 };
+    static double xs[NF][MAXPTS], ys[NF][MAXPTS], sg[MAXPTS], p0[NF * NP];
+    static jf_data d[NF];
+    for (int i = 0; i < MAXPTS; i++) sg[i] = 0.03 + 0.0002 * i;
+    for (int f = 0; f < NF; f++) {
+        size_t n = 30 + (size_t)(f * 7 % 61);
+        for (size_t i = 0; i < n; i++) {
+            xs[f][i] = 10.0 * (double)i / (double)(n - 1);
+            ys[f][i] = (2.0 + 0.01 * f) * exp(-0.25 * xs[f][i]) * sin(1.5 * xs[f][i] + 0.3) + 0.5 +
+                       0.03 * sin(12.9898 * (double)(i + 7 * f));
+        }
+        d[f] = (jf_data){n, xs[f], 0, ys[f], f % 4 == 1 ? sg : NULL};
+        double s0[NP] = {1.8, 0.2, 1.45, 0.2, 0.4};
+        memcpy(p0 + f * NP, s0, sizeof s0);
+    }
+    p0[17 * NP + 1] = -1000.0; /* exp overflows at the start */
+    static jf_fit_result *r1[NF], *rk[NF];
+    static double par[2][NF * NP], se[2][NF * NP], cost[2][NF], chi2[2][NF], r2[2][NF];
+    static int code[2][NF], status[2][NF];
+    static size_t nfev[2][NF], iters[2][NF];
+    jf_fit_options o = jf_fit_options_default();
+    o.device = JF_DEVICE_GPU;
+    for (int variant = 0; variant < 3; variant++) {
+        /* 0: warp per fit, linear; 1: soft_l1; 2: a block per fit, linear */
+        o.loss = variant == 1 ? JF_LOSS_SOFT_L1 : JF_LOSS_LINEAR;
+        if (variant == 2) setenv("JITFIT_GPU_BATCH_BLOCK", "1", 1);
+        int same = 1;
+        for (int run = 0; run < 2; run++) {
+            jf_fit_result **r = run ? rk : r1;
+            if (run) setenv("JITFIT_GPU_BATCH_CHUNK", "7", 1);
+            CHECK(jf_fit_batch(m, NF, d, p0, &o, r, NULL) == JF_OK);
+            jf_batch_columns cols = {code[run], status[run], par[run], se[run], cost[run],
+                                     chi2[run], r2[run], nfev[run], iters[run]};
+            CHECK(jf_fit_batch_columns(m, NF, d, p0, &o, &cols) == JF_OK);
+            unsetenv("JITFIT_GPU_BATCH_CHUNK");
+            if (CHECK(r[0]))
+                CHECK_CONTAINS(r[0]->device_note, run ? "batch: 8 launches on two streams"
+                                                      : "batch: one launch");
+        }
+        for (int f = 0; f < NF; f++) {
+            if (!CHECK(r1[f] && rk[f])) continue;
+            CHECK(rk[f]->backend == JF_BACKEND_CUDA);
+            if (rk[f]->status != r1[f]->status || rk[f]->nfev != r1[f]->nfev ||
+                rk[f]->iterations != r1[f]->iterations || !same_bits(rk[f]->cost, r1[f]->cost) ||
+                !same_bits(rk[f]->r_squared, r1[f]->r_squared))
+                same = 0;
+            for (int k = 0; k < NP; k++)
+                if (!same_bits(rk[f]->params[k], r1[f]->params[k]) ||
+                    !same_bits(rk[f]->std_errors[k], r1[f]->std_errors[k]))
+                    same = 0;
+            if (code[1][f] != code[0][f] || status[1][f] != status[0][f] ||
+                nfev[1][f] != nfev[0][f] || iters[1][f] != iters[0][f] ||
+                !same_bits(cost[1][f], cost[0][f]) || !same_bits(chi2[1][f], chi2[0][f]) ||
+                !same_bits(r2[1][f], r2[0][f]))
+                same = 0;
+            for (int k = 0; k < NP; k++)
+                if (!same_bits(par[1][f * NP + k], par[0][f * NP + k]) ||
+                    !same_bits(se[1][f * NP + k], se[0][f * NP + k]))
+                    same = 0;
+        }
+        CHECK(r1[17] && r1[17]->status == JF_FIT_NONFINITE && status[0][17] == JF_FIT_NONFINITE);
+        CHECK(r1[3] && r1[3]->success && code[0][3] == JF_OK && cost[0][3] == r1[3]->cost);
+        if (!CHECK(same)) printf("chunked batch (variant %d) differs from one launch\n", variant);
+        for (int f = 0; f < NF; f++) {
+            jf_fit_result_free(r1[f]);
+            jf_fit_result_free(rk[f]);
+        }
+        unsetenv("JITFIT_GPU_BATCH_BLOCK");
+    }
+    /* a memory limit: chunks as many as it takes (the same fits), or the CPU when a fit alone
+     * is too much */
+    o.loss = JF_LOSS_LINEAR;
+    CHECK(jf_fit_batch(m, NF, d, p0, &o, r1, NULL) == JF_OK);
+    o.max_gpu_mem = 60000;
+    CHECK(jf_fit_batch(m, NF, d, p0, &o, rk, NULL) == JF_OK);
+    if (CHECK(rk[0])) {
+        printf("a 60000-byte limit: %s\n", rk[0]->device_note);
+        CHECK_CONTAINS(rk[0]->device_note, "launches on two streams");
+    }
+    int same = 1;
+    for (int f = 0; f < NF; f++) {
+        if (!CHECK(r1[f] && rk[f])) continue;
+        for (int k = 0; k < NP; k++) same &= same_bits(rk[f]->params[k], r1[f]->params[k]);
+        jf_fit_result_free(rk[f]);
+    }
+    CHECK(same);
+    o.max_gpu_mem = 4000;
+    CHECK(jf_fit_batch(m, NF, d, p0, &o, rk, NULL) == JF_OK);
+    for (int f = 0; f < NF; f++) {
+        if (!CHECK(r1[f] && rk[f])) continue;
+        if (f == 0) CHECK_CONTAINS(rk[f]->device_note, "cpu: fell back from the GPU: the batch needs");
+        CHECK(rk[f]->backend != JF_BACKEND_CUDA && rk[f]->status == r1[f]->status);
+        jf_fit_result_free(r1[f]);
+        jf_fit_result_free(rk[f]);
+    }
+    /* chunks of more fits than the batch has: one launch */
+    o.max_gpu_mem = 0;
+    setenv("JITFIT_GPU_BATCH_CHUNK", "1e6", 1);
+    CHECK(jf_fit_batch(m, NF, d, p0, &o, rk, NULL) == JF_OK);
+    unsetenv("JITFIT_GPU_BATCH_CHUNK");
+    if (CHECK(rk[0])) CHECK_CONTAINS(rk[0]->device_note, "batch: one launch");
+    for (int f = 0; f < NF; f++) jf_fit_result_free(rk[f]);
     jf_model_free(m);
 }
 
@@ -715,6 +835,14 @@ static void test_batch_layouts(void) {
     setenv("JITFIT_GPU_BATCH_BLOCK", "1", 1); /* and a block per fit */
     CHECK(jf_fit_batch_columns(m, NF, shared, NULL, &o, &C) == JF_OK);
     unsetenv("JITFIT_GPU_BATCH_BLOCK");
+    /* and in chunks of 10 fits: x shared by all of them, each chunk's y straight from the array */
+    static double pd[NF * NP], sd[NF * NP], cd[NF];
+    static int coded[NF];
+    static size_t nd[NF];
+    jf_batch_columns D = {coded, NULL, pd, sd, cd, NULL, NULL, nd, NULL};
+    setenv("JITFIT_GPU_BATCH_CHUNK", "10", 1);
+    CHECK(jf_fit_batch_columns(m, NF, shared, NULL, &o, &D) == JF_OK);
+    unsetenv("JITFIT_GPU_BATCH_CHUNK");
     o.device = JF_DEVICE_CPU;
     int same = 1;
     double dev = 0;
@@ -722,15 +850,18 @@ static void test_batch_layouts(void) {
         jf_fit_result *r = NULL;
         if (!CHECK(jf_fit(m, &packed[f], &o, &r, NULL) == JF_OK)) continue;
         if (codea[f] != JF_OK || codeb[f] != JF_OK || ca[f] != cb[f] || na[f] != nb[f]) same = 0;
+        if (coded[f] != JF_OK || cd[f] != ca[f] || nd[f] != na[f]) same = 0;
         for (int k = 0; k < NP; k++) {
             if (pa[f * NP + k] != pb[f * NP + k] || sa[f * NP + k] != sb[f * NP + k]) same = 0;
+            if (pd[f * NP + k] != pa[f * NP + k] || sd[f * NP + k] != sa[f * NP + k]) same = 0;
             if (codec[f] != JF_OK || fabs(pc[f * NP + k] - r->params[k]) > 1e-10 * fmax(fabs(r->params[k]), 1e-2))
                 same = 0;
             dev = fmax(dev, fabs(pa[f * NP + k] - r->params[k]) / fmax(fabs(r->params[k]), 1e-2));
         }
         jf_fit_result_free(r);
     }
-    printf("batch with x shared and y in one array: %s the packed batch's; CPU max rel. diff %.2g\n",
+    printf("batch with x shared and y in one array (one launch, chunks of 10 fits): %s the packed "
+           "batch's; CPU max rel. diff %.2g\n",
            same ? "the same as" : "DIFFERENT from", dev);
     CHECK(same);
     CHECK(dev <= 1e-10);
@@ -1030,6 +1161,7 @@ int main(void) {
     if (jf_cuda_emulated()) test_while_refused();
     test_peaks();
     test_batch();
+    test_batch_chunks();
     test_batch_unused();
     test_batch_normal_stats();
     test_batch_layouts();
