@@ -746,7 +746,8 @@ typedef struct batch_run {
     int loss, abs_sigma;
     double f_scale;
     jf_batch_out *out;
-    double *stats;
+    jf_batch_chunk_fn done;
+    void *done_ctx;
 } batch_run;
 
 /* Allocates buffer b for chunks of up to cf fits and cp points; pinned staging when pipelined. */
@@ -862,9 +863,9 @@ static void out_from_records(jf_batch_out *o, size_t np, const double *r, const 
     if (o->finished) memcpy(o->R, fo + 3, np * np * sizeof(double));
 }
 
-/* Waits for b's chunk and hands its results over: the statistics records into the caller's
- * array, and out[f] for every fit without one (its records fetched now; the buffer is not
- * reused before this returns). */
+/* Waits for b's chunk and hands its results over: out[f] for every fit without a statistics
+ * record (its records fetched now; the buffer is not reused before this returns), then the
+ * chunk with its statistics records to the caller's callback. */
 static int batch_collect(const batch_run *r, batch_buf *b, char *why, size_t n) {
     const batch_sizes *z = &r->z;
     size_t nf = b->f1 - b->f0, np = z->np;
@@ -873,9 +874,8 @@ static int batch_collect(const batch_run *r, batch_buf *b, char *why, size_t n) 
     if (code != JF_OK) return code;
     size_t left = nf;
     double *hres = b->hres, *hfin = b->hfin, *tmp = NULL;
+    const double *st = b->hst;
     if (z->nst) {
-        double *st = r->stats + b->f0 * z->nst;
-        memcpy(st, b->hst, nf * z->nst * sizeof(double));
         left = 0;
         for (size_t f = 0; f < nf; f++) left += st[f * z->nst] == 0.0;
         if (left) { /* rare: a fit not finite at its start, or tiled sums */
@@ -893,18 +893,20 @@ static int batch_collect(const batch_run *r, batch_buf *b, char *why, size_t n) 
         }
     }
     for (size_t f = 0; code == JF_OK && left && f < nf; f++) {
-        if (z->nst && r->stats[(b->f0 + f) * z->nst] != 0.0) continue;
+        if (z->nst && st[f * z->nst] != 0.0) continue;
         out_from_records(&r->out[b->f0 + f], np, hres + f * z->nres,
                          hfin ? hfin + f * z->nfin : NULL);
     }
     free(tmp);
+    if (code == JF_OK && r->done) r->done(r->done_ctx, b->f0, b->f1, z->nst ? st : NULL);
     return code;
 }
 
 int jf_batch_cuda_run(const struct jf_model *m, const jf_jit_options *jo, jf_loss loss,
                       double f_scale, size_t nfits, const jf_batch_fit *fits,
-                      const jf_lm_config *cfg, size_t max_mem, jf_batch_out *out, double *stats,
-                      int abs_sigma, size_t *launches, char *why, size_t n) {
+                      const jf_lm_config *cfg, size_t max_mem, jf_batch_out *out, int stats,
+                      int abs_sigma, jf_batch_chunk_fn done, void *done_ctx, size_t *launches,
+                      char *why, size_t n) {
     size_t np = m->np, nv = m->nv, total = 0, maxn = 0;
     *launches = 0;
     if (!jf_batch_cuda_supported(np)) {
@@ -1008,7 +1010,8 @@ int jf_batch_cuda_run(const struct jf_model *m, const jf_jit_options *jo, jf_los
     }
 
     batch_run r = {.fits = fits, .z = z, .ldx_same = ldx_same, .loss = (int)loss,
-                   .abs_sigma = abs_sigma, .f_scale = f_scale, .out = out, .stats = stats};
+                   .abs_sigma = abs_sigma, .f_scale = f_scale, .out = out, .done = done,
+                   .done_ctx = done_ctx};
     r.fn = z.block_per_fit && regs ? fns[1] : fns[0];
     r.block_threads = z.block_per_fit ? JF_CUDA_BLOCK : 32 * WARPS_PER_BLOCK;
     batch_buf bufs[2];

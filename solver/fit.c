@@ -778,8 +778,11 @@ typedef struct gpu_pass {
     const size_t *map;          /* nok: the launch's fits' indices in the batch */
     size_t nok;
     const jf_batch_out *outs;   /* nok: the device loop's results */
-    const double *stats;        /* nok statistics records, or NULL */
+    size_t k0, k1;              /* the launch's fits whose results came back: [k0, k1) */
+    const double *stats;        /* their statistics records, or NULL */
     size_t *written;            /* per task: rows written from the statistics */
+    jf_pool *pool;
+    size_t nwritten;            /* rows written so far */
 } gpu_pass;
 
 /* Checks fits [task·BATCH_HOST_CHUNK, ...) as a single fit would be checked (a failing one is
@@ -814,22 +817,38 @@ static void gpu_pass_check(void *vctx, size_t task, int worker) {
     }
 }
 
-/* After the launch, for the launch's fits [task·BATCH_HOST_CHUNK, ...): a row of the columns
- * from each statistics record, the device loop's results for the CPU pass otherwise. */
+/* As a chunk of the launch's fits [k0, k1) comes back, for its fits [k0 + task·BATCH_HOST_CHUNK,
+ * ...): a row of the columns from each statistics record, the device loop's results for the
+ * CPU pass otherwise. */
 static void gpu_pass_rows(void *vctx, size_t task, int worker) {
     (void)worker;
     gpu_pass *g = vctx;
-    size_t np = g->s->m->np, nst = JF_BATCH_STATS(np), end = (task + 1) * BATCH_HOST_CHUNK;
-    for (size_t k = task * BATCH_HOST_CHUNK; k < end && k < g->nok; k++) {
+    size_t np = g->s->m->np, nst = JF_BATCH_STATS(np), k = g->k0 + task * BATCH_HOST_CHUNK;
+    size_t end = k + BATCH_HOST_CHUNK < g->k1 ? k + BATCH_HOST_CHUNK : g->k1;
+    g->written[task] = 0;
+    for (; k < end; k++) {
         size_t i = g->map[k];
-        if (g->stats && g->stats[k * nst] != 0.0) {
-            columns_from_stats(g->cols, i, np, &g->data[i], g->stats + k * nst);
+        const double *st = g->stats ? g->stats + (k - g->k0) * nst : NULL;
+        if (st && st[0] != 0.0) {
+            columns_from_stats(g->cols, i, np, &g->data[i], st);
             g->pre[i].status = PRE_WRITTEN;
             g->written[task]++;
         } else {
             g->pre[i] = g->outs[k];
         }
     }
+}
+
+/* jf_batch_chunk_fn: the rows of a chunk, on the pool's threads while the device runs the next
+ * chunks. */
+static void gpu_chunk_done(void *vctx, size_t f0, size_t f1, const double *st) {
+    gpu_pass *g = vctx;
+    size_t ntasks = (f1 - f0 + BATCH_HOST_CHUNK - 1) / BATCH_HOST_CHUNK;
+    g->k0 = f0;
+    g->k1 = f1;
+    g->stats = st;
+    jf_pool_run(g->pool, ntasks, gpu_pass_rows, g);
+    for (size_t t = 0; t < ntasks; t++) g->nwritten += g->written[t];
 }
 
 /* The iterations of a GPU batch: every fit that passes its checks goes to the device (in one
@@ -852,16 +871,16 @@ static int batch_gpu_iterations(const fit_setup *s, size_t nfits, const jf_data 
     jf_batch_out *outs = calloc(nfits, sizeof *outs);
     char *ok = malloc(nfits);
     size_t *wtask = calloc(ntasks, sizeof *wtask);
-    double *stats = cols ? malloc(nfits * JF_BATCH_STATS(np) * sizeof *stats) : NULL;
     int code = JF_OK;
     *written = 0;
     *launches = 0;
-    if (!fits || !map || !ws || !x0 || !outs || !ok || !wtask || (cols && !stats)) {
+    if (!fits || !map || !ws || !x0 || !outs || !ok || !wtask) {
         snprintf(why, n, "out of memory");
         code = JF_ERR_NOMEM;
         goto done;
     }
-    gpu_pass g = {s, data, p0, pre, store, ws, x0, ok, nfits, cols, map, 0, outs, stats, wtask};
+    gpu_pass g = {s,    data, p0, pre,  store, ws,    x0,   ok, nfits, cols,
+                  map, 0,    outs, 0, 0, NULL, wtask, pool, 0};
     jf_pool_run(pool, ntasks, gpu_pass_check, &g);
     for (size_t i = 0; i < nfits; i++) {
         if (!ok[i]) continue;
@@ -878,17 +897,15 @@ static int batch_gpu_iterations(const fit_setup *s, size_t nfits, const jf_data 
         int loss_unused;
         jf_jit_options jo = gpu_jit_options(s, &loss_unused); /* as gpu_compiles checks it */
         jf_lm_config cfg = make_config(s, 0);
+        g.nok = nok;
         code = jf_batch_cuda_run(m, &jo, s->o.loss, s->o.f_scale, nok, fits, &cfg, s->o.max_gpu_mem,
-                                 outs, stats, s->o.absolute_sigma, launches, why, n);
+                                 outs, cols != NULL, s->o.absolute_sigma, gpu_chunk_done, &g,
+                                 launches, why, n);
         if (code == JF_ERR_NOMEM && strstr(why, "GPU memory")) {
             snprintf(fallback, MSG_LEN, "%s", why);
             code = FIT_GPU_FALLBACK;
         }
-        if (code == JF_OK) {
-            g.nok = nok;
-            jf_pool_run(pool, (nok + BATCH_HOST_CHUNK - 1) / BATCH_HOST_CHUNK, gpu_pass_rows, &g);
-            for (size_t t = 0; t < ntasks; t++) *written += wtask[t];
-        }
+        if (code == JF_OK) *written = g.nwritten;
     }
 done:
     for (size_t i = 0; ws && i < nfits; i++) free(ws[i]);
@@ -899,7 +916,6 @@ done:
     free(outs);
     free(ok);
     free(wtask);
-    free(stats);
     return code;
 }
 

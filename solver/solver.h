@@ -414,19 +414,26 @@ JF_INTERNAL int jf_batch_cuda_register_sums(size_t np);
  * warp- and block-per-fit kernels jf_batch_lm, jf_batch_lm_block (beyond 8 parameters the
  * latter only, over jf_fit_sums_tiled); malloc'd, NULL when out of memory. For test_ptx too. */
 JF_INTERNAL char *jf_batch_cuda_source(const struct jf_model *m, int loss, int single_precision);
-/* Runs the device loops of nfits fits (see batch_cuda.c) and fills out: in one launch, or when
- * the batch is larger than a chunk (about 256 MiB of device memory, or half of what is usable)
- * in chunks of fits pipelined on two streams; *launches receives the launches made. With stats
- * (nfits × JF_BATCH_STATS(np)), the device also computes each fit's statistics as the host
- * would (covariance scaled unless abs_sigma; register sums only, up to 8 parameters), and
- * out[f] is filled only for the fits whose record says 0. JF_OK; JF_ERR_NOMEM when not even a
- * chunk of one fit fits in GPU memory (at most max_mem bytes, 0: no limit but the free memory;
- * fall back to the CPU); another error with a one-line reason in why. */
+/* Called by jf_batch_cuda_run as the fits [f0, f1) of a launch are done, in order: out[f0..f1)
+ * is filled for the fits without a statistics record; st (valid during the call) holds the
+ * chunk's (f1 − f0) × JF_BATCH_STATS(np) records, NULL when none were asked for. */
+typedef void (*jf_batch_chunk_fn)(void *ctx, size_t f0, size_t f1, const double *st);
+
+/* Runs the device loops of nfits fits (see batch_cuda.c): in one launch, or when the batch is
+ * larger than a chunk (about 256 MiB of device memory, or half of what is usable) in chunks of
+ * consecutive fits pipelined on two streams; *launches receives the launches made, and done
+ * (if not NULL) each chunk's results as it comes back, while the next chunks run. With stats,
+ * the device also computes each fit's statistics as the host would (covariance scaled unless
+ * abs_sigma; register sums only, up to 8 parameters), and out[f] is filled only for the fits
+ * whose record says 0. JF_OK; JF_ERR_NOMEM when not even a chunk of one fit fits in GPU
+ * memory (at most max_mem bytes, 0: no limit but the free memory; fall back to the CPU);
+ * another error with a one-line reason in why. */
 JF_INTERNAL int jf_batch_cuda_run(const struct jf_model *m, const jf_jit_options *jo,
                                   jf_loss loss, double f_scale, size_t nfits,
                                   const jf_batch_fit *fits, const jf_lm_config *cfg,
-                                  size_t max_mem, jf_batch_out *out, double *stats, int abs_sigma,
-                                  size_t *launches, char *why, size_t n);
+                                  size_t max_mem, jf_batch_out *out, int stats, int abs_sigma,
+                                  jf_batch_chunk_fn done, void *done_ctx, size_t *launches,
+                                  char *why, size_t n);
 
 /* The CUDA source of the solver module (which 0: step.h, lm_core.h and the start/judge
  * kernels) or of the WHILE condition kernel (which 1), malloc'd; for the tests that compile it
