@@ -94,11 +94,21 @@ int jf_emu_gpu_facts_get(int ordinal, jf_cuda_gpu_facts *out, char *why, size_t 
  * alignment. */
 #define EMU_HEAD 256
 
+/* JITFIT_CUDA_EMULATE_FAIL=alloc>BYTES (read at each allocation, so a test can set it between
+ * calls): allocations larger than BYTES fail as a crowded GPU's would, though the free memory
+ * reported says they fit; SIZE_MAX when not set. */
+static size_t emu_alloc_limit(void) {
+    const char *f = getenv("JITFIT_CUDA_EMULATE_FAIL");
+    if (!f || strncmp(f, "alloc>", 6) != 0) return (size_t)-1;
+    double d = strtod(f + 6, NULL);
+    return d >= 0 && d < 0x1p62 ? (size_t)d : (size_t)-1;
+}
+
 int jf_emu_alloc(jf_devptr *p, size_t bytes, char *why, size_t n) {
     *p = 0;
     if (!bytes) bytes = 8;
     pthread_mutex_lock(&emu_mu);
-    int room = bytes <= emu_total - emu_used;
+    int room = bytes <= emu_total - emu_used && bytes <= emu_alloc_limit();
     if (room) emu_used += bytes;
     pthread_mutex_unlock(&emu_mu);
     void *mem = NULL;
@@ -110,7 +120,8 @@ int jf_emu_alloc(jf_devptr *p, size_t bytes, char *why, size_t n) {
             pthread_mutex_unlock(&emu_mu);
         }
         snprintf(why, n, "cannot allocate device memory: out of memory (emulated device: %zu of "
-                 "%zu bytes in use)", emu_used, emu_total);
+                 "%zu bytes in use%s)", emu_used, emu_total,
+                 bytes > emu_alloc_limit() ? ", JITFIT_CUDA_EMULATE_FAIL=alloc>" : "");
         return JF_ERR_NOMEM;
     }
     memcpy(mem, &bytes, sizeof bytes);

@@ -713,6 +713,40 @@ static size_t plan_chunks(const batch_sizes *z, const jf_batch_fit *fits, size_t
     return nchunks;
 }
 
+/* The batch's chunks for `avail` bytes of device memory, `fixed` of them taken by what every
+ * chunk shares: one launch when the whole batch is a chunk (at most BATCH_CHUNK_BYTES, or
+ * chunk_fits ≥ nfits: whenever it fits), else chunks for two buffers, each within
+ * BATCH_CHUNK_BYTES and half of the rest, of at most chunk_fits fits (0: no limit). Fills at,
+ * *cf, *cp as plan_chunks; returns the chunks, and the bytes they need in *need (more than
+ * avail when one fit's chunk is too much). */
+static size_t plan_batch(const batch_sizes *z, const jf_batch_fit *fits, size_t nfits,
+                         size_t total, size_t fixed, size_t avail, double chunk_fits, size_t *at,
+                         size_t *cf, size_t *cp, size_t *need) {
+    size_t whole = fixed + chunk_bytes(z, nfits, total), nchunks;
+    int one = chunk_fits >= (double)nfits ||
+              (chunk_fits < 1.0 && whole - fixed <= BATCH_CHUNK_BYTES);
+    if (one && whole <= avail) {
+        at[0] = 0;
+        at[1] = nfits;
+        *cf = nfits;
+        *cp = total;
+        *need = whole;
+        return 1;
+    }
+    size_t max_fits = chunk_fits >= 1.0 && chunk_fits < (double)nfits ? (size_t)chunk_fits : nfits;
+    /* a buffer holds the most fits of any chunk and the most points of any (maybe another):
+     * shrink the chunks until two such buffers fit */
+    size_t budget = avail > fixed ? (avail - fixed) / 2 : 0;
+    if (budget > BATCH_CHUNK_BYTES) budget = BATCH_CHUNK_BYTES;
+    for (;;) {
+        nchunks = plan_chunks(z, fits, nfits, budget, max_fits, at, cf, cp);
+        if (*cf == 1 || fixed + 2 * chunk_bytes(z, *cf, *cp) <= avail) break;
+        budget -= budget / 8;
+    }
+    *need = fixed + (nchunks > 1 ? 2 : 1) * chunk_bytes(z, *cf, *cp);
+    return nchunks;
+}
+
 /* One chunk's buffers on the device, its host staging (one block, page-locked when the batch is
  * pipelined, so that the copies overlap the other stream's kernel) and the stream it runs on. */
 typedef struct batch_buf {
@@ -952,45 +986,25 @@ int jf_batch_cuda_run(const struct jf_model *m, const jf_jit_options *jo, jf_los
     if (jf_cuda_gpu_facts_get(0, &gf, fwhy, sizeof fwhy) == JF_OK && gf.sm_count > 0)
         z.most_blocks = (size_t)gf.sm_count * BATCH_BLOCKS_PER_SM;
 
-    /* One launch when the whole batch is a chunk; else chunks on two streams, each within
-     * BATCH_CHUNK_BYTES and half of the memory left after what every chunk shares. */
+    /* the plan: one launch, or chunks on two streams ($JITFIT_GPU_BATCH_CHUNK: fits per chunk;
+     * as many as the batch's or more: one launch whenever the memory allows) */
     size_t fixed = (nx_shared + 3 * np) * sizeof(double) + sizeof(jf_lmc);
-    size_t avail = jf_gpu_usable_memory(max_mem), whole = fixed + chunk_bytes(&z, nfits, total);
-    /* $JITFIT_GPU_BATCH_CHUNK: fits per chunk; as many as the batch's or more: one launch
-     * whenever the memory allows */
+    size_t avail = jf_gpu_usable_memory(max_mem), cf, cp, need;
     const char *ce = getenv("JITFIT_GPU_BATCH_CHUNK");
-    double cv = ce && *ce ? strtod(ce, NULL) : 0.0;
-    size_t max_fits = cv >= 1.0 && cv < (double)nfits ? (size_t)cv : nfits;
-    int one = cv >= (double)nfits || (cv < 1.0 && whole - fixed <= BATCH_CHUNK_BYTES);
-    size_t *at = malloc((nfits + 1) * sizeof *at), nchunks, cf, cp;
+    double chunk_fits = ce && *ce ? strtod(ce, NULL) : 0.0;
+    size_t *at = malloc((nfits + 1) * sizeof *at);
     if (!at) {
         snprintf(why, n, "out of memory");
         return JF_ERR_NOMEM;
     }
-    if (one && whole <= avail) {
-        nchunks = 1;
-        at[0] = 0;
-        at[1] = nfits;
-        cf = nfits;
-        cp = total;
-    } else {
-        /* a buffer holds the most fits of any chunk and the most points of any (maybe
-         * another): shrink the chunks until two such buffers fit */
-        size_t budget = avail > fixed ? (avail - fixed) / 2 : 0;
-        if (budget > BATCH_CHUNK_BYTES) budget = BATCH_CHUNK_BYTES;
-        for (;;) {
-            nchunks = plan_chunks(&z, fits, nfits, budget, max_fits, at, &cf, &cp);
-            if (cf == 1 || fixed + 2 * chunk_bytes(&z, cf, cp) <= avail) break;
-            budget -= budget / 8;
-        }
-    }
-    size_t nbuf = nchunks > 1 ? 2 : 1, need = fixed + nbuf * chunk_bytes(&z, cf, cp);
+    size_t nchunks = plan_batch(&z, fits, nfits, total, fixed, avail, chunk_fits, at, &cf, &cp, &need);
     if (need > avail) { /* a single fit is more than half of what is usable */
         snprintf(why, n, "the batch needs %.1f MiB of GPU memory, %.1f MiB are usable",
                  (double)need / 1048576.0, (double)avail / 1048576.0);
         free(at);
         return JF_ERR_NOMEM;
     }
+    size_t nbuf = nchunks > 1 ? 2 : 1;
 
     char *src = jf_batch_cuda_source(m, (int)loss, jo ? jo->single_precision : 0);
     if (!src) {
@@ -1034,11 +1048,32 @@ int jf_batch_cuda_run(const struct jf_model *m, const jf_jit_options *jo, jf_los
         memcpy(hsh + np, tv.hi, np * sizeof *hsh);
         memcpy(hsh + 2 * np, tv.xs, np * sizeof *hsh);
     }
-    for (size_t k = 0; code == JF_OK && k < nbuf; k++)
-        code = batch_buf_init(&r, &bufs[k], cf, cp, nbuf > 1, why, n);
-    if (code == JF_OK && nx_shared) code = jf_cuda_alloc(&r.x, nx_shared * sizeof(double), why, n);
-    if (code == JF_OK) code = jf_cuda_alloc(&r.c0, sizeof c0, why, n);
-    if (code == JF_OK) code = jf_cuda_alloc(&r.sh, 3 * np * sizeof(double), why, n);
+    /* the device memory; where the GPU refuses what it said was free (other work took it),
+     * smaller chunks, down to one fit's, before the batch goes to the CPU */
+    for (;;) {
+        for (size_t k = 0; code == JF_OK && k < nbuf; k++)
+            code = batch_buf_init(&r, &bufs[k], cf, cp, nbuf > 1, why, n);
+        if (code == JF_OK && nx_shared) code = jf_cuda_alloc(&r.x, nx_shared * sizeof(double), why, n);
+        if (code == JF_OK) code = jf_cuda_alloc(&r.c0, sizeof c0, why, n);
+        if (code == JF_OK) code = jf_cuda_alloc(&r.sh, 3 * np * sizeof(double), why, n);
+        if (code != JF_ERR_NOMEM || !strstr(why, "device memory")) break;
+        for (size_t k = 0; k < nbuf; k++) batch_buf_free(&bufs[k]);
+        memset(bufs, 0, sizeof bufs);
+        jf_cuda_free(r.x);
+        jf_cuda_free(r.c0);
+        jf_cuda_free(r.sh);
+        r.x = r.c0 = r.sh = 0;
+        if (cf == 1) {
+            char refused[200];
+            snprintf(refused, sizeof refused, "%s", why);
+            snprintf(why, n, "not enough GPU memory: the GPU refused even chunks of one fit "
+                     "(%.1f MiB): %s", (double)need / 1048576.0, refused);
+            goto done;
+        }
+        nchunks = plan_batch(&z, fits, nfits, total, fixed, need / 2, 0.0, at, &cf, &cp, &need);
+        nbuf = nchunks > 1 ? 2 : 1;
+        code = JF_OK;
+    }
     /* the shared data go up on the first stream, before its first chunk; the second stream
      * waits for them there (no host synchronization) */
     if (code == JF_OK && nx_shared)

@@ -766,6 +766,33 @@ static void test_batch_chunks(void) {
         jf_fit_result_free(rk[f]);
     }
     CHECK(same);
+    /* a GPU that refuses allocations its free memory says fit (other work took it meanwhile):
+     * smaller chunks, the same fits; refused even one fit's chunk: the CPU, saying why */
+    setenv("JITFIT_CUDA_EMULATE_FAIL", "alloc>20000", 1);
+    o.max_gpu_mem = 0;
+    CHECK(jf_fit_batch(m, NF, d, p0, &o, rk, NULL) == JF_OK);
+    if (CHECK(rk[0])) {
+        printf("allocations over 20000 bytes refused: %s\n", rk[0]->device_note);
+        CHECK_CONTAINS(rk[0]->device_note, "launches on two streams");
+    }
+    same = 1;
+    for (int f = 0; f < NF; f++) {
+        if (!CHECK(r1[f] && rk[f])) continue;
+        for (int k = 0; k < NP; k++) same &= same_bits(rk[f]->params[k], r1[f]->params[k]);
+        jf_fit_result_free(rk[f]);
+    }
+    CHECK(same);
+    setenv("JITFIT_CUDA_EMULATE_FAIL", "alloc>1000", 1);
+    CHECK(jf_fit_batch(m, NF, d, p0, &o, rk, NULL) == JF_OK);
+    unsetenv("JITFIT_CUDA_EMULATE_FAIL");
+    for (int f = 0; f < NF; f++) {
+        if (!CHECK(r1[f] && rk[f])) continue;
+        if (f == 0)
+            CHECK_CONTAINS(rk[f]->device_note, "cpu: fell back from the GPU: not enough GPU memory: "
+                                               "the GPU refused even chunks of one fit");
+        CHECK(rk[f]->backend != JF_BACKEND_CUDA && rk[f]->status == r1[f]->status);
+        jf_fit_result_free(rk[f]);
+    }
     o.max_gpu_mem = 4000;
     CHECK(jf_fit_batch(m, NF, d, p0, &o, rk, NULL) == JF_OK);
     for (int f = 0; f < NF; f++) {
