@@ -378,6 +378,20 @@ static int solve_gpu(const fit_setup *s, jf_problem *prob, jf_gpu_problem *gp,
         }
     } else {
         code = jf_gpu_problem_init(gp, prob, s->ck, m->nv);
+        if (code == JF_ERR_NOMEM && strstr(gp->why, "device memory") &&
+            !(prob->loss == JF_LOSS_LINEAR && prob->n * prob->np <= JF_LM_MATERIALIZE_MAX)) {
+            /* the GPU refused what its free memory said would fit (other work took it
+             * meanwhile): stream the data through half as much */
+            char refused[MSG_LEN];
+            snprintf(refused, sizeof refused, "%s", gp->why);
+            code = jf_gpu_problem_init_streamed(gp, prob, s->ck, m->nv, need / 2);
+            gp->refused = code == JF_OK;
+            if (code == JF_ERR_NOMEM) {
+                char streamed[MSG_LEN];
+                snprintf(streamed, sizeof streamed, "%s", gp->why);
+                snprintf(gp->why, sizeof gp->why, "%.200s; streamed: %.200s", refused, streamed);
+            }
+        }
         if (code == JF_ERR_NOMEM) {
             snprintf(fallback, MSG_LEN, "out of GPU memory (%.300s)", gp->why);
             return FIT_GPU_FALLBACK;
@@ -583,7 +597,8 @@ static int run_fit(const fit_setup *s, const jf_data *d, const double *w, const 
         if (gp.chunk) {
             len = strlen(b->device_note);
             snprintf(b->device_note + len, MSG_LEN - len,
-                     "; data streamed: %zu chunks of %zu points per pass", gp.lay.nchunks, gp.chunk);
+                     "; data streamed: %zu chunks of %zu points per pass%s", gp.lay.nchunks,
+                     gp.chunk, gp.refused ? " (the GPU refused the data's memory in one piece)" : "");
         }
         r->device_note = b->device_note;
     }

@@ -323,6 +323,7 @@ typedef struct jf_gpu_problem {
     jf_devptr p, partial, acc;   /* parameters, block partials, accumulator */
     jf_devptr r, J;              /* residuals and Jacobian (polish only; allocated on use) */
     size_t chunk;                /* streaming: points per chunk; 0 when the data are resident */
+    int refused;                 /* streaming because the GPU refused the resident arrays */
     jf_stream_layout lay;        /* streaming: the chunk layout */
     int weighted;                /* the fit has weights (1/sigma) */
     double *pinned;              /* streaming: page-locked chunk-major copy of the data */

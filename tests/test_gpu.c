@@ -197,6 +197,22 @@ static void test_streamed(const jf_model *m, const jf_data *db, jf_fit_options o
                    db->sigma ? ", sigma" : "", b->device_note, b->cost, a->cost);
         }
     }
+    if (!large && b) {
+        /* the GPU refuses the resident arrays its free memory said would fit (other work took
+         * it meanwhile): streamed as above, not sent to the CPU */
+        char lim[64];
+        snprintf(lim, sizeof lim, "alloc>%zu", BIG * sizeof(double) - 1);
+        setenv("JITFIT_CUDA_EMULATE_FAIL", lim, 1);
+        jf_fit_result *c = NULL;
+        if (CHECK(jf_fit(m, db, &o, &c, NULL) == JF_OK)) {
+            CHECK_CONTAINS(c->device_note, note);
+            CHECK_CONTAINS(c->device_note, "(the GPU refused the data's memory in one piece)");
+            CHECK(c->backend == JF_BACKEND_CUDA && c->cost == b->cost);
+            for (int k = 0; k < 5; k++) CHECK(c->params[k] == b->params[k]);
+        }
+        unsetenv("JITFIT_CUDA_EMULATE_FAIL");
+        jf_fit_result_free(c);
+    }
     jf_fit_result_free(a);
     jf_fit_result_free(b);
     unsetenv("JITFIT_GPU_CHUNK");
