@@ -208,8 +208,9 @@ typedef enum jf_device {
     JF_DEVICE_CPU = 1,  /* the CPU solver */
     JF_DEVICE_GPU = 2   /* the device-resident GPU solver (single fits); JF_ERR_UNAVAILABLE
                            when there is no usable GPU (errmsg "GPU requested but unavailable:
-                           <reason>"). Data that do not fit in GPU memory are fitted on the
-                           CPU, which device_note says */
+                           <reason>"). Data that do not fit in GPU memory are streamed
+                           through it in chunks (a batch runs in chunks of fits); only what
+                           does not fit even so is fitted on the CPU, which device_note says */
 } jf_device;
 
 /* The data of one fit. x holds the independent variables column by column in the model's
@@ -297,7 +298,8 @@ typedef struct jf_fit_options {
     size_t max_gpu_mem;    /* GPU fits: use at most this many bytes of device memory (besides
                               the kernels); 0 (default): 90 % of the free memory. A single fit
                               whose data need more is streamed through the GPU in chunks; a
-                              GPU batch that needs more runs on the CPU. $JITFIT_MAX_GPU_MEM
+                              GPU batch that needs more runs in chunks of fits (on the CPU when
+                              one fit's chunk is too much). $JITFIT_MAX_GPU_MEM
                               (bytes), when smaller, also applies */
 } jf_fit_options;
 
