@@ -282,10 +282,12 @@ typedef struct jf_fit_options {
     void (*progress)(void *ctx, const jf_iteration_info *info); /* per-iteration callback (CPU
                               fits; a GPU fit iterates on the device and never calls it) */
     void *progress_ctx;    /* passed to progress */
-    void (*batch_progress)(void *ctx, size_t done, size_t total); /* jf_fit_batch only: called
-                              as fits finish, from one thread at a time (not necessarily the
-                              caller's), at most about every 100 ms, and always once at the end
-                              with done == total from the calling thread; NULL: not called */
+    void (*batch_progress)(void *ctx, size_t done, size_t total); /* jf_fit_batch and
+                              jf_fit_batch_columns only: called as fits finish (a GPU batch
+                              into columns: as each chunk's rows are written), from one thread
+                              at a time (not necessarily the caller's), at most about every
+                              100 ms, and always once at the end with done == total from the
+                              calling thread; NULL: not called */
     void *batch_progress_ctx; /* passed to batch_progress */
     int single_precision;  /* GPU fits: 1 evaluates the model (f and its gradient) in fp32, for
                               GPUs with slow fp64; residuals, Jacobian rows, losses and all sums

@@ -682,6 +682,7 @@ typedef struct batch_ctx {
     const jf_batch_out *pre;  /* GPU batch: nfits device results (status -1: not run), or NULL */
     const jf_batch_columns *cols; /* jf_fit_batch_columns: where each result goes, or NULL */
     const size_t *todo;       /* the fits this pass runs (the others' rows are written), or NULL */
+    double interval;          /* ms between batch_progress calls (progress_interval) */
 } batch_ctx;
 
 /* Row i of the columns from result r (NULL: the fit did not run, code says why). */
@@ -723,6 +724,12 @@ static void columns_from_stats(const jf_batch_columns *c, size_t i, size_t np, c
  * batch of a million tiny fits does not spend its time reporting. */
 #define BATCH_PROGRESS_MS 100.0
 
+/* BATCH_PROGRESS_MS, or $JITFIT_BATCH_PROGRESS_MS (tests: 0 reports at every chance). */
+static double progress_interval(void) {
+    const char *e = getenv("JITFIT_BATCH_PROGRESS_MS");
+    return e && *e ? strtod(e, NULL) : BATCH_PROGRESS_MS;
+}
+
 /* Counts a finished fit and calls batch_progress when the last call is old enough. The lock is
  * only tried: a worker never waits for another's report, it just leaves the count for later. */
 static void batch_progress(batch_ctx *c) {
@@ -731,7 +738,7 @@ static void batch_progress(batch_ctx *c) {
     pthread_mutex_lock(&c->lock);
     size_t done = ++c->done;
     double t = now_ms();
-    int due = t - c->last_report >= BATCH_PROGRESS_MS && done < c->nfits;
+    int due = t - c->last_report >= c->interval && done < c->nfits;
     if (due) c->last_report = t;
     if (due) o->batch_progress(o->batch_progress_ctx, done, c->nfits);
     pthread_mutex_unlock(&c->lock);
@@ -798,6 +805,7 @@ typedef struct gpu_pass {
     size_t *written;            /* per task: rows written from the statistics */
     jf_pool *pool;
     size_t nwritten;            /* rows written so far */
+    double last_report, interval; /* batch_progress: the last call (ms), the interval */
 } gpu_pass;
 
 /* Checks fits [task·BATCH_HOST_CHUNK, ...) as a single fit would be checked (a failing one is
@@ -855,15 +863,21 @@ static void gpu_pass_rows(void *vctx, size_t task, int worker) {
 }
 
 /* jf_batch_chunk_fn: the rows of a chunk, on the pool's threads while the device runs the next
- * chunks. */
+ * chunks; the fits whose rows are written are finished, for batch_progress. */
 static void gpu_chunk_done(void *vctx, size_t f0, size_t f1, const double *st) {
     gpu_pass *g = vctx;
+    const jf_fit_options *o = &g->s->o;
     size_t ntasks = (f1 - f0 + BATCH_HOST_CHUNK - 1) / BATCH_HOST_CHUNK;
     g->k0 = f0;
     g->k1 = f1;
     g->stats = st;
     jf_pool_run(g->pool, ntasks, gpu_pass_rows, g);
     for (size_t t = 0; t < ntasks; t++) g->nwritten += g->written[t];
+    double t = now_ms();
+    if (o->batch_progress && g->nwritten < g->nfits && t - g->last_report >= g->interval) {
+        g->last_report = t;
+        o->batch_progress(o->batch_progress_ctx, g->nwritten, g->nfits);
+    }
 }
 
 /* The iterations of a GPU batch: every fit that passes its checks goes to the device (in one
@@ -894,8 +908,8 @@ static int batch_gpu_iterations(const fit_setup *s, size_t nfits, const jf_data 
         code = JF_ERR_NOMEM;
         goto done;
     }
-    gpu_pass g = {s,    data, p0, pre,  store, ws,    x0,   ok, nfits, cols,
-                  map, 0,    outs, 0, 0, NULL, wtask, pool, 0};
+    gpu_pass g = {s,   data, p0,   pre,  store, ws,   x0, ok, nfits, cols, map, 0, outs, 0, 0,
+                  NULL, wtask, pool, 0, now_ms(), progress_interval()};
     jf_pool_run(pool, ntasks, gpu_pass_check, &g);
     for (size_t i = 0; i < nfits; i++) {
         if (!ok[i]) continue;
@@ -1033,7 +1047,7 @@ static int batch_run(const jf_model *m, size_t nfits, const jf_data *data, const
         }
     }
     batch_ctx c = {&s, data, p0, results, errmsgs, codes, t0, nfits, written, t0,
-                   PTHREAD_MUTEX_INITIALIZER, pre, cols, todo};
+                   PTHREAD_MUTEX_INITIALIZER, pre, cols, todo, progress_interval()};
     if (st == JF_OK) jf_pool_run(pool, ntodo, batch_task, &c);
     jf_pool_free(pool);
     pthread_mutex_destroy(&c.lock);

@@ -686,6 +686,17 @@ static void test_batch(void) {
  * launch or slot ran it). */
 static int same_bits(double a, double b) { return memcmp(&a, &b, sizeof a) == 0; }
 
+/* batch_progress calls, recorded */
+typedef struct progress_log {
+    size_t calls, done[64], total;
+} progress_log;
+static void log_progress(void *ctx, size_t done, size_t total) {
+    progress_log *l = ctx;
+    if (l->calls < 64) l->done[l->calls] = done;
+    l->calls++;
+    l->total = total;
+}
+
 /* A batch in chunks (several launches, two streams) equals the batch in one launch bit for
  * bit: fits of different lengths, some with sigma, one not finite at its start (its records
  * fetched from a chunk's buffers), into result objects and into columns, the linear loss (the
@@ -817,6 +828,32 @@ static void test_batch_chunks(void) {
         CHECK(rk[f]->backend != JF_BACKEND_CUDA && rk[f]->status == r1[f]->status);
         jf_fit_result_free(r1[f]);
         jf_fit_result_free(rk[f]);
+    }
+    /* progress as the chunks' rows are written (every chance taken: an interval of 0 ms): after
+     * each of the 8 chunks the fits finished so far (fit 17's row comes from the host's pass
+     * after them), then the end */
+    {
+        progress_log pl = {0};
+        static double cpar[NF * NP];
+        static int ccode[NF];
+        jf_batch_columns cc = {ccode, NULL, cpar, NULL, NULL, NULL, NULL, NULL, NULL};
+        jf_fit_options op = o;
+        op.max_gpu_mem = 0;
+        op.batch_progress = log_progress;
+        op.batch_progress_ctx = &pl;
+        setenv("JITFIT_GPU_BATCH_CHUNK", "7", 1);
+        setenv("JITFIT_BATCH_PROGRESS_MS", "0", 1);
+        CHECK(jf_fit_batch_columns(m, NF, d, p0, &op, &cc) == JF_OK);
+        unsetenv("JITFIT_GPU_BATCH_CHUNK");
+        unsetenv("JITFIT_BATCH_PROGRESS_MS");
+        static const size_t want[] = {7, 14, 20, 27, 34, 41, 48, 49, 50};
+        int ok = pl.calls == 9 && pl.total == NF;
+        for (size_t k = 0; ok && k < 9; k++) ok = pl.done[k] == want[k];
+        if (!CHECK(ok)) {
+            printf("progress calls (%zu):", pl.calls);
+            for (size_t k = 0; k < pl.calls && k < 64; k++) printf(" %zu", pl.done[k]);
+            printf("\n");
+        }
     }
     /* chunks of more fits than the batch has: one launch */
     o.max_gpu_mem = 0;
@@ -1174,11 +1211,20 @@ static void test_cli(void) {
     free(gpu);
 }
 
-int main(void) {
+int main(int argc, char **argv) {
     char status[512];
     if (!jf_device_have_gpu_solver()) return jf_test_skip("built without the CUDA headers");
     if (!jf_cuda_status(status, sizeof status)) return jf_test_skip(status);
     printf("%s\n", status);
+    /* `test_gpu batch-chunks`: that test alone (quick enough for the sanitizer build's run) */
+    if (argc > 1 && strcmp(argv[1], "batch-chunks") == 0) {
+        test_batch_chunks();
+        return jf_test_finish();
+    }
+    if (argc > 1) {
+        fprintf(stderr, "test_gpu: unknown test '%s' (known: batch-chunks)\n", argv[1]);
+        return 2;
+    }
     test_auto_compile();
     for (int mode = 0; mode < 2; mode++) {
         if (mode == 1) setenv("JITFIT_GPU_NO_WHILE", "1", 1);
