@@ -881,8 +881,8 @@ static void gpu_chunk_done(void *vctx, size_t f0, size_t f1, const double *st) {
 }
 
 /* The iterations of a GPU batch: every fit that passes its checks goes to the device (in one
- * launch, or in chunks: *launches); pre[i] receives its loop's result (status -1 for fits that did not pass: the CPU
- * pass over the batch reports their errors). With cols, the rows of the fits the device
+ * launch, or in chunks: *launches); pre[i] receives its loop's result (status -1 for fits that
+ * did not pass: the CPU pass over the batch reports their errors). With cols, the rows of the fits the device
  * finished come straight from its statistics records (pre[i].status PRE_WRITTEN, counted in
  * *written). The host's passes before and after run on pool's threads. JF_OK,
  * FIT_GPU_FALLBACK (not enough GPU memory: reason in fallback) or an error with the reason in
@@ -908,8 +908,10 @@ static int batch_gpu_iterations(const fit_setup *s, size_t nfits, const jf_data 
         code = JF_ERR_NOMEM;
         goto done;
     }
-    gpu_pass g = {s,   data, p0,   pre,  store, ws,   x0, ok, nfits, cols, map, 0, outs, 0, 0,
-                  NULL, wtask, pool, 0, now_ms(), progress_interval()};
+    gpu_pass g = {.s = s, .data = data, .p0 = p0, .pre = pre, .store = store, .ws = ws,
+                  .x0 = x0, .ok = ok, .nfits = nfits, .cols = cols, .map = map, .outs = outs,
+                  .written = wtask, .pool = pool, .last_report = now_ms(),
+                  .interval = progress_interval()};
     jf_pool_run(pool, ntasks, gpu_pass_check, &g);
     for (size_t i = 0; i < nfits; i++) {
         if (!ok[i]) continue;
