@@ -776,7 +776,7 @@ typedef struct batch_run {
     jf_devptr x, c0, sh; /* x when every fit reads the same columns, else 0 */
     size_t ldx_same;
     void *fn;
-    unsigned blocks_cap, block_threads;
+    unsigned block_threads;
     int loss, abs_sigma;
     double f_scale;
     jf_batch_out *out;
@@ -1092,10 +1092,10 @@ int jf_batch_cuda_run(const struct jf_model *m, const jf_jit_options *jo, jf_los
     for (size_t k = nchunks; code == JF_OK && k < nchunks + nbuf; k++)
         if (bufs[k % nbuf].busy) code = batch_collect(&r, &bufs[k % nbuf], why, n);
 done:
-    /* an error may leave a chunk in flight: wait before freeing what it uses */
+    /* an error may leave copies or a chunk in flight: wait before freeing what they use */
     for (size_t k = 0; k < nbuf; k++) {
         char ignore[64];
-        if (bufs[k].busy) jf_cuda_graph_sync(bufs[k].q, ignore, sizeof ignore);
+        if (bufs[k].q) jf_cuda_graph_sync(bufs[k].q, ignore, sizeof ignore);
         batch_buf_free(&bufs[k]);
     }
     jf_cuda_free(r.x);
