@@ -55,6 +55,9 @@ step bench.txt 900 "$B/bench/bench_gpu_batch" --fits "$fits" --cpu-max 1e6 $spec
 # the largest batch again in one launch (no chunks: what the two-stream pipeline gains)
 step bench.txt 600 env JITFIT_GPU_BATCH_CHUNK=1e15 "$B/bench/bench_gpu_batch" --fits "${fits##*,}" \
   --cpu-max 0 --spectrum-fits 0
+# ... and in chunks with pageable staging (what page-locking it costs and gains)
+step bench.txt 600 env JITFIT_GPU_BATCH_PINNED=0 "$B/bench/bench_gpu_batch" --fits "${fits##*,}" \
+  --cpu-max 0 --spectrum-fits 0
 # three lines on a baseline (11 parameters): the block-per-fit kernel with tiled sums
 step bench.txt 600 "$B/bench/bench_gpu_batch" --fits 1e3 --cpu-max 1e6 --spectrum-lines 3 \
   --spectrum-fits "${spec3_fits:-1e4}"

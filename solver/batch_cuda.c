@@ -1005,6 +1005,11 @@ int jf_batch_cuda_run(const struct jf_model *m, const jf_jit_options *jo, jf_los
         return JF_ERR_NOMEM;
     }
     size_t nbuf = nchunks > 1 ? 2 : 1;
+    /* page-locked staging when pipelined: faster copies that overlap the other stream's
+     * kernel, at the price of pinning it each call (unmeasured on a GPU either way;
+     * $JITFIT_GPU_BATCH_PINNED=0 leaves the staging pageable, for that comparison) */
+    const char *pe = getenv("JITFIT_GPU_BATCH_PINNED");
+    int pin = !(pe && strcmp(pe, "0") == 0);
 
     char *src = jf_batch_cuda_source(m, (int)loss, jo ? jo->single_precision : 0);
     if (!src) {
@@ -1052,7 +1057,7 @@ int jf_batch_cuda_run(const struct jf_model *m, const jf_jit_options *jo, jf_los
      * smaller chunks, down to one fit's, before the batch goes to the CPU */
     for (;;) {
         for (size_t k = 0; code == JF_OK && k < nbuf; k++)
-            code = batch_buf_init(&r, &bufs[k], cf, cp, nbuf > 1, why, n);
+            code = batch_buf_init(&r, &bufs[k], cf, cp, nbuf > 1 && pin, why, n);
         if (code == JF_OK && nx_shared) code = jf_cuda_alloc(&r.x, nx_shared * sizeof(double), why, n);
         if (code == JF_OK) code = jf_cuda_alloc(&r.c0, sizeof c0, why, n);
         if (code == JF_OK) code = jf_cuda_alloc(&r.sh, 3 * np * sizeof(double), why, n);
