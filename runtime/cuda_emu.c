@@ -293,11 +293,31 @@ void *jf_emu_module_function(void *module, const char *name, char *why, size_t n
     return f;
 }
 
+/* JITFIT_CUDA_EMULATE_FAIL=launch#K (read at each launch, so a test can set it between calls):
+ * the K-th launch since the variable took that value is refused, as a driver refuses a launch
+ * it cannot run. Called with emu_mu held. */
+static int emu_launch_refused(void) {
+    static char seen[64];
+    static unsigned long count;
+    const char *f = getenv("JITFIT_CUDA_EMULATE_FAIL");
+    if (!f || strncmp(f, "launch#", 7) != 0) {
+        seen[0] = '\0';
+        return 0;
+    }
+    if (strcmp(f, seen) != 0) {
+        snprintf(seen, sizeof seen, "%s", f);
+        count = 0;
+    }
+    return ++count == strtoul(f + 7, NULL, 10);
+}
+
 int jf_emu_launch(void *fn, unsigned grid, unsigned block, void **args, char *why, size_t n) {
     emu_fn *f = fn;
     pthread_mutex_lock(&emu_mu);
-    int r = f->mod->launch(f->body, args, grid, block, why, n);
+    int refused = emu_launch_refused();
+    int r = refused ? -1 : f->mod->launch(f->body, args, grid, block, why, n);
     pthread_mutex_unlock(&emu_mu);
+    if (refused) snprintf(why, n, "kernel launch failed: refused (JITFIT_CUDA_EMULATE_FAIL=launch#)");
     return r == 0 ? JF_OK : JF_ERR_INTERNAL;
 }
 

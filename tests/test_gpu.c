@@ -855,6 +855,32 @@ static void test_batch_chunks(void) {
             printf("\n");
         }
     }
+    /* the third chunk's launch refused: the batch fails as a whole with the reason (the rows of
+     * the two chunks before it are not left looking like results), nothing leaks */
+    {
+        static double cpar[NF * NP];
+        static int ccode[NF];
+        static char *errs[NF];
+        jf_batch_columns cc = {ccode, NULL, cpar, NULL, NULL, NULL, NULL, NULL, NULL};
+        o.max_gpu_mem = 0;
+        setenv("JITFIT_GPU_BATCH_CHUNK", "7", 1);
+        setenv("JITFIT_CUDA_EMULATE_FAIL", "launch#3", 1);
+        int rc = jf_fit_batch_columns(m, NF, d, p0, &o, &cc);
+        CHECK(rc == JF_ERR_INTERNAL);
+        int all = 1;
+        for (int f = 0; f < NF; f++) all &= ccode[f] == rc && isnan(cpar[f * NP]);
+        CHECK(all);
+        setenv("JITFIT_CUDA_EMULATE_FAIL", "launch#2", 1);
+        CHECK(jf_fit_batch(m, NF, d, p0, &o, rk, errs) == JF_ERR_INTERNAL);
+        all = 1;
+        for (int f = 0; f < NF; f++) {
+            all &= rk[f] == NULL && errs[f] && strstr(errs[f], "kernel launch failed") != NULL;
+            jf_free(errs[f]);
+        }
+        CHECK(all);
+        unsetenv("JITFIT_CUDA_EMULATE_FAIL");
+        unsetenv("JITFIT_GPU_BATCH_CHUNK");
+    }
     /* chunks of more fits than the batch has: one launch */
     o.max_gpu_mem = 0;
     setenv("JITFIT_GPU_BATCH_CHUNK", "1e6", 1);
