@@ -283,8 +283,8 @@ typedef struct jf_fit_options {
                               fits; a GPU fit iterates on the device and never calls it) */
     void *progress_ctx;    /* passed to progress */
     void (*batch_progress)(void *ctx, size_t done, size_t total); /* jf_fit_batch and
-                              jf_fit_batch_columns only: called as fits finish (a GPU batch
-                              into columns: as each chunk's rows are written), from one thread
+                              jf_fit_batch_columns only: called as fits finish (a GPU batch:
+                              as each chunk's fits are done), from one thread
                               at a time (not necessarily the caller's), at most about every
                               100 ms, and always once at the end with done == total from the
                               calling thread; NULL: not called */

@@ -703,6 +703,9 @@ static void columns_put(const jf_batch_columns *c, size_t i, size_t np, const jf
 
 /* pre[i].status of a fit whose row of the columns the GPU's statistics record already gave. */
 #define PRE_WRITTEN (-2)
+/* pre[i].status of a fit the host finished as its chunk came back (its result or row is in
+ * place; pre[i].finished still says whether the device ran the polish). */
+#define PRE_FINISHED (-3)
 
 /* Row i of the columns from the statistics record st of a GPU batch's fit (jf_batch_stats or
  * jf_batch_stats_normal computed there what run_fit computes for a result; d: the fit's data,
@@ -744,6 +747,30 @@ static void batch_progress(batch_ctx *c) {
     pthread_mutex_unlock(&c->lock);
 }
 
+/* Fit i of the batch from its checked data (st: JF_OK, or why the checks failed; w: its
+ * weights; x0: its start) into its result or row, with pre[i] the device loop's results of a
+ * GPU batch: run_fit runs the iterations (CPU) or only the finish. */
+static void batch_fit_one(batch_ctx *c, size_t i, int st, const double *w, const double *x0) {
+    const fit_setup *s = c->s;
+    size_t np = s->m->np;
+    char **em = c->errmsgs ? &c->errmsgs[i] : NULL;
+    if (st == JF_OK && c->pre && c->pre[i].status < 0)
+        st = fail(em, JF_ERR_INTERNAL, "the GPU batch did not run this fit");
+    jf_fit_result *res = NULL;
+    if (st == JF_OK) {
+        jf_lm_config cfg = make_config(s, 0);
+        st = run_fit(s, &c->data[i], w, x0, NULL, &cfg, c->t0, &res, em, NULL,
+                     c->pre ? &c->pre[i] : NULL);
+    }
+    if (c->cols) {
+        columns_put(c->cols, i, np, st == JF_OK ? res : NULL, st);
+        jf_fit_result_free(res);
+    } else {
+        c->results[i] = res;
+    }
+    c->codes[i] = st;
+}
+
 static void batch_task(void *vctx, size_t k, int worker) {
     (void)worker;
     batch_ctx *c = vctx;
@@ -760,21 +787,7 @@ static void batch_task(void *vctx, size_t k, int worker) {
         jf_bounds_start(s->m, c->p0 ? c->p0 + i * np : s->o.p0, s->lo, s->hi, x0, msg,
                         sizeof msg) != JF_OK)
         st = fail(em, JF_ERR_ARG, "%s", msg);
-    if (st == JF_OK && c->pre && c->pre[i].status < 0)
-        st = fail(em, JF_ERR_INTERNAL, "the GPU batch did not run this fit");
-    jf_fit_result *res = NULL;
-    if (st == JF_OK) {
-        jf_lm_config cfg = make_config(s, 0);
-        st = run_fit(s, &c->data[i], w, x0, NULL, &cfg, c->t0, &res, em, NULL,
-                     c->pre ? &c->pre[i] : NULL);
-    }
-    if (c->cols) {
-        columns_put(c->cols, i, np, st == JF_OK ? res : NULL, st);
-        jf_fit_result_free(res);
-    } else {
-        c->results[i] = res;
-    }
-    c->codes[i] = st;
+    batch_fit_one(c, i, st, w, x0);
     free(w);
     free(x0);
     batch_progress(c);
@@ -797,12 +810,13 @@ typedef struct gpu_pass {
     size_t nfits;
     /* after the launch */
     const jf_batch_columns *cols;
+    batch_ctx *bc;              /* the batch: where a fit finished on the host goes */
     const size_t *map;          /* nok: the launch's fits' indices in the batch */
     size_t nok;
     const jf_batch_out *outs;   /* nok: the device loop's results */
     size_t k0, k1;              /* the launch's fits whose results came back: [k0, k1) */
     const double *stats;        /* their statistics records, or NULL */
-    size_t *written;            /* per task: rows written from the statistics */
+    size_t *written;            /* per task: fits whose result or row is in place */
     jf_pool *pool;
     size_t nwritten;            /* rows written so far */
     double last_report, interval; /* batch_progress: the last call (ms), the interval */
@@ -841,8 +855,8 @@ static void gpu_pass_check(void *vctx, size_t task, int worker) {
 }
 
 /* As a chunk of the launch's fits [k0, k1) comes back, for its fits [k0 + task·BATCH_HOST_CHUNK,
- * ...): a row of the columns from each statistics record, the device loop's results for the
- * CPU pass otherwise. */
+ * ...): a row of the columns from each statistics record, else the finish from the device
+ * loop's results on the host, now, while the device runs the next chunks. */
 static void gpu_pass_rows(void *vctx, size_t task, int worker) {
     (void)worker;
     gpu_pass *g = vctx;
@@ -858,12 +872,15 @@ static void gpu_pass_rows(void *vctx, size_t task, int worker) {
             g->written[task]++;
         } else {
             g->pre[i] = g->outs[k];
+            batch_fit_one(g->bc, i, JF_OK, g->ws[i], g->x0 + i * np);
+            g->pre[i].status = PRE_FINISHED;
+            g->written[task]++;
         }
     }
 }
 
-/* jf_batch_chunk_fn: the rows of a chunk, on the pool's threads while the device runs the next
- * chunks; the fits whose rows are written are finished, for batch_progress. */
+/* jf_batch_chunk_fn: the results or rows of a chunk, on the pool's threads while the device
+ * runs the next chunks; they count as finished for batch_progress. */
 static void gpu_chunk_done(void *vctx, size_t f0, size_t f1, const double *st) {
     gpu_pass *g = vctx;
     const jf_fit_options *o = &g->s->o;
@@ -880,18 +897,21 @@ static void gpu_chunk_done(void *vctx, size_t f0, size_t f1, const double *st) {
     }
 }
 
-/* The iterations of a GPU batch: every fit that passes its checks goes to the device (in one
- * launch, or in chunks: *launches); pre[i] receives its loop's result (status -1 for fits that
- * did not pass: the CPU pass over the batch reports their errors). With cols, the rows of the fits the device
- * finished come straight from its statistics records (pre[i].status PRE_WRITTEN, counted in
- * *written). The host's passes before and after run on pool's threads. JF_OK,
- * FIT_GPU_FALLBACK (not enough GPU memory: reason in fallback) or an error with the reason in
- * why. */
-static int batch_gpu_iterations(const fit_setup *s, size_t nfits, const jf_data *data,
-                                const double *p0, jf_batch_out *pre, double *store,
-                                const jf_batch_columns *cols, jf_pool *pool, size_t *written,
-                                size_t *launches, char *why, size_t n, char *fallback) {
+/* A GPU batch: every fit that passes its checks goes to the device (in one launch, or in
+ * chunks: *launches), and is done as its chunk comes back (bc: the batch's outputs): with
+ * cols, its row straight from the device's statistics record (pre[i].status PRE_WRITTEN), else
+ * its finish on the host from its loop's results (PRE_FINISHED); *written counts both. The
+ * fits that did not pass keep status -1: the CPU pass over the batch reports their errors.
+ * The host's passes run on pool's threads. JF_OK, FIT_GPU_FALLBACK (not enough GPU memory:
+ * reason in fallback; no fit is done then) or an error with the reason in why. */
+static int batch_gpu_fits(batch_ctx *bc, jf_batch_out *pre, double *store, jf_pool *pool,
+                          size_t *written, size_t *launches, char *why, size_t n, char *fallback) {
+    const fit_setup *s = bc->s;
     const struct jf_model *m = s->m;
+    const jf_data *data = bc->data;
+    const double *p0 = bc->p0;
+    const jf_batch_columns *cols = bc->cols;
+    size_t nfits = bc->nfits;
     size_t np = m->np, nok = 0, ntasks = (nfits + BATCH_HOST_CHUNK - 1) / BATCH_HOST_CHUNK;
     jf_batch_fit *fits = calloc(nfits, sizeof *fits);
     size_t *map = calloc(nfits, sizeof *map);
@@ -909,7 +929,8 @@ static int batch_gpu_iterations(const fit_setup *s, size_t nfits, const jf_data 
         goto done;
     }
     gpu_pass g = {.s = s, .data = data, .p0 = p0, .pre = pre, .store = store, .ws = ws,
-                  .x0 = x0, .ok = ok, .nfits = nfits, .cols = cols, .map = map, .outs = outs,
+                  .x0 = x0, .ok = ok, .nfits = nfits, .cols = cols, .bc = bc, .map = map,
+                  .outs = outs,
                   .written = wtask, .pool = pool, .last_report = now_ms(),
                   .interval = progress_interval()};
     jf_pool_run(pool, ntasks, gpu_pass_check, &g);
@@ -950,6 +971,40 @@ done:
     return code;
 }
 
+/* Frees the results and messages that fits of the batch already have (before every fit gets
+ * the reason why the batch failed, or before the CPU runs them all again). */
+static void batch_forget(batch_ctx *c) {
+    for (size_t i = 0; c->results && i < c->nfits; i++) {
+        jf_fit_result_free(c->results[i]);
+        c->results[i] = NULL;
+    }
+    for (size_t i = 0; c->errmsgs && i < c->nfits; i++) {
+        free(c->errmsgs[i]);
+        c->errmsgs[i] = NULL;
+    }
+}
+
+/* The device_note's account of a GPU batch that ran: how it was launched, where the finish ran. */
+static void batch_note(fit_setup *s, const jf_batch_out *pre, size_t nfits, size_t launches) {
+    size_t len = strlen(s->device_note), ndev = 0;
+    for (size_t i = 0; i < nfits; i++)
+        ndev += pre[i].status == PRE_WRITTEN || (pre[i].status != -1 && pre[i].finished);
+    char how[64];
+    if (launches == 1) snprintf(how, sizeof how, "one launch");
+    else snprintf(how, sizeof how, "%zu launches on two streams", launches);
+    if (ndev == 0)
+        snprintf(s->device_note + len, sizeof s->device_note - len,
+                 "; batch: %s, then the finish on the CPU", how);
+    else if (ndev == nfits)
+        snprintf(s->device_note + len, sizeof s->device_note - len,
+                 "; batch: %s, the finish (polish, J's triangle) included", how);
+    else
+        snprintf(s->device_note + len, sizeof s->device_note - len,
+                 "; batch: %s, the finish (polish, J's triangle) on the GPU for %zu of %zu fits, "
+                 "the rest on the CPU",
+                 how, ndev, nfits);
+}
+
 /* jf_fit_batch (results) and jf_fit_batch_columns (cols) in one. */
 static int batch_run(const jf_model *m, size_t nfits, const jf_data *data, const double *p0,
                      const jf_fit_options *opts, jf_fit_result **results, char **errmsgs,
@@ -967,6 +1022,11 @@ static int batch_run(const jf_model *m, size_t nfits, const jf_data *data, const
     for (size_t i = 0; data && i < nfits; i++)
         if (data[i].n > maxn) maxn = data[i].n;
     int st = setup_init(&s, m, opts, maxn, nfits, cols != NULL, &setup_err);
+    /* a GPU batch finishes fits on the host as their chunks come back (and falls back to the
+     * CPU): the CPU kernels come first */
+    if (st == JF_OK && s.gpu) st = setup_cpu_kernels(&s, &setup_err);
+    int *codes = st == JF_OK ? calloc(nfits, sizeof *codes) : NULL;
+    if (st == JF_OK && !codes) st = fail(&setup_err, JF_ERR_NOMEM, "out of memory");
     if (st != JF_OK) {
         /* Nothing could run: every fit gets the reason. */
         if (errmsgs)
@@ -976,12 +1036,8 @@ static int batch_run(const jf_model *m, size_t nfits, const jf_data *data, const
         setup_free(&s);
         return st;
     }
-    int *codes = calloc(nfits, sizeof *codes);
-    if (!codes) {
-        for (size_t i = 0; cols && i < nfits; i++) columns_put(cols, i, m->np, NULL, JF_ERR_NOMEM);
-        setup_free(&s);
-        return JF_ERR_NOMEM;
-    }
+    batch_ctx c = {&s, data, p0, results, errmsgs, codes, t0, nfits, 0, t0,
+                   PTHREAD_MUTEX_INITIALIZER, NULL, cols, NULL, progress_interval()};
     jf_batch_out *pre = NULL;
     double *store = NULL;
     size_t *todo = NULL, ntodo = nfits, written = 0;
@@ -993,43 +1049,33 @@ static int batch_run(const jf_model *m, size_t nfits, const jf_data *data, const
         size_t launches = 0;
         pre = calloc(nfits, sizeof *pre);
         store = malloc(nfits * (2 * np * np + 2 * np) * sizeof *store);
-        st = pre && store ? batch_gpu_iterations(&s, nfits, data, p0, pre, store, cols, pool,
-                                                 &written, &launches, why, sizeof why, fallback)
+        c.pre = pre;
+        st = pre && store ? batch_gpu_fits(&c, pre, store, pool, &written, &launches, why,
+                                           sizeof why, fallback)
                           : JF_ERR_NOMEM;
         if (st == FIT_GPU_FALLBACK) { /* the CPU runs the batch */
             char note[MSG_LEN];
             snprintf(note, sizeof note, "cpu: fell back from the GPU: %.400s", fallback);
             memcpy(s.device_note, note, sizeof note);
+            batch_forget(&c);
+            written = 0;
             free(pre);
             pre = NULL;
+            c.pre = NULL;
+            st = JF_OK;
         } else if (st == JF_OK) {
-            size_t len = strlen(s.device_note), ndev = 0;
-            for (size_t i = 0; i < nfits; i++)
-                ndev += pre[i].status == PRE_WRITTEN || (pre[i].status >= 0 && pre[i].finished);
-            char how[64];
-            if (launches == 1) snprintf(how, sizeof how, "one launch");
-            else snprintf(how, sizeof how, "%zu launches on two streams", launches);
-            if (ndev == 0)
-                snprintf(s.device_note + len, sizeof s.device_note - len,
-                         "; batch: %s, then the finish on the CPU", how);
-            else if (ndev == nfits)
-                snprintf(s.device_note + len, sizeof s.device_note - len,
-                         "; batch: %s, the finish (polish, J's triangle) included", how);
-            else
-                snprintf(s.device_note + len, sizeof s.device_note - len,
-                         "; batch: %s, the finish (polish, J's triangle) on the GPU for "
-                         "%zu of %zu fits, the rest on the CPU",
-                         how, ndev, nfits);
-        }
-        /* the finish (polish, statistics) and a fallback need the CPU kernels */
-        if (st == JF_OK || st == FIT_GPU_FALLBACK) st = setup_cpu_kernels(&s, &setup_err);
-        else if (!setup_err) setup_err = strdup(why[0] ? why : "out of memory");
-        if (st != JF_OK) {
-            if (errmsgs)
-                for (size_t i = 0; i < nfits; i++)
-                    errmsgs[i] = setup_err ? strdup(setup_err) : NULL;
+            batch_note(&s, pre, nfits, launches);
+            /* the results made as their chunks came back, before the batch's note was complete */
+            for (size_t i = 0; results && i < nfits; i++)
+                if (pre[i].status == PRE_FINISHED && results[i]) {
+                    result_block *b = (result_block *)results[i];
+                    memcpy(b->device_note, s.device_note, strlen(s.device_note) + 1);
+                    results[i]->device_note = b->device_note;
+                }
+        } else { /* the batch failed: every fit gets the reason, rows already written too */
+            batch_forget(&c);
+            for (size_t i = 0; errmsgs && i < nfits; i++) errmsgs[i] = strdup(why[0] ? why : "out of memory");
             for (size_t i = 0; cols && i < nfits; i++) columns_put(cols, i, m->np, NULL, st);
-            free(setup_err);
             free(pre);
             free(store);
             free(codes);
@@ -1037,28 +1083,29 @@ static int batch_run(const jf_model *m, size_t nfits, const jf_data *data, const
             setup_free(&s);
             return st;
         }
-        st = JF_OK;
-        if (written) { /* the CPU pass runs the rest */
+        if (written) { /* the CPU pass runs the rest: the fits that did not pass their checks */
             todo = malloc((nfits - written) * sizeof *todo + 1);
             if (!todo) st = JF_ERR_NOMEM;
             ntodo = 0;
-            for (size_t i = 0; todo && i < nfits; i++) {
-                if (pre[i].status == PRE_WRITTEN) codes[i] = JF_OK;
-                else todo[ntodo++] = i;
-            }
+            for (size_t i = 0; todo && i < nfits; i++)
+                if (pre[i].status != PRE_WRITTEN && pre[i].status != PRE_FINISHED) todo[ntodo++] = i;
+                else if (pre[i].status == PRE_WRITTEN) codes[i] = JF_OK;
         }
     }
-    batch_ctx c = {&s, data, p0, results, errmsgs, codes, t0, nfits, written, t0,
-                   PTHREAD_MUTEX_INITIALIZER, pre, cols, todo, progress_interval()};
+    c.done = written;
+    c.todo = todo;
     if (st == JF_OK) jf_pool_run(pool, ntodo, batch_task, &c);
     jf_pool_free(pool);
     pthread_mutex_destroy(&c.lock);
     if (s.o.batch_progress) s.o.batch_progress(s.o.batch_progress_ctx, nfits, nfits);
     if (st == JF_OK)
         for (size_t i = 0; i < nfits && st == JF_OK; i++) st = codes[i];
-    else /* the GPU's rows stand; the rest could not run */
-        for (size_t i = 0; cols && i < nfits; i++)
-            if (!pre || pre[i].status != PRE_WRITTEN) columns_put(cols, i, m->np, NULL, st);
+    else /* out of memory for the CPU pass: the GPU's fits stand; the rest could not run */
+        for (size_t i = 0; i < nfits; i++)
+            if (!pre || (pre[i].status != PRE_WRITTEN && pre[i].status != PRE_FINISHED)) {
+                if (cols) columns_put(cols, i, m->np, NULL, st);
+                if (errmsgs && !errmsgs[i]) errmsgs[i] = strdup("out of memory");
+            }
     free(todo);
     free(codes);
     free(pre);
