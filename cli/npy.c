@@ -299,6 +299,8 @@ int jf_npy_parse(const char *path, const unsigned char *buf, size_t len, jf_npy 
         }
     else rec = fields[0].size * ncols;
     if (ncols == 0) FAIL("%s: the array has no columns", path);
+    /* with no rows nothing bounds ncols by the file's length (shape (0, 10^16)) */
+    if (nrows == 0) FAIL("%s: no data rows", path);
     /* Every element takes at least one byte, so nrows*ncols <= need <= the file size below:
      * that bounds the allocation and the copy loops by the input's length. */
     if (rec < ncols) FAIL("%s: the array has zero-sized elements", path);
