@@ -818,7 +818,7 @@ typedef struct gpu_pass {
     const double *stats;        /* their statistics records, or NULL */
     size_t *written;            /* per task: fits whose result or row is in place */
     jf_pool *pool;
-    size_t nwritten;            /* rows written so far */
+    size_t nwritten;            /* fits done so far */
     double last_report, interval; /* batch_progress: the last call (ms), the interval */
 } gpu_pass;
 
