@@ -3,7 +3,6 @@
  * so every crash the fuzzer ever found stays fixed in builds without clang or libFuzzer. Files
  * named ok_* must compile; err_* and hostile_* only must not crash (most are errors).
  */
-#include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,33 +10,8 @@
 #include "include/jitfit.h"
 #include "tests/testlib.h"
 
-/* Reads a whole file, NULs included; NULL on failure. */
-static char *read_bytes(const char *path, size_t *len) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    size_t cap = 4096, n = 0;
-    char *buf = malloc(cap);
-    while (buf) {
-        if (n == cap) {
-            char *nb = realloc(buf, cap * 2);
-            if (!nb) {
-                free(buf);
-                buf = NULL;
-                break;
-            }
-            buf = nb;
-            cap *= 2;
-        }
-        size_t got = fread(buf + n, 1, cap - n, f);
-        if (got == 0) break;
-        n += got;
-    }
-    fclose(f);
-    *len = n;
-    return buf;
-}
-
-static void replay(const char *name, const char *text, size_t len) {
+static void replay(const char *name, const char *text, size_t len, void *ctx) {
+    (void)ctx;
     jf_model_options o = jf_model_options_default();
     o.max_nodes = 1u << 16; /* as the harness */
     o.source_name = name;
@@ -71,23 +45,7 @@ static void replay(const char *name, const char *text, size_t len) {
 }
 
 int main(void) {
-    const char *dir = JF_SOURCE_DIR "/tests/fuzz/corpus";
-    DIR *dp = opendir(dir);
-    if (!CHECK(dp != NULL)) return jf_test_finish();
-    size_t files = 0;
-    struct dirent *e;
-    while ((e = readdir(dp)) != NULL) {
-        if (e->d_name[0] == '.') continue;
-        char path[4096];
-        snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
-        size_t len = 0;
-        char *text = read_bytes(path, &len);
-        if (!CHECK(text != NULL)) continue;
-        replay(e->d_name, text, len);
-        free(text);
-        files++;
-    }
-    closedir(dp);
+    size_t files = jf_test_replay_dir(JF_SOURCE_DIR "/tests/fuzz/corpus", replay, NULL);
     CHECK(files >= 20);
     printf("replayed %zu corpus files\n", files);
     return jf_test_finish();

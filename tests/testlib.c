@@ -1,6 +1,7 @@
 /* Implementation of the test harness in testlib.h. */
 #include "testlib.h"
 
+#include <dirent.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -144,4 +145,59 @@ const char *jf_test_shared_dir(void) {
     struct stat st;
     if (stat(path, &st) != 0 || !S_ISDIR(st.st_mode)) return NULL;
     return path;
+}
+
+/* A whole file, NULs included (malloc'd; *len its size); NULL on failure. */
+static char *read_bytes(const char *path, size_t *len) {
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
+    size_t cap = 4096, n = 0;
+    char *buf = malloc(cap);
+    while (buf) {
+        if (n == cap) {
+            char *nb = realloc(buf, cap * 2);
+            if (!nb) {
+                free(buf);
+                buf = NULL;
+                break;
+            }
+            buf = nb;
+            cap *= 2;
+        }
+        size_t got = fread(buf + n, 1, cap - n, f);
+        if (got == 0) break;
+        n += got;
+    }
+    fclose(f);
+    *len = n;
+    return buf;
+}
+
+static int name_order(const struct dirent **a, const struct dirent **b) {
+    return strcmp((*a)->d_name, (*b)->d_name);
+}
+
+static int not_hidden(const struct dirent *e) { return e->d_name[0] != '.'; }
+
+size_t jf_test_replay_dir(const char *dir,
+                          void (*fn)(const char *name, const char *bytes, size_t len, void *ctx),
+                          void *ctx) {
+    struct dirent **list = NULL;
+    int n = scandir(dir, &list, not_hidden, name_order);
+    if (!CHECK(n >= 0)) return 0;
+    size_t files = 0;
+    for (int i = 0; i < n; i++) {
+        char path[4096];
+        snprintf(path, sizeof path, "%s/%s", dir, list[i]->d_name);
+        size_t len = 0;
+        char *bytes = read_bytes(path, &len);
+        if (CHECK(bytes != NULL)) {
+            fn(list[i]->d_name, bytes, len, ctx);
+            files++;
+        }
+        free(bytes);
+        free(list[i]);
+    }
+    free(list);
+    return files;
 }

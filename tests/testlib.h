@@ -43,5 +43,11 @@ char *jf_test_tmpfile(const char *suffix, const char *text);
 char *jf_test_read_file(const char *path, size_t *len);
 /* The ../shared directory beside the source tree if it exists (for NIST data), else NULL. */
 const char *jf_test_shared_dir(void);
+/* Calls fn(name, bytes, len, ctx) for each file of dir (a fuzz corpus: bytes of any kind, NULs
+ * included), in name order; returns the number of files (a missing or unreadable one fails a
+ * check). */
+size_t jf_test_replay_dir(const char *dir,
+                          void (*fn)(const char *name, const char *bytes, size_t len, void *ctx),
+                          void *ctx);
 
 #endif
