@@ -4,7 +4,7 @@
  *
  * The contract checked on every input (a violation aborts, so the fuzzer records it): a failed
  * open or read returns nonzero with a message that names the file; a successful read gives a
- * table whose numbers are finite unless NaN was allowed. tests/test_fuzz_data_corpus.c compiles
+ * table whose numbers are finite unless NaN was allowed. tests/test_fuzz_corpora.c compiles
  * this same file into the ordinary test suite and replays tests/fuzz/corpus_data through it.
  *
  * Build (separate configure, see fuzz_parser.c):

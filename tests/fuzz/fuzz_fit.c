@@ -11,7 +11,7 @@
  * - a batch of the same fits returns, fit by fit, the single fits' outcome and numbers (bit
  *   for bit: the same code runs them).
  * Beyond that the sanitizers check for crashes, leaks and undefined behaviour (a float
- * converted to an integer out of range, say). tests/test_fuzz_fit_corpus.c compiles this same
+ * converted to an integer out of range, say). tests/test_fuzz_corpora.c compiles this same
  * file into the ordinary test suite and replays tests/fuzz/corpus_fit through it.
  *
  * Build (separate configure, see fuzz_parser.c):

@@ -5,7 +5,7 @@
  * is either accepted — at least one fit, each with a name, a model and data, a copy of each
  * spec that frees cleanly — or refused with status 1 and nothing left to free (errors go to
  * stderr). A model file and a data file lie beside the job file, so `model = m.jf` takes the
- * path that resolves files. tests/test_fuzz_job_corpus.c compiles this same file into the
+ * path that resolves files. tests/test_fuzz_corpora.c compiles this same file into the
  * ordinary test suite and replays tests/fuzz/corpus_job through it.
  *
  * Build (separate configure, see fuzz_parser.c):
