@@ -10,6 +10,11 @@
  *   relative where finite, and non-finite results agree in kind;
  * - normal_eq's sums equal the sums built from jacobian_row's r and J (with and without weights,
  *   for every loss, scaled with loss.h as scipy does), on both backends.
+ *
+ * With $JITFIT_CROSSCHECK_CORPUS set to a directory (a fuzzer's corpus, e.g. fuzz_fit's), it
+ * checks the models of its files instead (a leading byte below ' ' is taken as fuzz_fit's
+ * option byte and skipped; files that do not compile are counted and passed over): a campaign
+ * over the model text the fuzzers found, not a test of its own.
  */
 #include <math.h>
 #include <stdint.h>
@@ -389,6 +394,34 @@ static const struct {
      NULL, -3, 3},
 };
 
+/* The corpus campaign: each file's model, as a fixed one over [-3, 3]. */
+typedef struct corpus_ctx {
+    rng *g;
+    stats *st;
+    size_t files, compiled;
+} corpus_ctx;
+
+static void corpus_model(const char *name, const char *bytes, size_t len, void *vctx) {
+    corpus_ctx *c = vctx;
+    c->files++;
+    if (len && (unsigned char)bytes[0] < 0x20) bytes++, len--;
+    jf_model_options o = jf_model_options_default();
+    o.max_nodes = 1u << 12;
+    jf_model *m = NULL;
+    if (jf_model_compile(bytes, len, &o, &m, NULL) != JF_OK) return;
+    c->compiled++;
+    if (m->np > MAXP || m->nv > 3) { /* beyond what a dataset holds */
+        jf_model_free(m);
+        return;
+    }
+    dataset ds;
+    make_data(&ds, c->g, m->np, m->nv, -3, 3);
+    int before = jf_test_failed;
+    check_model(m, &ds, c->st, 1e-9);
+    if (jf_test_failed != before) fprintf(stderr, "  corpus file: %s\n", name);
+    jf_model_free(m);
+}
+
 int main(void) {
     char cache[] = "/tmp/jf_test_crosscheck_XXXXXX";
     if (mkdtemp(cache)) setenv("JITFIT_CACHE_DIR", cache, 1);
@@ -400,6 +433,22 @@ int main(void) {
     rng g = {0x853c49e6748fea9bu};
     stats st = {0};
     dataset ds;
+    const char *corpus = getenv("JITFIT_CROSSCHECK_CORPUS");
+    if (corpus && *corpus) {
+        corpus_ctx c = {&g, &st, 0, 0};
+        jf_test_replay_dir(corpus, corpus_model, &c);
+        printf("corpus %s: %zu files, %zu models compiled, %zu checked (%zu compiled to C), %zu "
+               "finite points, %zu normal_eq comparisons, %zu on the GPU\n",
+               corpus, c.files, c.compiled, st.models, st.compiled, st.finite_points,
+               st.sum_checks, st.cuda_models);
+        printf("disagreements: %d in kind, %d in value, %d in sums\n", nkinds_bad, nvalues_bad,
+               nsums_bad);
+        CHECK(nkinds_bad == 0 && nvalues_bad == 0 && nsums_bad == 0);
+        char cmd[128];
+        snprintf(cmd, sizeof cmd, "rm -rf %s", cache);
+        jf_test_run(cmd, NULL, NULL);
+        return jf_test_finish();
+    }
     for (size_t i = 0; i < sizeof fixed / sizeof fixed[0]; i++) {
         jf_model *m = from_text(fixed[i].text, fixed[i].vars);
         if (!m) continue;
