@@ -9,7 +9,7 @@
  *   within their bounds, and its cost is finite, non-negative and the one the model gives
  *   there (so a result is never silently wrong about itself);
  * - a batch of the same fits returns, fit by fit, the single fits' outcome and numbers (bit
- *   for bit: the same code runs them).
+ *   for bit: the same code runs them), into result objects and into columns.
  * Beyond that the sanitizers check for crashes, leaks and undefined behaviour (a float
  * converted to an integer out of range, say). tests/test_fuzz_corpora.c compiles this same
  * file into the ordinary test suite and replays tests/fuzz/corpus_fit through it.
@@ -148,6 +148,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     jf_fit_result *batch[3];
     char *bmsg[3];
     int bcode = jf_fit_batch(m, 3, d, NULL, &o, batch, bmsg);
+    enum { NPMAX = 64 };
+    size_t np = jf_model_num_params(m);
+    double cpar[3 * NPMAX], cse[3 * NPMAX], ccost[3], cchi2[3], cr2[3];
+    int ccode[3], cstatus[3];
+    size_t cnfev[3], citer[3];
+    jf_batch_columns cols = {ccode, cstatus, cpar, cse, ccost, cchi2, cr2, cnfev, citer};
+    int ccall = np <= NPMAX ? jf_fit_batch_columns(m, 3, d, NULL, &o, &cols) : bcode;
+    if (ccall != bcode) abort();
     for (int k = 0; k < 3; k++) {
         fuzz_fit_check(m, &o, &d[k], batch[k] ? JF_OK : code[k], batch[k], bmsg[k]);
         if ((batch[k] != NULL) != (single[k] != NULL)) abort();
@@ -161,6 +169,19 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
                 if (!fuzz_fit_same(a->params[j], b->params[j]) ||
                     !fuzz_fit_same(a->std_errors[j], b->std_errors[j]))
                     abort();
+        }
+        if (np <= NPMAX) { /* the columns' row k is batch[k], or says why there is none */
+            const jf_fit_result *b = batch[k];
+            if ((ccode[k] == JF_OK) != (b != NULL)) abort();
+            if (b && (cstatus[k] != b->status || cnfev[k] != b->nfev || citer[k] != b->iterations ||
+                      !fuzz_fit_same(ccost[k], b->cost) || !fuzz_fit_same(cchi2[k], b->chi2) ||
+                      !fuzz_fit_same(cr2[k], b->r_squared)))
+                abort();
+            for (size_t j = 0; b && j < np; j++)
+                if (!fuzz_fit_same(cpar[k * np + j], b->params[j]) ||
+                    !fuzz_fit_same(cse[k * np + j], b->std_errors[j]))
+                    abort();
+            if (!b && (cstatus[k] != 0 || !isnan(ccost[k]))) abort();
         }
         jf_fit_result_free(single[k]);
         jf_fit_result_free(batch[k]);
