@@ -45,7 +45,10 @@ static size_t replay_corpus(const char *dir, harness_fn fn) {
 int main(void) {
     size_t nd = replay_corpus(JF_SOURCE_DIR "/tests/fuzz/corpus_data", fuzz_data_input);
     size_t nj = replay_corpus(JF_SOURCE_DIR "/tests/fuzz/corpus_job", fuzz_job_input);
-    size_t nf = replay_corpus(JF_SOURCE_DIR "/tests/fuzz/corpus_fit", fuzz_fit_input);
+    /* $JITFIT_FUZZ_FIT_CORPUS: another corpus for the fit harness (a fuzzer's, for a campaign
+     * with $JITFIT_FUZZ_FIT_BACKEND, see fuzz_fit.c) */
+    const char *fc = getenv("JITFIT_FUZZ_FIT_CORPUS");
+    size_t nf = replay_corpus(fc && *fc ? fc : JF_SOURCE_DIR "/tests/fuzz/corpus_fit", fuzz_fit_input);
     CHECK(nd >= 10 && nj >= 5 && nf >= 5);
     /* the job corpus's valid seeds (examples/jobs.ini, every key once, [defaults] after a
      * fit) are accepted */
