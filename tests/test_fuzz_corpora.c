@@ -32,6 +32,8 @@ typedef int (*harness_fn)(const uint8_t *data, size_t size);
 static void replay(const char *name, const char *bytes, size_t len, void *ctx) {
     harness_fn fn = (harness_fn)(uintptr_t)ctx;
     size_t fitted = fuzz_fit_fitted;
+    if (fn == fuzz_fit_input && getenv("JITFIT_FUZZ_FIT_CORPUS"))
+        fprintf(stderr, "corpus_fit: %s\n", name); /* a campaign: which input broke it */
     CHECK(fn((const uint8_t *)bytes, len) == 0);
     if (fn == fuzz_fit_input && strncmp(name, "ok_", 3) == 0 &&
         !CHECK(fuzz_fit_fitted == fitted + 1))

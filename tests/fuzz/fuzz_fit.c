@@ -199,7 +199,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
             double rs = gpu ? 1e-13 : 0.0, re = gpu ? 1e-8 : 0.0;
             if (b && (cstatus[k] != b->status || cnfev[k] != b->nfev || citer[k] != b->iterations ||
                       !fuzz_fit_same(ccost[k], b->cost) || !fuzz_fit_near(cchi2[k], b->chi2, rs) ||
-                      !fuzz_fit_near(cr2[k], b->r_squared, rs)))
+                      !fuzz_fit_near(1.0 - cr2[k], 1.0 - b->r_squared, rs)))
                 FUZZ_FIT_FAIL();
             for (size_t j = 0; b && j < np; j++)
                 if (!fuzz_fit_same(cpar[k * np + j], b->params[j]) ||
