@@ -24,15 +24,16 @@ cleanup() {
 trap cleanup EXIT
 echo "check_fresh_debian: $root (log: $log)"
 debootstrap --variant=minbase bookworm "$root" "$mirror" > "$log" 2>&1
-git clone -q "$repo" "$root/root/jitfit"
+home=/root # root's home in the chroot, where the clone goes
+git clone -q "$repo" "$root$home/jitfit"
 for d in proc sys dev dev/pts; do
   mount --bind "/$d" "$root/$d"
   mounted+=("$root/$d")
 done
 cp /etc/resolv.conf "$root/etc/resolv.conf"
 set +e
-chroot "$root" /usr/bin/env -i HOME=/root PATH=/usr/sbin:/usr/bin:/sbin:/bin TERM=dumb \
-  bash -c 'cd /root/jitfit && bash scripts/run_example.sh && echo "== run_example.sh passed" &&
+chroot "$root" /usr/bin/env -i HOME="$home" PATH=/usr/sbin:/usr/bin:/sbin:/bin TERM=dumb \
+  bash -c 'cd ~/jitfit && bash scripts/run_example.sh && echo "== run_example.sh passed" &&
            bash scripts/test.sh && echo "== test.sh passed"' >> "$log" 2>&1
 rc=$?
 set -e
