@@ -733,13 +733,13 @@ static double progress_interval(void) {
     return e && *e ? strtod(e, NULL) : BATCH_PROGRESS_MS;
 }
 
-/* Counts a finished fit and calls batch_progress when the last call is old enough. The lock is
- * only tried: a worker never waits for another's report, it just leaves the count for later. */
-static void batch_progress(batch_ctx *c) {
+/* Counts k more finished fits and calls batch_progress when the last call is old enough (the
+ * CPU pass after each fit, a GPU batch after each chunk). */
+static void batch_progress(batch_ctx *c, size_t k) {
     const jf_fit_options *o = &c->s->o;
     if (!o->batch_progress) return;
     pthread_mutex_lock(&c->lock);
-    size_t done = ++c->done;
+    size_t done = c->done += k;
     double t = now_ms();
     int due = t - c->last_report >= c->interval && done < c->nfits;
     if (due) c->last_report = t;
@@ -790,7 +790,7 @@ static void batch_task(void *vctx, size_t k, int worker) {
     batch_fit_one(c, i, st, w, x0);
     free(w);
     free(x0);
-    batch_progress(c);
+    batch_progress(c, 1);
 }
 
 /* Fits per task of a GPU batch's host passes (the checks before the launch, the rows after):
@@ -819,7 +819,6 @@ typedef struct gpu_pass {
     size_t *written;            /* per task: fits whose result or row is in place */
     jf_pool *pool;
     size_t nwritten;            /* fits done so far */
-    double last_report, interval; /* batch_progress: the last call (ms), the interval */
 } gpu_pass;
 
 /* Checks fits [task·BATCH_HOST_CHUNK, ...) as a single fit would be checked (a failing one is
@@ -883,18 +882,15 @@ static void gpu_pass_rows(void *vctx, size_t task, int worker) {
  * runs the next chunks; they count as finished for batch_progress. */
 static void gpu_chunk_done(void *vctx, size_t f0, size_t f1, const double *st) {
     gpu_pass *g = vctx;
-    const jf_fit_options *o = &g->s->o;
     size_t ntasks = (f1 - f0 + BATCH_HOST_CHUNK - 1) / BATCH_HOST_CHUNK;
     g->k0 = f0;
     g->k1 = f1;
     g->stats = st;
     jf_pool_run(g->pool, ntasks, gpu_pass_rows, g);
-    for (size_t t = 0; t < ntasks; t++) g->nwritten += g->written[t];
-    double t = now_ms();
-    if (o->batch_progress && g->nwritten < g->nfits && t - g->last_report >= g->interval) {
-        g->last_report = t;
-        o->batch_progress(o->batch_progress_ctx, g->nwritten, g->nfits);
-    }
+    size_t k = 0;
+    for (size_t t = 0; t < ntasks; t++) k += g->written[t];
+    g->nwritten += k;
+    batch_progress(g->bc, k);
 }
 
 /* A GPU batch: every fit that passes its checks goes to the device (in one launch, or in
@@ -931,8 +927,7 @@ static int batch_gpu_fits(batch_ctx *bc, jf_batch_out *pre, double *store, jf_po
     gpu_pass g = {.s = s, .data = data, .p0 = p0, .pre = pre, .store = store, .ws = ws,
                   .x0 = x0, .ok = ok, .nfits = nfits, .cols = cols, .bc = bc, .map = map,
                   .outs = outs,
-                  .written = wtask, .pool = pool, .last_report = now_ms(),
-                  .interval = progress_interval()};
+                  .written = wtask, .pool = pool};
     jf_pool_run(pool, ntasks, gpu_pass_check, &g);
     for (size_t i = 0; i < nfits; i++) {
         if (!ok[i]) continue;
@@ -1092,8 +1087,7 @@ static int batch_run(const jf_model *m, size_t nfits, const jf_data *data, const
                 else if (pre[i].status == PRE_WRITTEN) codes[i] = JF_OK;
         }
     }
-    c.done = written;
-    c.todo = todo;
+    c.todo = todo; /* c.done already counts the fits the GPU batch did */
     if (st == JF_OK) jf_pool_run(pool, ntodo, batch_task, &c);
     jf_pool_free(pool);
     pthread_mutex_destroy(&c.lock);
