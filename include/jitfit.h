@@ -313,7 +313,8 @@ JF_API jf_fit_options jf_fit_options_default(void);
 typedef struct jf_fit_result {
     int status;            /* a jf_fit_status */
     int success;           /* 1 when status is one of the converged members */
-    const char *message;   /* a one-line explanation of status */
+    const char *message;   /* a one-line explanation of status; it also names the parameters
+                              the data do not determine (rank-deficient J), if any */
     size_t num_params;     /* number of parameters */
     size_t n;              /* number of data points */
     size_t dof;            /* n - num_params */

@@ -349,6 +349,29 @@ static int final_status(int status, const double *A, size_t np, size_t *unused, 
                                                                       : status;
 }
 
+/* Appends to msg (of MSG_LEN) which parameters the data do not determine although they
+ * influence the model (rank-deficient J: collinear columns, e.g. a+b), as scipy's curve_fit warns
+ * that the covariance could not be estimated; zero columns are JF_FIT_UNUSED_PARAM's message. */
+static void note_undetermined(char *msg, const int *unident, const double *A, size_t np,
+                              char *const *names) {
+    size_t count = 0, listed = 0, len = strlen(msg);
+    for (size_t k = 0; k < np; k++) count += unident[k] && A[k * np + k] > 0;
+    if (!count) return;
+    len += (size_t)snprintf(msg + len, MSG_LEN - len, "; the data do not determine");
+    for (size_t k = 0; k < np && len < MSG_LEN - 80; k++) {
+        if (!unident[k] || !(A[k * np + k] > 0)) continue;
+        len += (size_t)snprintf(msg + len, MSG_LEN - len, "%s '%s'", listed ? "," : "", names[k]);
+        listed++;
+    }
+    if (len >= MSG_LEN) len = MSG_LEN - 1;
+    if (listed < count)
+        len += (size_t)snprintf(msg + len, MSG_LEN - len, " and %zu more", count - listed);
+    if (len < MSG_LEN)
+        snprintf(msg + len, MSG_LEN - len,
+                 " (the Jacobian is rank-deficient at the solution): %s infinite",
+                 count == 1 ? "its standard error is" : "their standard errors are");
+}
+
 /* run_fit's return when a GPU fit must go to the CPU instead (not a jf_status). */
 #define FIT_GPU_FALLBACK 1000
 
@@ -542,6 +565,7 @@ static int run_fit(const fit_setup *s, const jf_data *d, const double *w, const 
                          st.polish, st.polish == 1 ? "" : "s");
             }
         }
+        note_undetermined(b->message, unident, st.A, np, m->param_names);
     }
     if (solved) jf_lm_state_free(&st);
     if (fallback && gp.failed && code == JF_OK) {

@@ -308,9 +308,27 @@ static void test_unused_and_errors(void) {
         CHECK(isfinite(r->std_errors[0]) && isfinite(r->std_errors[1]));
         CHECK(r->params[2] == 1.0);
         CHECK_NEAR(r->params[1], 3, 1e-2);
+        CHECK(!strstr(r->message, "do not determine")); /* a zero column is said once */
     }
     jf_fit_result_free(r);
     r = NULL;
+
+    /* collinear columns (a and b only through a+b): converged, but the message names the
+     * parameters the data do not determine, where the standard errors say so only as inf */
+    jf_model *mc = compile("param a = 1\nparam b = 1\nparam c = 1\nvar x\ny ~ a + b + c*x\n");
+    if (mc && jf_fit(mc, &d, NULL, &r, &err) == JF_OK && r) {
+        CHECK(r->success);
+        CHECK_CONTAINS(r->message,
+                       "the data do not determine 'a', 'b' (the Jacobian is rank-deficient");
+        CHECK(!strstr(r->message, "'c'"));
+        CHECK(isinf(r->std_errors[0]) && isinf(r->std_errors[1]) && isfinite(r->std_errors[2]));
+        CHECK_NEAR(r->params[0] + r->params[1], 2, 1e-2);
+    } else {
+        CHECK(!"collinear fit ran");
+    }
+    jf_fit_result_free(r);
+    r = NULL;
+    jf_model_free(mc);
 
     /* n <= p */
     jf_data d3 = {3, x, 0, y, NULL};
