@@ -22,6 +22,13 @@ ldd "${bins[@]}" | awk '/=> \//{print $1, $3}' | sort -u |
   while read -r soname path; do
     cp -L "$path" "gpu-bundle/lib/$soname"
   done
+# NLSQ for bench/bench_gpu_anchors.py: the device's Python (3.12) has JAX with CUDA and every
+# package NLSQ imports, but not NLSQ; its pure-Python wheel travels (0.7.6 ran with JAX 0.11.2,
+# the device's). Without network here the anchors step says "NLSQ unavailable" there.
+mkdir -p gpu-bundle/whl
+python3 -m pip download -q --no-deps --only-binary=:all: --python-version 3.12 \
+  --implementation cp --platform manylinux2014_x86_64 -d gpu-bundle/whl nlsq==0.7.6 ||
+  echo "gpu_bundle: NLSQ's wheel could not be fetched; the anchors will run without NLSQ"
 # the paths compiled into the tests (data, the CLI), which gpu_session.sh recreates there
 pwd > gpu-bundle/SRC_DIR
 git rev-parse HEAD > gpu-bundle/COMMIT 2>/dev/null || true

@@ -3,10 +3,16 @@
 # the binaries of gpu-bundle.tar.gz (scripts/gpu_bundle.sh, carried). Results go to $OUT (the
 # device tool brings back at most 8 files): env.txt (the GPU, the driver, `jitfit doctor`),
 # tests.txt (test_gpu, test_crosscheck, test_doctor), bench.txt (bench_gpu in memory and
-# streamed, bench_gpu_batch, bench_gpu_large_p). Every step has its own time limit and the
-# script goes on after a failure, so one run returns what it can. QUICK=1 runs small sizes (a check of this script;
-# with JITFIT_CUDA_EMULATE=1 it runs anywhere). STREAM_2E9=1 adds the 2e9-point
-# streamed-vs-in-memory run (32 GB of host memory for the data, minutes to generate).
+# streamed, its anchors NLSQ and scipy, bench_gpu_batch, bench_gpu_large_p). Every step has its
+# own time limit and the script goes on after a failure, so one run returns what it can.
+# One device call may run 600 s: the steps come in three parts, most needed first, and a step
+# that would start after DEADLINE seconds (default 560) is skipped with a line saying so.
+# PARTS picks them (default "tests single batch"); a session runs
+#   PARTS="tests single" bash scripts/gpu_session.sh      then
+#   PARTS=batch bash scripts/gpu_session.sh               (and sees what was skipped).
+# QUICK=1 runs small sizes (a check of this script; with JITFIT_CUDA_EMULATE=1 it runs
+# anywhere). STREAM_2E9=1 adds the 2e9-point streamed-vs-in-memory run (32 GB of host
+# memory for the data, minutes to generate).
 set -u
 root=$PWD
 OUT=${OUT:-$root/gpu-out}
@@ -24,46 +30,68 @@ for t in bench_gpu bench_gpu_batch bench_gpu_large_p; do cp "gpu-bundle/bin/$t" 
 export LD_LIBRARY_PATH=$root/gpu-bundle/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 export JITFIT_CACHE_DIR=${JITFIT_CACHE_DIR:-/tmp/jitfit-gpu-session-cache}
 B=$src/build
+t0=$SECONDS
+deadline=${DEADLINE:-560}
+parts=" ${PARTS:-tests single batch} "
+part() { [[ $parts == *" $1 "* ]]; }
 step() { # step FILE LIMIT_S COMMAND...: appends the command's output and status to $OUT/FILE
-  local file=$1 limit=$2
+  local file=$1 limit=$2 left=$((deadline - (SECONDS - t0)))
   shift 2
+  if [ "$left" -lt 20 ]; then
+    echo "=== skipped (DEADLINE ${deadline} s reached): $*" | tee -a "$OUT/$file"
+    return
+  fi
+  [ "$limit" -gt "$left" ] && limit=$left
   {
-    echo "=== $* ($(date -u +%H:%M:%S))"
+    echo "=== $* ($(date -u +%H:%M:%S), limit ${limit} s)"
     timeout "$limit" "$@" 2>&1
-    echo "=== exit $?"
+    echo "=== exit $? after $((SECONDS - t0)) s"
   } >>"$OUT/$file"
   tail -n 4 "$OUT/$file"
 }
 if [ "${QUICK:-0}" = 1 ]; then
   sizes=1e4,4e4; big=4e4; stream_mem=4e5; fits=1e3; spec="--spectrum-fits 100"; reps=1
-  spec3_fits=50
+  spec3_fits=50; scipy_max=4e4
   lp_points=3000; lp_peaks=2,6
 else
   sizes=1e5,1e6,1e7,1e8; big=1e8; stream_mem=4e8; fits=1e4,1e5,1e6,1e7; spec=""; reps=5
-  lp_points=1e6; lp_peaks=2,4,6,8,12,20,40
+  lp_points=1e6; lp_peaks=2,4,6,8,12,20,40; scipy_max=1e7
 fi
-echo "commit $(cat gpu-bundle/COMMIT 2>/dev/null)" >"$OUT/env.txt"
-step env.txt 60 nvidia-smi
-step env.txt 120 "$B/jitfit" doctor
-(cd "$B/tests" && step tests.txt 900 ./test_gpu)
-(cd "$B/tests" && step tests.txt 600 ./test_crosscheck)
-(cd "$B/tests" && step tests.txt 300 ./test_doctor)
-step bench.txt 600 "$B/bench/bench_gpu" --sizes "$sizes" --reps "$reps" --bandwidth 3.35e12 --fp64-peak 6.7e13
-step bench.txt 600 "$B/bench/bench_gpu" --sizes "$big" --reps "$reps" --cpu-max 0 --max-gpu-mem "$stream_mem"
-# shellcheck disable=SC2086
-step bench.txt 900 "$B/bench/bench_gpu_batch" --fits "$fits" --cpu-max 1e6 $spec
-# the largest batch again in one launch (no chunks: what the two-stream pipeline gains)
-step bench.txt 600 env JITFIT_GPU_BATCH_CHUNK=1e15 "$B/bench/bench_gpu_batch" --fits "${fits##*,}" \
-  --cpu-max 0 --spectrum-fits 0
-# ... and in chunks with pageable staging (what page-locking it costs and gains)
-step bench.txt 600 env JITFIT_GPU_BATCH_PINNED=0 "$B/bench/bench_gpu_batch" --fits "${fits##*,}" \
-  --cpu-max 0 --spectrum-fits 0
-# three lines on a baseline (11 parameters): the block-per-fit kernel with tiled sums
-step bench.txt 600 "$B/bench/bench_gpu_batch" --fits 1e3 --cpu-max 1e6 --spectrum-lines 3 \
-  --spectrum-fits "${spec3_fits:-1e4}"
-step bench.txt 600 "$B/bench/bench_gpu_large_p" --points "$lp_points" --peaks "$lp_peaks"
-if [ "${STREAM_2E9:-0}" = 1 ]; then
-  step bench.txt 900 "$B/bench/bench_gpu" --sizes 2e9 --reps 1 --cpu-max 0
-  step bench.txt 900 "$B/bench/bench_gpu" --sizes 2e9 --reps 1 --cpu-max 0 --max-gpu-mem 8e9
+echo "commit $(cat gpu-bundle/COMMIT 2>/dev/null), parts:$parts" >>"$OUT/env.txt"
+if part tests; then
+  step env.txt 60 nvidia-smi
+  step env.txt 120 "$B/jitfit" doctor
+  (cd "$B/tests" && step tests.txt 300 ./test_gpu)
+  (cd "$B/tests" && step tests.txt 200 ./test_crosscheck)
+  (cd "$B/tests" && step tests.txt 60 ./test_doctor)
+fi
+if part single; then
+  step bench.txt 240 "$B/bench/bench_gpu" --sizes "$sizes" --reps "$reps" --bandwidth 3.35e12 --fp64-peak 6.7e13
+  step bench.txt 120 "$B/bench/bench_gpu" --sizes "$big" --reps "$reps" --cpu-max 0 --max-gpu-mem "$stream_mem"
+  # the anchors on the same data: NLSQ (its wheel from the bundle; JAX is the device's) and scipy
+  site=/tmp/jitfit-gpu-session-site
+  ls gpu-bundle/whl/*.whl >/dev/null 2>&1 &&
+    python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
+      --target "$site" gpu-bundle/whl/*.whl >/dev/null 2>&1
+  step bench.txt 300 env PYTHONPATH="$site" PYTHONUNBUFFERED=1 python3 bench/bench_gpu_anchors.py \
+    --bench-gpu "$B/bench/bench_gpu" --sizes "$sizes" --scipy-max "$scipy_max"
+fi
+if part batch; then
+  # shellcheck disable=SC2086
+  step bench.txt 240 "$B/bench/bench_gpu_batch" --fits "$fits" --cpu-max 1e6 $spec
+  # the largest batch again in one launch (no chunks: what the two-stream pipeline gains)
+  step bench.txt 60 env JITFIT_GPU_BATCH_CHUNK=1e15 "$B/bench/bench_gpu_batch" --fits "${fits##*,}" \
+    --cpu-max 0 --spectrum-fits 0
+  # ... and in chunks with pageable staging (what page-locking it costs and gains)
+  step bench.txt 60 env JITFIT_GPU_BATCH_PINNED=0 "$B/bench/bench_gpu_batch" --fits "${fits##*,}" \
+    --cpu-max 0 --spectrum-fits 0
+  # three lines on a baseline (11 parameters): the block-per-fit kernel with tiled sums
+  step bench.txt 90 "$B/bench/bench_gpu_batch" --fits 1e3 --cpu-max 1e6 --spectrum-lines 3 \
+    --spectrum-fits "${spec3_fits:-1e4}"
+  step bench.txt 120 "$B/bench/bench_gpu_large_p" --points "$lp_points" --peaks "$lp_peaks"
+  if [ "${STREAM_2E9:-0}" = 1 ]; then
+    step bench.txt 300 "$B/bench/bench_gpu" --sizes 2e9 --reps 1 --cpu-max 0
+    step bench.txt 300 "$B/bench/bench_gpu" --sizes 2e9 --reps 1 --cpu-max 0 --max-gpu-mem 8e9
+  fi
 fi
 echo "gpu_session: results in $OUT"
