@@ -55,12 +55,21 @@ static jf_model *load_model(const jf_spec *s, const jf_datafile *df) {
     char text_name[512];
     if (s->model_origin) snprintf(text_name, sizeof text_name, "<model at %s>", s->model_origin);
     else snprintf(text_name, sizeof text_name, "<command line>");
-    jf_model *m = jf_cli_load_model_ex(s->model, text_name, NULL, 0, 0);
-    if (!m || vars_in_data(m, df) || df->positional) return m;
+    /* Each reading's warnings (a variable the model does not use) are printed only for the
+     * reading that is kept. */
+    jf_diagnostics *d = NULL, *d2 = NULL;
+    jf_model *m = jf_cli_load_model_ex(s->model, text_name, NULL, 0, &d);
+    if (!m || vars_in_data(m, df) || df->positional) {
+        jf_cli_print_diagnostics(d);
+        return m;
+    }
     const char *resp = s->ycol ? s->ycol : jf_model_response_name(m);
     const char **vars = malloc((df->ncols ? df->ncols : 1) * sizeof *vars);
     size_t nv = 0;
-    if (!vars) return m;
+    if (!vars) {
+        jf_cli_print_diagnostics(d);
+        return m;
+    }
     for (size_t c = 0; c < df->ncols; c++) {
         const char *nm = df->names[c];
         if (strcmp(nm, resp) == 0 || (s->sigma && strcmp(nm, s->sigma) == 0) ||
@@ -68,19 +77,22 @@ static jf_model *load_model(const jf_spec *s, const jf_datafile *df) {
             continue;
         if (jf_model_param_index(m, nm) >= 0) vars[nv++] = nm;
     }
-    jf_model *m2 = nv ? jf_cli_load_model_ex(s->model, text_name, vars, nv, 1) : NULL;
+    jf_model *m2 = nv ? jf_cli_load_model_ex(s->model, text_name, vars, nv, &d2) : NULL;
     free(vars);
-    if (!m2) return m;
-    int ok = vars_in_data(m2, df);
+    int ok = m2 && vars_in_data(m2, df);
     for (size_t j = 0; ok && j < jf_model_num_vars(m); j++) {
         const char *v = jf_model_var_name(m, j);
         if (jf_datafile_column(df, v) < 0 && jf_model_param_index(m2, v) >= 0) ok = 0;
     }
     if (!ok) {
         jf_model_free(m2);
+        jf_diagnostics_free(d2);
+        jf_cli_print_diagnostics(d);
         return m;
     }
     jf_model_free(m);
+    jf_diagnostics_free(d);
+    jf_cli_print_diagnostics(d2);
     return m2;
 }
 

@@ -39,7 +39,7 @@ static locale_t c_locale(void) {
 }
 
 jf_model *jf_cli_load_model_ex(const char *arg, const char *text_name, const char *const *vars,
-                               size_t nvars, int quiet) {
+                               size_t nvars, jf_diagnostics **keep) {
     jf_model_options o = jf_model_options_default();
     o.vars = vars;
     o.nvars = nvars;
@@ -49,15 +49,20 @@ jf_model *jf_cli_load_model_ex(const char *arg, const char *text_name, const cha
     int st_code;
     if (stat(arg, &st) == 0 && S_ISREG(st.st_mode)) {
         o.source_name = arg;
-        st_code = jf_model_compile_file(arg, &o, &m, quiet ? NULL : &d);
+        st_code = jf_model_compile_file(arg, &o, &m, &d);
     } else {
         o.source_name = text_name;
-        st_code = jf_model_compile(arg, (size_t)-1, &o, &m, quiet ? NULL : &d);
+        st_code = jf_model_compile(arg, (size_t)-1, &o, &m, &d);
     }
-    if (d) fputs(jf_diagnostics_text(d), stderr);
-    if (!quiet && st_code != JF_OK && !d) jf_cli_error("%s", jf_status_string(st_code));
-    jf_diagnostics_free(d);
+    if (st_code != JF_OK && !d) jf_cli_error("%s", jf_status_string(st_code));
+    if (keep) *keep = d;
+    else jf_cli_print_diagnostics(d);
     return m;
+}
+
+void jf_cli_print_diagnostics(jf_diagnostics *d) {
+    if (d) fputs(jf_diagnostics_text(d), stderr);
+    jf_diagnostics_free(d);
 }
 
 jf_model *jf_cli_load_model(const char *arg, const char *const *vars, size_t nvars) {

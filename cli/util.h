@@ -19,10 +19,14 @@ void jf_cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
  * Diagnostics (warnings too) are printed on stderr. Returns the model or NULL after printing
  * the errors. */
 jf_model *jf_cli_load_model(const char *arg, const char *const *vars, size_t nvars);
-/* As jf_cli_load_model, with the name model text gets in diagnostics, and quiet = 1 to print
- * nothing (for a trial compile whose failure the caller handles). */
+/* As jf_cli_load_model, with the name model text gets in diagnostics. With keep non-NULL
+ * its diagnostics are not printed but go to *keep (NULL if none could be made), for a trial
+ * compile whose caller decides which reading's to print (jf_cli_print_diagnostics); a failure
+ * without diagnostics is still printed. */
 jf_model *jf_cli_load_model_ex(const char *arg, const char *text_name, const char *const *vars,
-                               size_t nvars, int quiet);
+                               size_t nvars, jf_diagnostics **keep);
+/* Prints d (errors and warnings, with carets) on stderr and frees it; NULL does nothing. */
+void jf_cli_print_diagnostics(jf_diagnostics *d);
 
 /* Parses a number the way the DSL does (locale-independent, whole string, "inf"/"-inf"/"nan"
  * accepted). Returns 0 on success. */

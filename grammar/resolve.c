@@ -573,15 +573,20 @@ static int build_all(resolver *r) {
 }
 
 /* Warns about parameters the built model does not contain: declared but unused, or written
- * but cancelled by simplification (x - x). They stay parameters; the fit reports them. */
-static int warn_unused_params(resolver *r) {
+ * but cancelled by simplification (x - x). They stay parameters; the fit reports them.
+ * Likewise variables: a model that does not depend on its variable is most often a misspelt
+ * one (`a*exp(-b*t)` where the variable is x), which would otherwise be fitted as a parameter
+ * without a word; a default variable has no declaration, so the caret marks the model. */
+static int warn_unused(resolver *r) {
     jf_dag *d = r->m->dag;
     size_t size = jf_dag_size(d);
     unsigned char *mark = calloc(size ? size : 1, 1);
     unsigned char *used = calloc(r->np ? r->np : 1, 1);
-    if (!mark || !used) {
+    unsigned char *var_used = calloc(r->nv ? r->nv : 1, 1);
+    if (!mark || !used || !var_used) {
         free(mark);
         free(used);
+        free(var_used);
         return JF_ERR_NOMEM;
     }
     /* Operands have smaller references than their users: one downward sweep marks all. */
@@ -590,6 +595,7 @@ static int warn_unused_params(resolver *r) {
         if (!mark[i]) continue;
         const jf_node *nd = jf_dag_node(d, (jf_ref)i);
         if (nd->op == JF_OP_PARAM && nd->index < r->np) used[nd->index] = 1;
+        if (nd->op == JF_OP_VAR && nd->index < r->nv) var_used[nd->index] = 1;
         for (unsigned a = 0; a < nd->arity; a++) mark[nd->arg[a]] = 1;
     }
     for (size_t k = 0; k < r->np; k++) {
@@ -604,8 +610,23 @@ static int warn_unused_params(resolver *r) {
                         "parameter '%.*s' cancels out of the model expression", (int)y->len,
                         y->name);
     }
+    for (size_t j = 0; j < r->nv; j++) {
+        if (var_used[j]) continue;
+        const symbol *y = &r->syms[r->vars[j]];
+        if (y->has_decl)
+            jf_diag_add(r->p->diags, JF_SEVERITY_WARNING, JF_ERR_PARSE, y->decl.begin,
+                        y->decl.end, "the model does not depend on variable '%.*s'", (int)y->len,
+                        y->name);
+        else
+            jf_diag_add(r->p->diags, JF_SEVERITY_WARNING, JF_ERR_PARSE, r->model->expr->span.begin,
+                        r->model->expr->span.end,
+                        "the model does not depend on its variable '%.*s'; every other name in "
+                        "it is a parameter",
+                        (int)y->len, y->name);
+    }
     free(mark);
     free(used);
+    free(var_used);
     return JF_OK;
 }
 
@@ -667,7 +688,7 @@ static int resolve(resolver *r) {
     if (jf_diagnostics_errors(p->diags)) return error_status(p);
     int st = build_all(r);
     if (st != JF_OK) return st;
-    st = warn_unused_params(r);
+    st = warn_unused(r);
     if (st != JF_OK) return st;
     return fill_model(r);
 }

@@ -303,7 +303,22 @@ static void test_options(void) {
     CHECK_NEAR(json_param(out, "a", "value"), 1.9971428571428571, 1e-7);
     CHECK_NEAR(json_param(out, "b", "value"), 1.0238095238095237, 1e-7);
     CHECK_CONTAINS(out, "\"response\": \"obs\"");
+    /* the first reading (variable x, unused) is not the one kept: its warning is not printed */
+    CHECK(!err || !strstr(err, "warning"));
     if (rc != 0) fprintf(stderr, "stderr: %s\n", err ? err : "");
+    free(out);
+    free(err);
+
+    /* The same formula on data whose variable column is x: t is a parameter, and a warning
+     * (with the formula under a caret) says the model does not depend on x. */
+    const char *linx = tmp("x,y\n0,1.1\n1,2.9\n2,5.1\n3,7.0\n4,8.9\n5,11.1\n");
+    snprintf(args, sizeof args, "--json 'a*t + b' '%s'", linx);
+    rc = fit(args, &out, &err);
+    CHECK(rc == 0);
+    CHECK_CONTAINS(err,
+                   "<command line>:1:1: warning: the model does not depend on its variable 'x'");
+    CHECK_CONTAINS(err, "    ^^^^^^^");
+    CHECK_CONTAINS(out, "\"name\": \"t\"");
     free(out);
     free(err);
 

@@ -38,15 +38,15 @@ static const ok_case ok_cases[] = {
     {"a*exp(-b*x)*sin(c*x+d)+e", "a b c d e", "x", "y", "a*exp(-b*x)*sin(c*x + d) + e", 0},
     {"-x^2", "", "x", "y", "-x^2", 0},
     {"(-x)^2", "", "x", "y", "(-x)^2", 0},
-    {"a-b-c", "a b c", "x", "y", "a - b - c", 0},
-    {"a-(b-c)", "a b c", "x", "y", "a - (b - c)", 0},
-    {"a/b/c", "a b c", "x", "y", "a/b/c", 0},
-    {"a/(b/c)", "a b c", "x", "y", "a/(b/c)", 0},
-    {"a^b^c", "a b c", "x", "y", "a^b^c", 0},
-    {"(a^b)^c", "a b c", "x", "y", "(a^b)^c", 0},
+    {"a-b-c", "a b c", "x", "y", "a - b - c", 1},
+    {"a-(b-c)", "a b c", "x", "y", "a - (b - c)", 1},
+    {"a/b/c", "a b c", "x", "y", "a/b/c", 1},
+    {"a/(b/c)", "a b c", "x", "y", "a/(b/c)", 1},
+    {"a^b^c", "a b c", "x", "y", "a^b^c", 1},
+    {"(a^b)^c", "a b c", "x", "y", "(a^b)^c", 1},
     {"a^-x", "a", "x", "y", "a^(-x)", 0},
-    {"c ? a : b ? d : e", "c a b d e", "x", "y", "if(c, a, if(b, d, e))", 0},
-    {"(c ? a : b) ? d : e", "c a b d e", "x", "y", "if(if(c, a, b), d, e)", 0},
+    {"c ? a : b ? d : e", "c a b d e", "x", "y", "if(c, a, if(b, d, e))", 1},
+    {"(c ? a : b) ? d : e", "c a b d e", "x", "y", "if(if(c, a, b), d, e)", 1},
     {"x < a ? a : x", "a", "x", "y", "if(x < a, a, x)", 0},
     {"if(x > 0, a, b)", "a b", "x", "y", "if(x > 0, a, b)", 0},
     {"a*x + 1 <= b", "a b", "x", "y", "a*x + 1 <= b", 0},
@@ -78,10 +78,52 @@ static const ok_case ok_cases[] = {
     {"param a = +1.5 in [-1, +inf]\nparam b = -.5 in [-1, 1]\ny ~ a*x + b", "a b", "x", "y",
      NULL, 0},
     {"int + return + main + system + include", "int return main system include", "x", "y",
-     NULL, 0},
+     NULL, 1},
     {"e*x", "e", "x", "y", "e*x", 0},
     {"a*x + 0*b", "a b", "x", "y", "a*x", 1}, /* b cancels: a warning, still a parameter */
+    /* a model that does not depend on a variable: a warning (often a misspelt variable) */
+    {"a*exp(-b*t)", "a b t", "x", "y", "a*exp(-b*t)", 1},
+    {"a + 0*x", "a", "x", "y", "a", 1}, /* x cancels */
+    {"var t, s\ny ~ a*t", "a", "t s", "y", "a*t", 1},
 };
+
+/* Where the warning about an unused variable points, and what it says. */
+static void test_unused_variable(void) {
+    static const struct {
+        const char *text;
+        int line, col;
+        const char *msg;
+    } cases[] = {
+        {"a*exp(-b*t)", 1, 1,
+         "the model does not depend on its variable 'x'; every other name in it is a parameter"},
+        {"var t, s\ny ~ a*t", 1, 8, "the model does not depend on variable 's'"},
+        {"# comment\ny ~ 2*a + b", 2, 5, "the model does not depend on its variable 'x'"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        jf_model *m = NULL;
+        jf_diagnostics *d = NULL;
+        CHECK(jf_model_compile(cases[i].text, (size_t)-1, NULL, &m, &d) == JF_OK && m);
+        if (CHECK(jf_diagnostics_count(d) == 1)) {
+            CHECK(jf_diagnostic_severity(d, 0) == JF_SEVERITY_WARNING);
+            CHECK(jf_diagnostic_line(d, 0) == cases[i].line);
+            CHECK(jf_diagnostic_column(d, 0) == cases[i].col);
+            CHECK_CONTAINS(jf_diagnostic_message(d, 0), cases[i].msg);
+        }
+        jf_diagnostics_free(d);
+        jf_model_free(m);
+    }
+    /* the variable used, even only inside a let or a condition: no warning */
+    static const char *const quiet[] = {"let u = b*x\ny ~ a*u", "x < a ? a : b",
+                                        "var t\ny ~ a*t"};
+    for (size_t i = 0; i < sizeof quiet / sizeof quiet[0]; i++) {
+        jf_model *m = NULL;
+        jf_diagnostics *d = NULL;
+        CHECK(jf_model_compile(quiet[i], (size_t)-1, NULL, &m, &d) == JF_OK && m);
+        CHECK(jf_diagnostics_count(d) == 0);
+        jf_diagnostics_free(d);
+        jf_model_free(m);
+    }
+}
 
 static void test_ok_cases(void) {
     for (size_t i = 0; i < sizeof ok_cases / sizeof ok_cases[0]; i++) {
@@ -557,6 +599,7 @@ static void test_limits(void) {
 
 int main(void) {
     test_ok_cases();
+    test_unused_variable();
     test_values();
     test_declarations();
     test_fail_cases();
