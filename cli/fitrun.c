@@ -28,12 +28,13 @@ void jf_run_usage_hint(void) {
 }
 
 int jf_run_setting_error(const char *origin, const char *fmt, ...) {
+    char msg[1024];
     va_list ap;
     va_start(ap, fmt);
-    fprintf(stderr, "jitfit: %s: ", origin ? origin : "fit");
-    vfprintf(stderr, fmt, ap);
-    fputs("\n", stderr);
+    vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
+    fprintf(stderr, "jitfit: %s: %s\n", origin ? origin : "fit", msg);
+    jf_cli_note_error(msg);
     if (!origin) jf_run_usage_hint();
     return 2;
 }
@@ -284,7 +285,7 @@ static void drop_nan_rows(jf_fitctx *c) {
 }
 
 /* Starting values and bounds: the model's, then each p0/bounds list in order. Returns 0 or the
- * exit status after printing the error. */
+ * exit status after printing the error: 2, as a value the user gave is wrong. */
 static int start_and_bounds(jf_fitctx *c) {
     const jf_spec *s = c->spec;
     jf_model *m = c->model;
@@ -323,12 +324,12 @@ static int start_and_bounds(jf_fitctx *c) {
         jf_cli_format_double(sv, sizeof sv, c->p0[k]);
         if (!isfinite(c->p0[k])) {
             jf_cli_error("parameter '%s': the starting value %s is not finite", name, sv);
-            return 1;
+            return 2;
         }
         if (!(c->lo[k] < c->hi[k])) {
             jf_cli_error("parameter '%s': the lower bound %s is not below the upper bound %s",
                          name, sl, sh);
-            return 1;
+            return 2;
         }
         /* In a batch, per-group starting values may still come from --p0-file. */
         if ((c->p0[k] < c->lo[k] || c->p0[k] > c->hi[k]) && !s->p0_file) {
@@ -340,7 +341,7 @@ static int start_and_bounds(jf_fitctx *c) {
                 jf_cli_error("parameter '%s' has no starting value and the default 1 is outside "
                              "its bounds [%s, %s]; give one with --p0 %s=VALUE",
                              name, sl, sh, name);
-            return 1;
+            return 2;
         }
     }
     return 0;
@@ -407,8 +408,8 @@ static int run_single(jf_fitctx *c, FILE *out, jf_run_summary *sum) {
     }
     rc = res->success ? 0 : 1;
     if (!res->success)
-        jf_cli_error("%sthe fit did not converge: %s", s->name ? s->name : "",
-                     res->message ? res->message : "");
+        jf_cli_error("%s%sthe fit did not converge: %s", s->name ? s->name : "",
+                     s->name ? ": " : "", res->message ? res->message : "");
     if (s->output || s->plot) {
         fit = malloc((t->nrows ? t->nrows : 1) * sizeof *fit);
         if (!fit || jf_run_predict(m, res->params, t->values, t->ld, t->nrows, fit) != 0) {

@@ -204,7 +204,7 @@ static jf_spec_rc set_param(jf_spec *s, const char *name, const char *v, const c
     char *b = start;
     while (*b == ' ') b++;
     double x;
-    if (*b && jf_cli_parse_double(b, &x) != 0) {
+    if (*b && (jf_cli_parse_double(b, &x) != 0 || isnan(x))) {
         *msg = jf_cli_strf("'%s' is not a number (for parameter '%s')", b, name);
         return *msg ? JF_SPEC_BAD : JF_SPEC_NOMEM;
     }

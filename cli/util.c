@@ -23,13 +23,28 @@ char *jf_cli_strf(const char *fmt, ...) {
     return s;
 }
 
+/* The first line of the last error printed, for `run --json`'s object of a failed fit. */
+static char last_error[1024];
+
+void jf_cli_note_error(const char *msg) {
+    size_t n = strcspn(msg, "\n");
+    if (n >= sizeof last_error) n = sizeof last_error - 1;
+    memcpy(last_error, msg, n);
+    last_error[n] = '\0';
+}
+
+const char *jf_cli_last_error(void) {
+    return last_error;
+}
+
 void jf_cli_error(const char *fmt, ...) {
+    char msg[sizeof last_error];
     va_list ap;
     va_start(ap, fmt);
-    fputs("jitfit: ", stderr);
-    vfprintf(stderr, fmt, ap);
-    fputc('\n', stderr);
+    vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
+    fprintf(stderr, "jitfit: %s\n", msg);
+    jf_cli_note_error(msg);
 }
 
 static locale_t c_locale(void) {
@@ -62,6 +77,12 @@ jf_model *jf_cli_load_model_ex(const char *arg, const char *text_name, const cha
 
 void jf_cli_print_diagnostics(jf_diagnostics *d) {
     if (d) fputs(jf_diagnostics_text(d), stderr);
+    /* the first error's line as printed ("SOURCE:LINE:COL: error: message") */
+    const char *text = d ? jf_diagnostics_text(d) : "", *e = strstr(text, ": error: ");
+    if (e) {
+        while (e > text && e[-1] != '\n') e--;
+        jf_cli_note_error(e);
+    }
     jf_diagnostics_free(d);
 }
 
@@ -148,9 +169,13 @@ int jf_cli_assign_by_name(const jf_model *m, int vars, const char *text, const c
     long n = jf_cli_parse_assignments(text, what, &a);
     if (n < 0) return -1;
     size_t count = vars ? jf_model_num_vars(m) : jf_model_num_params(m);
-    int rc = 0;
+    /* A name twice in one list is a slip (which value was meant?), not a last-one-wins. */
+    unsigned char *seen = calloc(count ? count : 1, 1);
+    int rc = seen ? 0 : -1;
+    if (!seen) jf_cli_error("out of memory");
     for (long i = 0; i < n && rc == 0; i++) {
         size_t k = 0;
+        double v;
         while (k < count) {
             const char *nm = vars ? jf_model_var_name(m, k) : jf_model_param_name(m, k);
             if (strcmp(nm, a[i].name) == 0) break;
@@ -160,13 +185,20 @@ int jf_cli_assign_by_name(const jf_model *m, int vars, const char *text, const c
             jf_cli_error("%s: the model has no %s '%s'", what, vars ? "variable" : "parameter",
                          a[i].name);
             rc = -1;
-        } else if (jf_cli_parse_double(a[i].value, &values[k]) != 0) {
+        } else if (jf_cli_parse_double(a[i].value, &v) != 0 || isnan(v)) {
+            /* NaN would read as "no value given" downstream, silently replaced by a default */
             jf_cli_error("%s: '%s' is not a number (for '%s')", what, a[i].value, a[i].name);
             rc = -1;
-        } else if (set) {
-            set[k] = 1;
+        } else if (seen[k]) {
+            jf_cli_error("%s: '%s' is given twice", what, a[i].name);
+            rc = -1;
+        } else {
+            values[k] = v;
+            seen[k] = 1;
+            if (set) set[k] = 1;
         }
     }
+    free(seen);
     jf_cli_assign_free(a, n);
     return rc;
 }

@@ -13,6 +13,11 @@ char *jf_cli_strf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 /* Prints "jitfit: " + message + newline on stderr. */
 void jf_cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* Remembers msg's first line as the last error (jf_cli_error and printed diagnostics do this
+ * themselves), so `run --json` can put a failed fit's reason into its object. */
+void jf_cli_note_error(const char *msg);
+/* The last error noted ("" before any); jf_cli_note_error("") clears it. */
+const char *jf_cli_last_error(void);
 
 /* Compiles MODEL: a path to an existing file is read as a model file, anything else is model
  * text (source name "<command line>"). vars/nvars as in jf_model_options (NULL: default).

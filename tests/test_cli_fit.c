@@ -415,7 +415,7 @@ static void test_bad_data(void) {
     free(out);
     free(err);
     /* A starting value outside the bounds is refused before fitting. */
-    CHECK(fit("--p0 b=-1 " EXAMPLE_JF " " EXAMPLE_CSV, &out, &err) == 1);
+    CHECK(fit("--p0 b=-1 " EXAMPLE_JF " " EXAMPLE_CSV, &out, &err) == 2);
     CHECK_CONTAINS(err, "parameter 'b': the starting value -1 is outside its bounds [0, inf]");
     free(out);
     free(err);
@@ -447,9 +447,13 @@ static void test_usage(void) {
         {"--device tpu " EXAMPLE_JF " " EXAMPLE_CSV, "--device: unknown device 'tpu'"},
         {"--backend cuda " EXAMPLE_JF " " EXAMPLE_CSV, "--backend: unknown backend 'cuda'"},
         {EXAMPLE_JF " " EXAMPLE_CSV " --ftol", "option --ftol needs a value"},
+        {EXAMPLE_JF " " EXAMPLE_CSV " --bogus", "unknown option '--bogus'"},
         {"--p0 q=1 " EXAMPLE_JF " " EXAMPLE_CSV, "the model has no parameter 'q'"},
         {"--p0 a=x " EXAMPLE_JF " " EXAMPLE_CSV, "'x' is not a number"},
         {"--p0 a " EXAMPLE_JF " " EXAMPLE_CSV, "expected NAME=VALUE"},
+        /* NaN reads as "no value given" downstream: it would become the default 1 */
+        {"--p0 a=nan " EXAMPLE_JF " " EXAMPLE_CSV, "--p0: 'nan' is not a number (for 'a')"},
+        {"--p0 a=1,b=2,a=3 " EXAMPLE_JF " " EXAMPLE_CSV, "--p0: 'a' is given twice"},
         {"--bounds a=1 " EXAMPLE_JF " " EXAMPLE_CSV, "--bounds: expected LOW:HIGH for 'a'"},
         {"--bounds a=2:1 " EXAMPLE_JF " " EXAMPLE_CSV,
          "--bounds: the lower bound of 'a' is not below its upper bound"},
@@ -475,6 +479,37 @@ static void test_usage(void) {
     free(err);
 }
 
+/* `jitfit run --json` stays one JSON array with an object for every fit, also for fits that
+ * fail before they print anything (a missing data file, a model error). */
+static void test_run_json_failures(void) {
+    const char *data = tmp("x,y\n0,2\n1,1.2\n2,0.7\n3,0.45\n4,0.3\n5,0.2\n");
+    char text[2048];
+    snprintf(text, sizeof text,
+             "[fit a]\nmodel = a*exp(-b*x)+c\ndata = /nonexistent/nosuch.csv\n"
+             "[fit b]\nmodel = a*exp(-b*x)+c\ndata = %s\n"
+             "[fit c]\nmodel = a*exp(-b*x)+\ndata = %s\n"
+             "[fit d]\nmodel = a*exp(-b*x)+c\ndata = %s\nmax_nfev = 2\n",
+             data, data, data);
+    char *job = jf_test_tmpfile(".ini", text);
+    char cmd[8192], *out = NULL, *err = NULL;
+    snprintf(cmd, sizeof cmd, "JITFIT_CACHE_DIR='%s' '%s' run --json '%s'", cache_dir,
+             jf_test_cli(), job ? job : "");
+    CHECK(jf_test_run(cmd, &out, &err) == 1);
+    if (!CHECK(json_valid(out))) fprintf(stderr, "run --json printed:\n%s\n", out ? out : "");
+    CHECK_CONTAINS(out, "{\"name\": \"a\", \"success\": false, \"error\": "
+                        "\"/nonexistent/nosuch.csv: No such file or directory\"}");
+    CHECK_CONTAINS(out, "\"name\": \"b\"");
+    CHECK_CONTAINS(out, "{\"name\": \"c\", \"success\": false, \"error\": \"<model at ");
+    CHECK_CONTAINS(out, "error: syntax error: unexpected end of input");
+    CHECK_CONTAINS(out, "\"name\": \"d\"");
+    /* a fit that ran but did not converge prints its own object, and stderr names it */
+    CHECK_CONTAINS(err, "jitfit: d: the fit did not converge");
+    free(out);
+    free(err);
+    if (job) unlink(job);
+    free(job);
+}
+
 int main(void) {
     if (access(jf_test_cli(), X_OK) != 0) return jf_test_skip("the jitfit command is not built");
     if (!mkdtemp(cache_dir)) return jf_test_skip("cannot create a temporary cache directory");
@@ -483,6 +518,7 @@ int main(void) {
     test_cache();
     test_bad_data();
     test_usage();
+    test_run_json_failures();
     for (size_t i = 0; i < ntmp; i++) {
         unlink(tmp_paths[i]);
         free(tmp_paths[i]);
