@@ -269,9 +269,12 @@ static int fail(char **err, int st, char *m) {
 }
 
 /* Splits the header line [s, e) into f->names. A line of numbers is an error, unless
- * allow_no_header: then it is the first data row and the columns are named "1", "2", ... */
+ * allow_no_header: then it is the first data row and the columns are named "1", "2", ...
+ * With named (--columns), a line with any number in it is data too: only a line of names
+ * is a header to be renamed, so the first row of a headerless file with a text column (a
+ * label, a group) is not dropped as a header. */
 static int parse_header(jf_datafile *f, const char *s, const char *e, int allow_no_header,
-                        char **err) {
+                        int named, char **err) {
     if (memchr(s, ',', (size_t)(e - s))) f->sep = JF_SEP_COMMA;
     else if (memchr(s, '\t', (size_t)(e - s))) f->sep = JF_SEP_TAB;
     else f->sep = JF_SEP_BLANKS;
@@ -298,7 +301,8 @@ static int parse_header(jf_datafile *f, const char *s, const char *e, int allow_
         if (!f->names[f->ncols]) return fail(err, JF_ERR_NOMEM, NULL);
         f->ncols++;
     }
-    if (numeric == f->ncols && allow_no_header) {
+    f->header_numbers = numeric;
+    if ((numeric == f->ncols && allow_no_header) || (named && numeric > 0)) {
         for (size_t c = 0; c < f->ncols; c++) {
             char buf[32];
             snprintf(buf, sizeof buf, "%zu", c + 1);
@@ -467,7 +471,8 @@ int jf_datafile_open_ex(const char *path, const jf_dataopts *o, jf_datafile **ou
                                                                   : le;
             f->header_line = line;
             f->body = (size_t)(next - f->text);
-            rc = parse_header(f, q, le, o->allow_no_header || o->columns, err);
+            rc = parse_header(f, q, le, o->allow_no_header || o->columns, o->columns != NULL,
+                              err);
             if (f->sep != JF_SEP_COMMA) f->quoted = 0;
             if (rc == 0 && f->positional) {
                 /* The row of numbers is data: reading starts on it. */
@@ -537,6 +542,21 @@ static char *column_list(const jf_datafile *f) {
     return s;
 }
 
+/* "no column 'x' (columns: t, y)" into *err; when the header row holds numbers, the hint that
+ * it may be a first row of data read as a header. Returns JF_ERR_DATA (JF_ERR_NOMEM). */
+static int no_column(const jf_datafile *f, const char *name, char **err) {
+    char *list = column_list(f);
+    int rc = fail(err, JF_ERR_DATA,
+                  list ? jf_cli_strf("%s: no column '%s' (columns: %s)%s", f->path, name, list,
+                                     f->header_numbers && !f->positional
+                                         ? "; the header row has numbers in it: if it is data, "
+                                           "name the columns with --columns"
+                                         : "")
+                       : NULL);
+    free(list);
+    return rc;
+}
+
 /* The message for a cell [fs, fe) of column col (0-based) on line that is not a number. */
 static char *cell_message(const jf_datafile *f, size_t line, size_t col, const char *fs,
                           const char *fe) {
@@ -601,11 +621,7 @@ int jf_datafile_read(const jf_datafile *f, const char *const *names, size_t nnam
     for (size_t k = 0; k < nnames; k++) {
         long c = jf_datafile_column(f, names[k]);
         if (c < 0) {
-            char *list = column_list(f);
-            rc = fail(err, JF_ERR_DATA,
-                      list ? jf_cli_strf("%s: no column '%s' (columns: %s)", f->path, names[k], list)
-                           : NULL);
-            free(list);
+            rc = no_column(f, names[k], err);
             goto done;
         }
         for (size_t c2 = (size_t)c + 1; c2 < f->ncols; c2++)
@@ -741,13 +757,7 @@ int jf_datafile_read_text(const jf_datafile *f, const char *name, char ***out, s
     *nrows = 0;
     *err = NULL;
     long c = jf_datafile_column(f, name);
-    if (c < 0) {
-        char *list = column_list(f);
-        int rc = fail(err, JF_ERR_DATA,
-                      list ? jf_cli_strf("%s: no column '%s' (columns: %s)", f->path, name, list) : NULL);
-        free(list);
-        return rc;
-    }
+    if (c < 0) return no_column(f, name, err);
     size_t cap = f->max_rows ? f->max_rows : 1, row = 0;
     char **v = calloc(cap, sizeof *v);
     if (!v) return JF_ERR_NOMEM;

@@ -47,6 +47,8 @@ typedef struct jf_datafile {
     double *numeric;    /* a .npy file: ncols columns of numeric_rows doubles, column-major;
                            NULL for text */
     size_t numeric_rows; /* rows of numeric */
+    size_t header_numbers; /* cells of the header row that read as numbers (for the hint that
+                              a first row of data was taken for a header) */
 } jf_datafile;
 
 /* Options of jf_datafile_open_ex. All zero is jf_datafile_open's behaviour. */

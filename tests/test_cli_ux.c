@@ -66,6 +66,19 @@ static void test_text_formats(void) {
     fits_line("--columns x,y", tmp(".csv", "# no header\n" LINE_ROWS));
     fits_line("--columns 'x, obs' --y obs", tmp(".csv", LINE_ROWS));
     fits_line("", tmp(".txt", "0 1\n1 3\n2 5\n3 7\n4 9\n"));
+    /* With --columns, a first row with numbers and a text column (a label) is data, not a
+     * header to be renamed: all six rows are fitted. A row of names is still a header. */
+    const char *labels = tmp(".csv", "0,1,a\n1,3,b\n2,5,c\n3,7,d\n4,9,e\n5,11,f\n");
+    const char *named = tmp(".csv", "t,obs,note\n0,1,a\n1,3,b\n2,5,c\n3,7,d\n4,9,e\n5,11,f\n");
+    for (int k = 0; k < 2; k++) {
+        char cmd[1024], *o = NULL, *e = NULL;
+        snprintf(cmd, sizeof cmd, "fit --json --columns x,y,note 'a*x+b' '%s'", k ? named : labels);
+        CHECK(jf(cmd, &o, &e) == 0);
+        CHECK_CONTAINS(o, "\"n\": 6,");
+        CHECK_NEAR(param(o, "a"), 2, 1e-9);
+        free(o);
+        free(e);
+    }
     /* RFC 4180 quotes: a text column with commas, doubled quotes and a line break. */
     fits_line("", tmp(".csv", "\"x\",\"note, with comma\",y\n0,\"a \"\"q\"\"\",1\n1,\"two\nlines\",3\n"
                               "2,plain,5\n3,\"\",7\n"));
@@ -188,6 +201,10 @@ static void test_data_errors(void) {
         {"0,1,2\n1,3,4\n2,5,6\n", "",
          ": the data have no header row and 3 columns, but the model needs 2 (x,y)"},
         {LINE_ROWS, "--columns x,y,z ", ": 3 column names given, but the file has 2 columns"},
+        /* without --columns such a first row is taken for a header: the message says so */
+        {"0,1,a\n1,3,b\n2,5,c\n", "",
+         ": no column 'x' (columns: 0, 1, a); the header row has numbers in it: if it is data, "
+         "name the columns with --columns"},
         {"x,y\n0,\"1\n1,3\n", "", ":2: column 2: unterminated quoted field"},
         {"x,y\n0,\"1\"z\n", "", ":2: column 2: unterminated quoted field or text after"},
     };
