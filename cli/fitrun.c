@@ -46,6 +46,27 @@ static int vars_in_data(const jf_model *m, const jf_datafile *df) {
     return 1;
 }
 
+/* A parameter named like a column of the data (other than the response, sigma and group):
+ * the column is not used, which is rarely what was meant (`a*x + b*t` on columns x,t,y). */
+static void warn_param_columns(const jf_model *m, const jf_spec *s, const jf_datafile *df) {
+    const char *resp = s->ycol ? s->ycol : jf_model_response_name(m);
+    for (size_t k = 0; k < jf_model_num_params(m); k++) {
+        const char *p = jf_model_param_name(m, k);
+        if (jf_datafile_column(df, p) < 0 || strcmp(p, resp) == 0 ||
+            (s->sigma && strcmp(p, s->sigma) == 0) || (s->group && strcmp(p, s->group) == 0))
+            continue;
+        char vars[512] = "";
+        for (size_t j = 0, used = 0; j < jf_model_num_vars(m) && used < sizeof vars; j++)
+            used += (size_t)snprintf(vars + used, sizeof vars - used, "%s, ",
+                                     jf_model_var_name(m, j));
+        fprintf(stderr,
+                "jitfit: warning: '%s' is a parameter of the model and also a column of %s; the "
+                "column is not used (to fit against it, declare the variables in a model file: "
+                "var %s%s)\n",
+                p, df->path, vars, p);
+    }
+}
+
 /* Compiles MODEL. A formula without `var` declarations has the variable x; when the data have
  * no column x but do have columns named like some of the formula's free names (`a*exp(-b*t)`
  * with columns t,y), those names are the variables instead, as the design prescribes ("the data
@@ -62,6 +83,7 @@ static jf_model *load_model(const jf_spec *s, const jf_datafile *df) {
     jf_model *m = jf_cli_load_model_ex(s->model, text_name, NULL, 0, &d);
     if (!m || vars_in_data(m, df) || df->positional) {
         jf_cli_print_diagnostics(d);
+        if (m && !df->positional) warn_param_columns(m, s, df);
         return m;
     }
     const char *resp = s->ycol ? s->ycol : jf_model_response_name(m);
@@ -94,6 +116,15 @@ static jf_model *load_model(const jf_spec *s, const jf_datafile *df) {
     jf_model_free(m);
     jf_diagnostics_free(d);
     jf_cli_print_diagnostics(d2);
+    /* The formula now means something else than its plain reading: say how it was read. */
+    char list[512] = "";
+    for (size_t j = 0, used = 0; j < jf_model_num_vars(m2) && used < sizeof list; j++)
+        used += (size_t)snprintf(list + used, sizeof list - used, "%s%s", j ? ", " : "",
+                                 jf_model_var_name(m2, j));
+    fprintf(stderr,
+            "jitfit: note: the data have no column 'x'; the model's variable%s: %s (columns of "
+            "the data)\n",
+            jf_model_num_vars(m2) == 1 ? "" : "s", list);
     return m2;
 }
 

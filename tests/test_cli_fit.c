@@ -303,8 +303,10 @@ static void test_options(void) {
     CHECK_NEAR(json_param(out, "a", "value"), 1.9971428571428571, 1e-7);
     CHECK_NEAR(json_param(out, "b", "value"), 1.0238095238095237, 1e-7);
     CHECK_CONTAINS(out, "\"response\": \"obs\"");
-    /* the first reading (variable x, unused) is not the one kept: its warning is not printed */
+    /* the first reading (variable x, unused) is not the one kept: its warning is not printed;
+     * a note says how the formula was read */
     CHECK(!err || !strstr(err, "warning"));
+    CHECK_CONTAINS(err, "note: the data have no column 'x'; the model's variable: t (columns");
     if (rc != 0) fprintf(stderr, "stderr: %s\n", err ? err : "");
     free(out);
     free(err);
@@ -319,6 +321,17 @@ static void test_options(void) {
                    "<command line>:1:1: warning: the model does not depend on its variable 'x'");
     CHECK_CONTAINS(err, "    ^^^^^^^");
     CHECK_CONTAINS(out, "\"name\": \"t\"");
+    free(out);
+    free(err);
+
+    /* A parameter named like an unused column of the data: a warning, the fit still runs. */
+    const char *xt = tmp("x,t,y\n0,2,1\n1,1.2,2\n2,0.7,3\n3,0.45,4\n4,0.3,5\n5,0.2,6\n");
+    snprintf(args, sizeof args, "--json 'a*x + b*t' '%s'", xt);
+    rc = fit(args, &out, &err);
+    CHECK(rc == 0);
+    CHECK_CONTAINS(err, "warning: 't' is a parameter of the model and also a column of");
+    CHECK_CONTAINS(err, "declare the variables in a model file: var x, t)");
+    CHECK(!strstr(err ? err : "", "'y' is a parameter")); /* the response is no such column */
     free(out);
     free(err);
 
