@@ -100,7 +100,10 @@ int jf_cmd_fit(int argc, char **argv) {
         jf_cli_error("out of memory");
         rc = 1;
     }
-    if (rc == 0) rc = jf_run_spec(&s, stdout, NULL);
+    /* With --output - the CSV is standard output, so the report (text or JSON) moves to
+     * stderr rather than being interleaved with it. */
+    if (rc == 0)
+        rc = jf_run_spec(&s, s.output && strcmp(s.output, "-") == 0 ? stderr : stdout, NULL);
     jf_spec_free(&s);
     return rc;
 }

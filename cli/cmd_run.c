@@ -103,6 +103,15 @@ int jf_cmd_run(int argc, char **argv) {
             int i = optidx[j];
             rc = jf_cli_parse_option(argc, argv, &i, &job.fits[k], "run");
         }
+    /* Several fits' CSV on one standard output (next to the report) could not be told apart. */
+    for (size_t k = 0; k < job.nfits && rc == 0; k++)
+        if (job.fits[k].output && strcmp(job.fits[k].output, "-") == 0) {
+            fprintf(stderr,
+                    "jitfit: %s: [fit %s]: output '-' (standard output) is for jitfit fit; "
+                    "give each fit of a job a file\n",
+                    path, job.fits[k].name);
+            rc = 2;
+        }
     if (rc == 0 && only) {
         /* Every name in --only must exist: a typo should not silently run nothing. */
         char *list = strdup(only), *save = NULL;

@@ -2,6 +2,7 @@
  * "C" locale object so the command behaves the same whatever LC_NUMERIC says. */
 #include "util.h"
 
+#include <errno.h>
 #include <locale.h>
 #include <math.h>
 #include <stdarg.h>
@@ -62,6 +63,13 @@ jf_model *jf_cli_load_model_ex(const char *arg, const char *text_name, const cha
     jf_diagnostics *d = NULL;
     struct stat st;
     int st_code;
+    size_t alen = strlen(arg);
+    if (alen > 3 && strcmp(arg + alen - 3, ".jf") == 0 && stat(arg, &st) != 0) {
+        /* a model file's name, not a formula (which cannot end in ".jf") */
+        jf_cli_error("%s: %s", arg, strerror(errno));
+        if (keep) *keep = NULL;
+        return NULL;
+    }
     if (stat(arg, &st) == 0 && S_ISREG(st.st_mode)) {
         o.source_name = arg;
         st_code = jf_model_compile_file(arg, &o, &m, &d);

@@ -437,6 +437,18 @@ static void test_bad_data(void) {
     CHECK_CONTAINS(err, "exq");
     free(out);
     free(err);
+    /* --output -: the CSV alone on stdout, the report (here JSON) on stderr. */
+    CHECK(fit("--json --output - " EXAMPLE_JF " " EXAMPLE_CSV, &out, &err) == 0);
+    CHECK(out && strncmp(out, "x,y,fit,residual\n", 17) == 0);
+    CHECK(json_valid(err));
+    CHECK_CONTAINS(err, "\"params\"");
+    free(out);
+    free(err);
+    /* A model file that does not exist is that, not a formula with a '.' in it. */
+    CHECK(fit("/nonexistent/model.jf " EXAMPLE_CSV, &out, &err) == 1);
+    CHECK_CONTAINS(err, "jitfit: /nonexistent/model.jf: No such file or directory");
+    free(out);
+    free(err);
 }
 
 static void test_usage(void) {

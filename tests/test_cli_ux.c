@@ -351,6 +351,8 @@ static void test_job_errors(void) {
         {"# nothing\n", 2, ": no [fit NAME] sections"},
         {"[fit a]\nmodel = a*x+b\ndata = d.csv\nparam q = 1\n", 2, ":4: p0: the model has no parameter 'q'"},
         {"[fit a]\nmodel = a*x+b\ndata = d.csv\nbounds = a=3:1\n", 2, ":4: bounds: the lower bound of 'a' is not below"},
+        {"[fit a]\nmodel = a*x+b\ndata = d.csv\noutput = -\n", 2, ": [fit a]: output '-' (standard output) is for jitfit fit"},
+        {"[fit a]\nmodel = a*x+b\ndata = d.csv\nparam a = nan\n", 2, ":4: param a: 'nan' is not a number (for parameter 'a')"},
     };
     const char *data = tmp(".csv", "x,y\n" LINE_ROWS);
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
