@@ -165,8 +165,13 @@ static jf_ref rule(ctx *c, jf_ref f) {
             t1 = mul(c, mul(c, v, bin(c, JF_OP_POW, u, vm1)), du);
         }
         if (v_dep) {
-            /* u^v·log(u)·v': NaN for u < 0, where u^v is itself only defined for integer v */
-            t2 = mul(c, mul(c, f, un(c, JF_OP_LOG, u)), deriv(c, v));
+            /* u^v·log(u)·v': NaN for u < 0, where u^v is itself only defined for integer v.
+             * At u = 0 it is the limit 0 (u^v·log u → 0 for v > 0), taken as JAX does, with
+             * log(1) for log(0): a power law a·x^b on data with x = 0 would otherwise have a
+             * NaN Jacobian there (0·-inf) and could not even start. For v < 0, u^v = inf and
+             * the product is still NaN, as it should be. */
+            jf_ref safe_u = jf_dag_select(c->d, bin(c, JF_OP_EQ, u, C(c, 0.0)), C(c, 1.0), u);
+            t2 = mul(c, mul(c, f, un(c, JF_OP_LOG, safe_u)), deriv(c, v));
         }
         return add(c, t1, t2);
     }

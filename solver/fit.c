@@ -372,6 +372,46 @@ static void note_undetermined(char *msg, const int *unident, const double *A, si
                  count == 1 ? "its standard error is" : "their standard errors are");
 }
 
+/* Appends to msg (of MSG_LEN) where a start that is not finite fails first: the point, its
+ * variable values, and the model value or the derivative (∂f/∂p) that is NaN or infinite
+ * (x^b at x = 0 has ∂/∂b = x^b·log x = NaN) — what the user must change, the data or p0. */
+static void note_nonfinite(char *msg, const jf_problem *prob, const double *p,
+                           const struct jf_model *m) {
+    enum { BLOCK = 256 };
+    size_t np = prob->np;
+    double r[BLOCK], *J = malloc(BLOCK * (np ? np : 1) * sizeof *J);
+    if (!J) return;
+    for (size_t b0 = 0; b0 < prob->n; b0 += BLOCK) {
+        size_t b1 = b0 + BLOCK < prob->n ? b0 + BLOCK : prob->n;
+        jf_kernels_jacobian_row(prob->k, p, &prob->view, b0, b1, r, J);
+        for (size_t i = 0; i < b1 - b0; i++) {
+            size_t bad = np + 1; /* np: the residual; else the parameter */
+            if (!isfinite(r[i])) bad = np;
+            for (size_t k = 0; k < np && bad > np; k++)
+                if (!isfinite(J[i * np + k])) bad = k;
+            if (bad > np) continue;
+            size_t len = strlen(msg);
+            len += (size_t)snprintf(msg + len, MSG_LEN - len, ": first at point %zu (0-based", b0 + i);
+            for (size_t j = 0; j < m->nv && j < 4 && len < MSG_LEN; j++)
+                len += (size_t)snprintf(msg + len, MSG_LEN - len, ", %s = %.17g", m->var_names[j],
+                                        prob->view.x[j * prob->view.ldx + b0 + i]);
+            double v = bad == np ? r[i] : J[i * np + bad];
+            const char *what = isnan(v) ? "NaN" : v > 0 ? "inf" : "-inf";
+            if (len < MSG_LEN) {
+                if (bad == np)
+                    snprintf(msg + len, MSG_LEN - len, "), where the residual is %s", what);
+                else
+                    snprintf(msg + len, MSG_LEN - len,
+                             "), where the derivative with respect to '%s' is %s",
+                             m->param_names[bad], what);
+            }
+            free(J);
+            return;
+        }
+    }
+    free(J);
+}
+
 /* run_fit's return when a GPU fit must go to the CPU instead (not a jf_status). */
 #define FIT_GPU_FALLBACK 1000
 
@@ -520,6 +560,7 @@ static int run_fit(const fit_setup *s, const jf_data *d, const double *w, const 
             r->ssr = r->chi2 = r->reduced_chi2 = r->r_squared = NAN;
             snprintf(b->message, MSG_LEN,
                      "the residuals or the Jacobian are not finite at the starting point");
+            if (prob.k) note_nonfinite(b->message, &prob, r->params, m);
         } else {
             if (pre && pre->finished) jf_covar_triangle(pre->R, n, np, r->covariance, unident);
             else if (st.J) code = jf_covar_jacobian(st.J, n, np, r->covariance, unident);

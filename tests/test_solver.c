@@ -285,6 +285,58 @@ static void test_losses(void) {
     jf_model_free(m);
 }
 
+/* ---- a power law on data that include x = 0 ------------------------------------------------ */
+
+/* d(x^b)/db = x^b·log x is taken as its limit 0 at x = 0 (for b > 0), so a·x^b fits data with
+ * x = 0 as scipy's finite differences do; with b < 0 the start is not finite there, and the
+ * message names the point and what is not finite. */
+static void test_power_law_at_zero(void) {
+    jf_model *m = compile("a*x^b");
+    if (!m) return;
+    enum { N = 11 };
+    double x[N], y[N];
+    for (int i = 0; i < N; i++) {
+        x[i] = i;
+        y[i] = 2 * pow(x[i], 1.5);
+    }
+    jf_data d = {N, x, 0, y, NULL};
+    jf_fit_result *r = NULL;
+    char *err = NULL;
+    CHECK(jf_fit(m, &d, NULL, &r, &err) == JF_OK);
+    if (r) {
+        CHECK(r->success);
+        CHECK_NEAR(r->params[0], 2, 1e-10);
+        CHECK_NEAR(r->params[1], 1.5, 1e-10);
+    }
+    jf_fit_result_free(r);
+    r = NULL;
+    const double p0[2] = {1, -1};
+    jf_fit_options o = jf_fit_options_default();
+    o.p0 = p0;
+    CHECK(jf_fit(m, &d, &o, &r, &err) == JF_OK);
+    if (r) {
+        CHECK(r->status == JF_FIT_NONFINITE);
+        CHECK_CONTAINS(r->message, "not finite at the starting point: first at point 0 (0-based, "
+                                   "x = 0), where the residual is inf");
+    }
+    jf_fit_result_free(r);
+    r = NULL;
+    /* a finite model with a NaN derivative (inf·0 at x = 0) names the parameter */
+    jf_model *m2 = compile("a + sqrt(b - 1)*x");
+    const double p2[2] = {1, 1};
+    o.p0 = p2;
+    if (m2 && jf_fit(m2, &d, &o, &r, &err) == JF_OK && r) {
+        CHECK(r->status == JF_FIT_NONFINITE);
+        CHECK_CONTAINS(r->message, "first at point 0 (0-based, x = 0), where the derivative with "
+                                   "respect to 'b' is NaN");
+    } else {
+        CHECK(!"the sqrt model ran");
+    }
+    jf_fit_result_free(r);
+    jf_model_free(m2);
+    jf_model_free(m);
+}
+
 /* ---- unused parameter, argument errors, non-finite starts --------------------------------- */
 
 static void test_unused_and_errors(void) {
@@ -669,6 +721,7 @@ int main(void) {
     test_bounds();
     test_sigma();
     test_losses();
+    test_power_law_at_zero();
     test_unused_and_errors();
     test_nonfinite_trial();
     test_max_nfev();

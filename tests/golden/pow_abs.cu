@@ -44,7 +44,7 @@ static __device__ __noinline__ void jf_block_sums(const double *v, unsigned int 
 }
 #endif
 
-/* ---- model: 4 parameter(s), 1 variable(s); 11 operations for f, 16 for f and its gradient; normal_eq sums 15 values ---- */
+/* ---- model: 4 parameter(s), 1 variable(s); 11 operations for f, 20 for f and its gradient; normal_eq sums 15 values ---- */
 extern "C" __global__ void __launch_bounds__(256)
 jf_residual(const double *__restrict__ p, const double *__restrict__ x, jf_index ldx,
         const double *__restrict__ y, const double *__restrict__ w,
@@ -97,18 +97,20 @@ jf_jacobian_row(const double *__restrict__ p, const double *__restrict__ x, jf_i
         const double t7 = t4 + t6;
         const double t9 = hypot(p3, x0);
         const double t10 = t7 + t9;
-        const double t11 = log(x0);
-        const double t12 = t3 * t11;
-        const double t13 = p0 * t12;
-        const double t14 = jf_sign(p2);
-        const double t15 = p3 / t9;
+        const double t13 = jf_eq(0.0, x0);
+        const double t14 = jf_select(t13, 0x1p+0, x0);
+        const double t15 = log(t14);
+        const double t16 = t3 * t15;
+        const double t17 = p0 * t16;
+        const double t18 = jf_sign(p2);
+        const double t19 = p3 / t9;
         const double yi = y ? y[i] : 0.0;
         const double wi = w ? w[i] : 1.0;
         double r = (t10 - yi) * wi;
         double J0 = t3 * wi;
-        double J1 = t13 * wi;
-        double J2 = t14 * wi;
-        double J3 = t15 * wi;
+        double J1 = t17 * wi;
+        double J2 = t18 * wi;
+        double J3 = t19 * wi;
         rout[i - begin] = r;
         J[0 * ldj + (i - begin)] = J0;
         J[1 * ldj + (i - begin)] = J1;
@@ -157,18 +159,20 @@ jf_normal_eq(const double *__restrict__ p, const double *__restrict__ x, jf_inde
         const double t7 = t4 + t6;
         const double t9 = hypot(p3, x0);
         const double t10 = t7 + t9;
-        const double t11 = log(x0);
-        const double t12 = t3 * t11;
-        const double t13 = p0 * t12;
-        const double t14 = jf_sign(p2);
-        const double t15 = p3 / t9;
+        const double t13 = jf_eq(0.0, x0);
+        const double t14 = jf_select(t13, 0x1p+0, x0);
+        const double t15 = log(t14);
+        const double t16 = t3 * t15;
+        const double t17 = p0 * t16;
+        const double t18 = jf_sign(p2);
+        const double t19 = p3 / t9;
         const double yi = y ? y[i] : 0.0;
         const double wi = w ? w[i] : 1.0;
         double r = (t10 - yi) * wi;
         double J0 = t3 * wi;
-        double J1 = t13 * wi;
-        double J2 = t14 * wi;
-        double J3 = t15 * wi;
+        double J1 = t17 * wi;
+        double J2 = t18 * wi;
+        double J3 = t19 * wi;
         double cost;
         if (L == 0) {
             cost = r * r;
