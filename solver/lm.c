@@ -457,7 +457,7 @@ int jf_lm_solve(jf_problem *prob, const jf_lm_config *cfg, double *x, jf_lm_stat
             w.acc = w.acc_try;
             w.acc_try = t;
             unpack(&w, w.acc);
-            if (!cfg->x_scale) jf_step_update_scale(w.D, w.diag, 0, np);
+            if (!cfg->x_scale) jf_step_rescale(w.D, w.diag, x, np, &tr);
             active_set(&w, x, cfg->lo, cfg->hi);
             gnorm = jf_step_gnorm(w.g, w.diag, w.free_, w.F, np);
         }

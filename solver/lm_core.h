@@ -575,7 +575,7 @@ JF_HD_CALL int jf_lmc_judge(jf_lmc *c, jf_lmc_views *v, const double *acc_try) {
     if (c->accepted) {
         for (unsigned long long k = 0; k < np; k++) v->x[k] = v->x_try[k];
         c->F = jf_lmc_unpack(v, np, acc_try);
-        if (!c->use_x_scale) jf_step_update_scale(v->D, v->diag, 0, np);
+        if (!c->use_x_scale) jf_step_rescale(v->D, v->diag, v->x, np, &c->tr);
         jf_lmc_active_set(v, np);
         c->gnorm = jf_step_gnorm(v->g, v->diag, v->free_, c->F, np);
     }

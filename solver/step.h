@@ -114,6 +114,23 @@ JF_HD void jf_step_update_scale(double *D, const double *diag, int first, size_t
     }
 }
 
+/* The scale update after an accepted step at x, and the radius with it. D_k only grows; when
+ * an update multiplies ‖D x‖ by more than JF_STEP_RESCALE (the Jacobian changed regime: a
+ * robust loss's residuals leaving the region where its scaling is clipped to √ε, or an
+ * exponential far from its start), the radius, which is measured in D's units, is multiplied
+ * by the same factor. Otherwise the rescaling alone shrinks the trust region in parameter
+ * space by that factor and the next steps pass the XTOL test far from any minimum (a huber
+ * fit whose start had every residual beyond f_scale stopped there). MINPACK does not do this;
+ * below the threshold nothing differs from it. */
+#define JF_STEP_RESCALE 2.0
+JF_HD void jf_step_rescale(double *D, const double *diag, const double *x, size_t p,
+                           jf_step_tr *tr) {
+    double before = jf_step_scaled_norm(D, x, p);
+    jf_step_update_scale(D, diag, 0, p);
+    double after = jf_step_scaled_norm(D, x, p);
+    if (before > 0 && after > JF_STEP_RESCALE * before) tr->delta *= after / before;
+}
+
 /* The starting radius factor·‖D x0‖ (factor itself when x0 = 0, as MINPACK). */
 JF_HD void jf_step_tr_init(jf_step_tr *tr, double xnorm) {
     tr->delta = xnorm > 0 ? JF_STEP_FACTOR * xnorm : JF_STEP_FACTOR;

@@ -285,6 +285,51 @@ static void test_losses(void) {
     jf_model_free(m);
 }
 
+/* ---- a robust loss whose start has every residual beyond f_scale ------------------------- */
+
+/* With huber there the loss-scaled Jacobian is clipped to √ε·J (as scipy's), so D and the
+ * radius start ~1e-8 small; once residuals come inside f_scale D grows by ~1e8. The radius,
+ * in D's units, must grow with it (jf_step_rescale): without that the fit stopped on XTOL at
+ * cost 2.187 with every standard error infinite. scipy's least_squares(loss='huber',
+ * f_scale=0.1) from the same start: cost 1.048746, (2.5184, 1.2506, 0.5040). The data: 2.5
+ * exp(-1.3x) + 0.5 + N(0, 0.05) on 40 points of [0, 5], every sixth 1.5 higher. */
+static void test_robust_start_outside(void) {
+    static const double y[40] = {
+        4.4284563488570452, 2.5693769264105493, 2.3110251942744924, 1.9901223178864835,
+        1.8098236078073555, 1.6268617024381631, 2.8475220335136244, 1.3293612492311038,
+        1.1292104129125671, 1.1625296496662063, 1.0086234541710759, 0.87274989367018097,
+        2.348412597602846,  0.79714600591561402, 0.75890582513198412, 0.77487552121930769,
+        0.70035082886795985, 0.73007305613446705, 2.1561786766275017, 0.59647255459872417,
+        0.51296458915808163, 0.497466473515983,  0.57414320685456788, 0.5886423559886107,
+        2.1179543767854772, 0.50809454920587671, 0.53669801939426065, 0.48712357384459026,
+        0.50239223799031463, 0.40592741717469749, 2.0537869902243555, 0.47812860631123327,
+        0.50843511179012058, 0.53250357699239903, 0.52560286743751439, 0.44160915663965072,
+        2.0821052678811172, 0.54311124872408323, 0.52944700901390407, 0.47077872353223088};
+    double x[40];
+    for (int i = 0; i < 40; i++) x[i] = 5.0 * i / 39;
+    jf_model *m = compile("a*exp(-b*x) + c");
+    if (!m) return;
+    jf_data d = {40, x, 0, y, NULL};
+    const double p0[3] = {1, 1, 0};
+    jf_fit_options o = jf_fit_options_default();
+    o.p0 = p0;
+    o.loss = JF_LOSS_HUBER;
+    o.f_scale = 0.1;
+    jf_fit_result *r = NULL;
+    char *err = NULL;
+    CHECK(jf_fit(m, &d, &o, &r, &err) == JF_OK);
+    if (r) {
+        CHECK(r->success);
+        CHECK_NEAR(r->cost, 1.048746, 1e-6);
+        CHECK_NEAR(r->params[0], 2.5184, 1e-3);
+        CHECK_NEAR(r->params[1], 1.2506, 1e-3);
+        CHECK_NEAR(r->params[2], 0.5040, 1e-3);
+        CHECK(isfinite(r->std_errors[0]) && isfinite(r->std_errors[1]));
+    }
+    jf_fit_result_free(r);
+    jf_model_free(m);
+}
+
 /* ---- a power law on data that include x = 0 ------------------------------------------------ */
 
 /* d(x^b)/db = x^b·log x is taken as its limit 0 at x = 0 (for b > 0), so a·x^b fits data with
@@ -722,6 +767,7 @@ int main(void) {
     test_sigma();
     test_losses();
     test_power_law_at_zero();
+    test_robust_start_outside();
     test_unused_and_errors();
     test_nonfinite_trial();
     test_max_nfev();
