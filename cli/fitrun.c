@@ -348,7 +348,15 @@ static int start_and_bounds(jf_fitctx *c) {
     for (size_t k = 0; k < np; k++) {
         const char *name = jf_model_param_name(m, k);
         int declared = !isnan(c->p0[k]);
-        if (!declared) c->p0[k] = 1; /* scipy curve_fit's default start */
+        /* scipy curve_fit's default start (its _initialize_feasible), as the library's: 1,
+         * or within the bounds: their midpoint, lower + 1, upper - 1 */
+        if (!declared) {
+            int lf = isfinite(c->lo[k]), hf = isfinite(c->hi[k]);
+            c->p0[k] = lf && hf ? 0.5 * (c->lo[k] + c->hi[k])
+                       : lf     ? c->lo[k] + 1.0
+                       : hf     ? c->hi[k] - 1.0
+                                : 1.0;
+        }
         char sl[64], sh[64], sv[64];
         jf_cli_format_double(sl, sizeof sl, c->lo[k]);
         jf_cli_format_double(sh, sizeof sh, c->hi[k]);
@@ -364,14 +372,8 @@ static int start_and_bounds(jf_fitctx *c) {
         }
         /* In a batch, per-group starting values may still come from --p0-file. */
         if ((c->p0[k] < c->lo[k] || c->p0[k] > c->hi[k]) && !s->p0_file) {
-            if (declared)
-                jf_cli_error("parameter '%s': the starting value %s is outside its bounds "
-                             "[%s, %s]",
-                             name, sv, sl, sh);
-            else
-                jf_cli_error("parameter '%s' has no starting value and the default 1 is outside "
-                             "its bounds [%s, %s]; give one with --p0 %s=VALUE",
-                             name, sl, sh, name);
+            jf_cli_error("parameter '%s': the starting value %s is outside its bounds [%s, %s]",
+                         name, sv, sl, sh);
             return 2;
         }
     }

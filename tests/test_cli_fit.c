@@ -504,6 +504,26 @@ static void test_usage(void) {
     free(err);
 }
 
+/* A parameter without a starting value starts where scipy's curve_fit and the C API start
+ * it: 1, or within its bounds at their midpoint, lower + 1 or upper - 1. */
+static void test_default_start(void) {
+    const char *data = tmp("x,y\n0,2\n1,1.2\n2,0.7\n3,0.45\n4,0.3\n5,0.2\n");
+    char args[1024], *out = NULL, *err = NULL;
+    snprintf(args, sizeof args, "--json --bounds a=0:10,b=0.5:,c=:-0.5 'a*exp(-b*x) + c' '%s'",
+             data);
+    CHECK(fit(args, &out, &err) == 0 || out);
+    CHECK_NEAR(json_param(out, "a", "initial"), 5, 0);
+    CHECK_NEAR(json_param(out, "b", "initial"), 1.5, 0);
+    CHECK_NEAR(json_param(out, "c", "initial"), -1.5, 0);
+    free(out);
+    free(err);
+    snprintf(args, sizeof args, "--json 'a*exp(-b*x) + c' '%s'", data);
+    CHECK(fit(args, &out, &err) == 0);
+    CHECK_NEAR(json_param(out, "c", "initial"), 1, 0);
+    free(out);
+    free(err);
+}
+
 /* `jitfit run --json` stays one JSON array with an object for every fit, also for fits that
  * fail before they print anything (a missing data file, a model error). */
 static void test_run_json_failures(void) {
@@ -544,6 +564,7 @@ int main(void) {
     test_bad_data();
     test_usage();
     test_run_json_failures();
+    test_default_start();
     for (size_t i = 0; i < ntmp; i++) {
         unlink(tmp_paths[i]);
         free(tmp_paths[i]);
