@@ -330,6 +330,42 @@ static void test_robust_start_outside(void) {
     jf_model_free(m);
 }
 
+/* ---- an XTOL stop far from the minimum is not passed off as one --------------------------- */
+
+/* a*exp(b*x) + c from b = 1 on x up to 50: the Jacobian's first column is e^50 there, D keeps
+ * that scale, and the steps soon pass the XTOL test at cost 1388 (the minimum, from a good
+ * start: 2.33; scipy's trf stops early too). The message must say the gradient is not small. */
+static void test_suspect_stop(void) {
+    enum { N = 40 };
+    double x[N], y[N];
+    for (int i = 0; i < N; i++) {
+        x[i] = 50.0 * i / 39;
+        y[i] = 3 * exp(0.05 * x[i]) - 1 + 0.5 * sin(12.9898 * i);
+    }
+    jf_model *m = compile("a*exp(b*x) + c");
+    if (!m) return;
+    jf_data d = {N, x, 0, y, NULL};
+    static const double bad[3] = {1, 1, 0}, good[3] = {3, 0.05, -1};
+    for (int k = 0; k < 2; k++) {
+        jf_fit_options o = jf_fit_options_default();
+        o.p0 = k ? good : bad;
+        jf_fit_result *r = NULL;
+        char *err = NULL;
+        CHECK(jf_fit(m, &d, &o, &r, &err) == JF_OK);
+        if (!r) continue;
+        if (k == 0) {
+            CHECK(r->cost > 100);
+            CHECK_CONTAINS(r->message, "; but the scaled gradient is still");
+            CHECK_CONTAINS(r->message, "this may not be a minimum");
+        } else {
+            CHECK_NEAR(r->cost, 2.32775771, 1e-6);
+            CHECK(!strstr(r->message, "may not be a minimum"));
+        }
+        jf_fit_result_free(r);
+    }
+    jf_model_free(m);
+}
+
 /* ---- a power law on data that include x = 0 ------------------------------------------------ */
 
 /* d(x^b)/db = x^b·log x is taken as its limit 0 at x = 0 (for b > 0), so a·x^b fits data with
@@ -768,6 +804,7 @@ int main(void) {
     test_losses();
     test_power_law_at_zero();
     test_robust_start_outside();
+    test_suspect_stop();
     test_unused_and_errors();
     test_nonfinite_trial();
     test_max_nfev();
