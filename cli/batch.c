@@ -134,6 +134,33 @@ out:
     return rc;
 }
 
+static int cmp_label(const void *a, const void *b) {
+    return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+/* Groups whose every row --nan-policy omit dropped have no fit: say so, not nothing. */
+static void note_vanished_groups(const jf_fitctx *c, const groups *g) {
+    if (!c->dropped_keys) return;
+    char **sorted = malloc((g->n ? g->n : 1) * sizeof *sorted);
+    if (!sorted) return;
+    memcpy(sorted, g->label, g->n * sizeof *sorted);
+    qsort(sorted, g->n, sizeof *sorted, cmp_label);
+    size_t gone = 0;
+    const char *first = NULL;
+    for (size_t i = 0; i < c->rows_dropped; i++) {
+        const char *l = c->dropped_keys[i];
+        if (i && strcmp(l, c->dropped_keys[i - 1]) == 0) continue;
+        if (bsearch(&l, sorted, g->n, sizeof *sorted, cmp_label)) continue;
+        if (!gone++) first = l;
+    }
+    if (gone)
+        fprintf(stderr,
+                "jitfit: note: %s: %zu group%s had every row dropped (first '%s'): no fit for "
+                "%s\n",
+                c->df->path, gone, gone == 1 ? "" : "s", first, gone == 1 ? "it" : "them");
+    free(sorted);
+}
+
 /* The terminal progress line; batch_progress calls it from one thread at a time. */
 static void show_progress(void *ctx, size_t done, size_t total) {
     (void)ctx;
@@ -154,6 +181,7 @@ int jf_batch_run(jf_fitctx *c, FILE *out, jf_run_summary *sum) {
     char **errs = NULL;
     size_t *fill = NULL;
     if (group_rows(&g, c->keys, t->nrows) != 0) goto nomem;
+    note_vanished_groups(c, &g);
     blocks = calloc(g.n + 1, sizeof *blocks);
     data = calloc(g.n + 1, sizeof *data);
     p0 = malloc((g.n * np + 1) * sizeof *p0);
@@ -240,7 +268,7 @@ int jf_batch_run(jf_fitctx *c, FILE *out, jf_run_summary *sum) {
             r.time_model_ms = c->time_model_ms;
             r.name = s->name;
             r.group = g.label[k];
-            r.rows_dropped = c->rows_dropped;
+            r.rows_dropped = jf_run_dropped_in_group(c, g.label[k]);
             jf_report_json(out, &r);
         }
         fputs("]\n", out);

@@ -284,6 +284,23 @@ static int name_positional(jf_datafile *df, const jf_model *m, const jf_spec *s,
     return 0;
 }
 
+static int cmp_str(const void *a, const void *b) {
+    return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+size_t jf_run_dropped_in_group(const jf_fitctx *c, const char *label) {
+    if (!c->dropped_keys) return 0;
+    size_t lo = 0, hi = c->rows_dropped; /* the first label >= label */
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (strcmp(c->dropped_keys[mid], label) < 0) lo = mid + 1;
+        else hi = mid;
+    }
+    size_t n = 0;
+    while (lo + n < c->rows_dropped && strcmp(c->dropped_keys[lo + n], label) == 0) n++;
+    return n;
+}
+
 /* Drops rows with NaN in the used columns (with their group labels). */
 static void drop_nan_rows(jf_fitctx *c) {
     jf_table *t = &c->table;
@@ -299,12 +316,16 @@ static void drop_nan_rows(jf_fitctx *c) {
     if (bad) {
         size_t n0 = t->nrows;
         if (c->keys) {
-            size_t j = 0;
+            /* the dropped rows' labels are kept, sorted, for each group's rows_dropped */
+            c->dropped_keys = malloc(bad * sizeof *c->dropped_keys);
+            size_t j = 0, nd = 0;
             for (size_t i = 0; i < n0; i++) {
                 if (keep[i]) c->keys[j++] = c->keys[i];
+                else if (c->dropped_keys) c->dropped_keys[nd++] = c->keys[i];
                 else free(c->keys[i]);
             }
             for (size_t i = j; i < n0; i++) c->keys[i] = NULL;
+            if (c->dropped_keys) qsort(c->dropped_keys, nd, sizeof *c->dropped_keys, cmp_str);
         }
         jf_table_compact(t, keep);
         c->rows_dropped = bad;
@@ -623,6 +644,7 @@ done:
     free(err);
     jf_strings_free(colnames, (size_t)(ncolnames > 0 ? ncolnames : 0));
     jf_strings_free(c.keys, c.table.nrows);
+    jf_strings_free(c.dropped_keys, c.dropped_keys ? c.rows_dropped : 0);
     free(c.names);
     free(c.p0);
     free(c.lo);

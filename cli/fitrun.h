@@ -43,6 +43,7 @@ typedef struct jf_fitctx {
     double *p0;            /* num_params starting values (shared by the groups of a batch) */
     double *lo, *hi;       /* num_params bounds */
     size_t rows_dropped;   /* rows dropped by --nan-policy omit */
+    char **dropped_keys;   /* with --group: the group labels of those rows, sorted (strcmp) */
     double time_read_ms;   /* reading the data */
     double time_model_ms;  /* compiling the model */
 } jf_fitctx;
@@ -57,6 +58,9 @@ int jf_run_spec(const jf_spec *s, FILE *out, jf_run_summary *sum);
  * plus the usage line when origin is NULL. Returns 2. */
 int jf_run_setting_error(const char *origin, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
+
+/* The rows --nan-policy omit dropped from group label's rows (c->dropped_keys). */
+size_t jf_run_dropped_in_group(const jf_fitctx *c, const char *label);
 
 /* The usage line that ends every usage error of `jitfit fit`. */
 void jf_run_usage_hint(void);

@@ -187,6 +187,17 @@ static void test_nan_policy(void) {
     CHECK_NEAR(param(out, "a"), 2, 1e-9);
     free(out);
     free(err);
+    /* With --group, each group's rows_dropped counts its own rows; a group left with no rows
+     * is named on stderr. */
+    const char *g = tmp(".csv", "g,x,y\nA,0,1\nA,1,3\nA,2,nan\nA,3,7\nA,4,9\nB,0,1\nB,1,nan\n"
+                                "B,2,5\nB,3,nan\nB,4,9\nB,5,11\nC,0,nan\n");
+    snprintf(buf, sizeof buf, "fit --json --group g --nan-policy omit 'a*x+b' '%s'", g);
+    CHECK(jf(buf, &out, &err) == 0);
+    CHECK_CONTAINS(out, "\"group\": \"A\",\n  \"rows_dropped\": 1,");
+    CHECK_CONTAINS(out, "\"group\": \"B\",\n  \"rows_dropped\": 2,");
+    CHECK_CONTAINS(err, "1 group had every row dropped (first 'C'): no fit for it");
+    free(out);
+    free(err);
     snprintf(buf, sizeof buf, "fit --nan-policy never 'a*x+b' '%s'", p);
     CHECK(jf(buf, &out, &err) == 2);
     CHECK_CONTAINS(err, "--nan-policy: unknown policy 'never'");
