@@ -37,10 +37,11 @@ static void summary_row(FILE *f, const char *name, const jf_run_summary *s, int 
 
 int jf_cmd_run(int argc, char **argv) {
     const char *path = NULL, *only = NULL;
-    int options = 1, rc = 0;
+    int options = 1, rc = 0, from_option = 0;
     /* Options are validated once here on a scratch spec, then replayed onto every fit. */
     jf_spec scratch;
     jf_spec_init(&scratch);
+    jf_run_set_job_mode();
     int *optidx = calloc((size_t)argc + 1, sizeof *optidx), nopt = 0;
     if (!optidx) {
         jf_cli_error("out of memory");
@@ -77,14 +78,14 @@ int jf_cmd_run(int argc, char **argv) {
         }
         optidx[nopt++] = i;
         rc = jf_cli_parse_option(argc, argv, &i, &scratch, "run");
+        from_option = rc != 0; /* its message came with the usage line */
     }
     if (rc == 0 && !path) {
         fprintf(stderr, "jitfit: run: expected a job file\n");
         rc = 2;
     }
     if (rc != 0) {
-        fputs("usage: jitfit run JOB [--only NAME,...] [options of jitfit fit]  (jitfit help run)\n",
-              stderr);
+        if (!from_option) jf_run_usage_hint();
         jf_spec_free(&scratch);
         free(optidx);
         return rc;

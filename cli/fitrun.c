@@ -22,9 +22,22 @@ static double now_ms(void) {
     return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
 }
 
+/* `jitfit run` sets these: its usage line, and which fit a command-line setting failed in. */
+static int in_run;
+static const char *current_fit;
+
+void jf_run_set_job_mode(void) {
+    in_run = 1;
+}
+
 void jf_run_usage_hint(void) {
-    fputs("usage: jitfit fit MODEL DATA [options]  (jitfit fit --help lists the options)\n",
-          stderr);
+    if (in_run)
+        fputs("usage: jitfit run JOB [--only NAME,...] [options of jitfit fit]  (jitfit help "
+              "run)\n",
+              stderr);
+    else
+        fputs("usage: jitfit fit MODEL DATA [options]  (jitfit fit --help lists the options)\n",
+              stderr);
 }
 
 int jf_run_setting_error(const char *origin, const char *fmt, ...) {
@@ -33,7 +46,9 @@ int jf_run_setting_error(const char *origin, const char *fmt, ...) {
     va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
-    fprintf(stderr, "jitfit: %s: %s\n", origin ? origin : "fit", msg);
+    if (origin) fprintf(stderr, "jitfit: %s: %s\n", origin, msg);
+    else if (in_run && current_fit) fprintf(stderr, "jitfit: run: [fit %s]: %s\n", current_fit, msg);
+    else fprintf(stderr, "jitfit: %s: %s\n", in_run ? "run" : "fit", msg);
     jf_cli_note_error(msg);
     if (!origin) jf_run_usage_hint();
     return 2;
@@ -356,6 +371,7 @@ static int start_and_bounds(jf_fitctx *c) {
     for (size_t i = 0; i < s->np0; i++) {
         char what[600];
         if (s->p0[i].origin) snprintf(what, sizeof what, "%s: p0", s->p0[i].origin);
+        else if (s->name) snprintf(what, sizeof what, "run: [fit %s]: --p0", s->name);
         else snprintf(what, sizeof what, "--p0");
         if (jf_cli_assign_by_name(m, 0, s->p0[i].text, what, c->p0, NULL) != 0) {
             if (!s->p0[i].origin) jf_run_usage_hint();
@@ -521,6 +537,7 @@ done:
 
 int jf_run_spec(const jf_spec *s, FILE *out, jf_run_summary *sum) {
     double t_start = now_ms();
+    current_fit = s->name;
     jf_fitctx c;
     memset(&c, 0, sizeof c);
     c.spec = s;

@@ -64,6 +64,8 @@ size_t jf_run_dropped_in_group(const jf_fitctx *c, const char *label);
 
 /* The usage line that ends every usage error of `jitfit fit`. */
 void jf_run_usage_hint(void);
+/* Called once by `jitfit run`: setting errors then print run's usage line and name the fit. */
+void jf_run_set_job_mode(void);
 
 /* f(x_i; params) for the n rows of the table's variable columns (ld = table.ld) into f;
  * returns 0, or -1 if the evaluator fails. */

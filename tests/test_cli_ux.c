@@ -415,6 +415,20 @@ static void test_job_run(void) {
     CHECK_CONTAINS(err, "has no [fit three]");
     free(out);
     free(err);
+    /* command-line errors in run: run's usage line, once, and the fit they failed in */
+    snprintf(buf, sizeof buf, "run '%s' --bogus", job);
+    CHECK(jf(buf, &out, &err) == 2);
+    CHECK_CONTAINS(err, "jitfit: run: unknown option '--bogus'\nusage: jitfit run JOB");
+    CHECK(!strstr(err ? err : "", "usage: jitfit fit"));
+    const char *usage = strstr(err ? err : "", "usage:");
+    CHECK(usage && !strstr(usage + 1, "usage:"));
+    free(out);
+    free(err);
+    snprintf(buf, sizeof buf, "run '%s' --only one --p0 q=2", job);
+    CHECK(jf(buf, &out, &err) == 2);
+    CHECK_CONTAINS(err, "jitfit: run: [fit one]: --p0: the model has no parameter 'q'");
+    free(out);
+    free(err);
     CHECK(jf("run /nonexistent/job.ini", &out, &err) == 2);
     CHECK_CONTAINS(err, "/nonexistent/job.ini: No such file or directory");
     free(out);
