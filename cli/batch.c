@@ -149,7 +149,7 @@ static void note_vanished_groups(const jf_fitctx *c, const groups *g) {
     const char *first = NULL;
     for (size_t i = 0; i < c->rows_dropped; i++) {
         const char *l = c->dropped_keys[i];
-        if (i && strcmp(l, c->dropped_keys[i - 1]) == 0) continue;
+        if (!*l || (i && strcmp(l, c->dropped_keys[i - 1]) == 0)) continue; /* "": no label */
         if (bsearch(&l, sorted, g->n, sizeof *sorted, cmp_label)) continue;
         if (!gone++) first = l;
     }

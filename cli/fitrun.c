@@ -344,9 +344,9 @@ static void drop_nan_rows(jf_fitctx *c) {
         }
         jf_table_compact(t, keep);
         c->rows_dropped = bad;
-        fprintf(stderr, "jitfit: note: %s: dropped %zu of %zu rows with NaN in the used columns "
+        fprintf(stderr, "jitfit: note: %s: dropped %zu of %zu rows with NaN in the used columns%s "
                         "(--nan-policy omit)\n",
-                c->df->path, bad, n0);
+                c->df->path, bad, n0, c->dropped_keys ? " or no group label" : "");
     }
     free(keep);
 }
@@ -629,6 +629,19 @@ int jf_run_spec(const jf_spec *s, FILE *out, jf_run_summary *sum) {
     if (st != 0) {
         jf_cli_error("%s", err ? err : "out of memory");
         goto done;
+    }
+    /* An empty group cell is a missing label, not a group named "": an error, or with
+     * --nan-policy omit a row to drop (its response is made NaN for drop_nan_rows). */
+    for (size_t i = 0; c.keys && i < c.table.nrows; i++) {
+        if (c.keys[i][0]) continue;
+        if (!s->nan_omit) {
+            jf_cli_error("%s:%zu: column %ld ('%s'): empty group label (--nan-policy omit drops "
+                         "such rows)",
+                         c.df->path, jf_table_line(&c.table, i),
+                         jf_datafile_column(c.df, s->group) + 1, s->group);
+            goto done;
+        }
+        c.table.values[nv * c.table.ld + i] = NAN;
     }
     /* The text can be as large as the data ten times over; release it before fitting. */
     free(c.df->text);

@@ -198,6 +198,20 @@ static void test_nan_policy(void) {
     CHECK_CONTAINS(err, "1 group had every row dropped (first 'C'): no fit for it");
     free(out);
     free(err);
+    /* an empty group cell: an error naming it, or with omit a dropped row */
+    const char *eg = tmp(".csv", "g,x,y\nA,0,1\nA,1,3\n,2,5\nA,3,7\nA,4,9\n");
+    snprintf(buf, sizeof buf, "fit --group g 'a*x+b' '%s'", eg);
+    CHECK(jf(buf, &out, &err) == 1);
+    CHECK_CONTAINS(err, ":4: column 1 ('g'): empty group label");
+    free(out);
+    free(err);
+    snprintf(buf, sizeof buf, "fit --json --group g --nan-policy omit 'a*x+b' '%s'", eg);
+    CHECK(jf(buf, &out, &err) == 0);
+    CHECK_CONTAINS(out, "\"n\": 4,");
+    CHECK(!strstr(out ? out : "", "\"group\": \"\""));
+    CHECK_CONTAINS(err, "dropped 1 of 5 rows with NaN in the used columns or no group label");
+    free(out);
+    free(err);
     snprintf(buf, sizeof buf, "fit --nan-policy never 'a*x+b' '%s'", p);
     CHECK(jf(buf, &out, &err) == 2);
     CHECK_CONTAINS(err, "--nan-policy: unknown policy 'never'");
