@@ -351,6 +351,8 @@ static void drop_nan_rows(jf_fitctx *c) {
     free(keep);
 }
 
+static int check_starts(jf_fitctx *c, const char *const *from);
+
 /* Starting values and bounds: the model's, then each p0/bounds list in order. Returns 0 or the
  * exit status after printing the error: 2, as a value the user gave is wrong. */
 static int start_and_bounds(jf_fitctx *c) {
@@ -368,20 +370,48 @@ static int start_and_bounds(jf_fitctx *c) {
         c->p0[k] = jf_model_param_initial(m, k);
         jf_model_param_bounds(m, k, &c->lo[k], &c->hi[k]);
     }
+    /* where each start was last set (a job file's "FILE:LINE", or NULL), for the messages */
+    const char **from = calloc(np + 1, sizeof *from);
+    int *set = calloc(np + 1, sizeof *set);
+    if (!from || !set) {
+        free(from);
+        free(set);
+        jf_cli_error("out of memory");
+        return 1;
+    }
     for (size_t i = 0; i < s->np0; i++) {
         char what[600];
         if (s->p0[i].origin) snprintf(what, sizeof what, "%s: p0", s->p0[i].origin);
         else if (s->name) snprintf(what, sizeof what, "run: [fit %s]: --p0", s->name);
         else snprintf(what, sizeof what, "--p0");
-        if (jf_cli_assign_by_name(m, 0, s->p0[i].text, what, c->p0, NULL) != 0) {
+        memset(set, 0, np * sizeof *set);
+        if (jf_cli_assign_by_name(m, 0, s->p0[i].text, what, c->p0, set) != 0) {
             if (!s->p0[i].origin) jf_run_usage_hint();
+            free(from);
+            free(set);
             return 2;
         }
+        for (size_t k = 0; k < np; k++)
+            if (set[k]) from[k] = s->p0[i].origin;
     }
+    free(set);
     for (size_t i = 0; i < s->nbounds; i++) {
-        int rc = apply_bounds(m, &s->bounds[i], c->lo, c->hi);
-        if (rc) return rc;
+        int brc = apply_bounds(m, &s->bounds[i], c->lo, c->hi);
+        if (brc) {
+            free(from);
+            return brc;
+        }
     }
+    int rc = check_starts(c, from);
+    free(from);
+    return rc;
+}
+
+/* The starts (defaults filled in) against the bounds; from[k] names where start k was set. */
+static int check_starts(jf_fitctx *c, const char *const *from) {
+    const jf_spec *s = c->spec;
+    jf_model *m = c->model;
+    size_t np = jf_model_num_params(m);
     for (size_t k = 0; k < np; k++) {
         const char *name = jf_model_param_name(m, k);
         int declared = !isnan(c->p0[k]);
@@ -409,8 +439,8 @@ static int start_and_bounds(jf_fitctx *c) {
         }
         /* In a batch, per-group starting values may still come from --p0-file. */
         if ((c->p0[k] < c->lo[k] || c->p0[k] > c->hi[k]) && !s->p0_file) {
-            jf_cli_error("parameter '%s': the starting value %s is outside its bounds [%s, %s]",
-                         name, sv, sl, sh);
+            jf_cli_error("%s%sparameter '%s': the starting value %s is outside its bounds [%s, %s]",
+                         from[k] ? from[k] : "", from[k] ? ": " : "", name, sv, sl, sh);
             return 2;
         }
     }

@@ -376,6 +376,7 @@ static void test_job_errors(void) {
         {"# nothing\n", 2, ": no [fit NAME] sections"},
         {"[fit a]\nmodel = a*x+b\ndata = d.csv\nparam q = 1\n", 2, ":4: p0: the model has no parameter 'q'"},
         {"[fit a]\nmodel = a*x+b\ndata = d.csv\nbounds = a=3:1\n", 2, ":4: bounds: the lower bound of 'a' is not below"},
+        {"[fit a]\nmodel = a*x+b\ndata = d.csv\nparam a = 5 in [0, 1]\n", 2, ":4: parameter 'a': the starting value 5 is outside its bounds [0, 1]"},
         {"[fit a]\nmodel = a*x+b\ndata = d.csv\noutput = -\n", 2, ": [fit a]: output '-' (standard output) is for jitfit fit"},
         {"[fit a]\nmodel = a*x+b\ndata = d.csv\nparam a = nan\n", 2, ":4: param a: 'nan' is not a number (for parameter 'a')"},
     };
