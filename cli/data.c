@@ -528,15 +528,20 @@ long jf_datafile_column(const jf_datafile *f, const char *name) {
 
 /* "t, y": the header's names for the "no column" message. */
 static char *column_list(const jf_datafile *f) {
-    size_t n = 1;
-    for (size_t i = 0; i < f->ncols; i++) n += strlen(f->names[i]) + 2;
-    char *s = malloc(n), *p = s;
+    /* A binary file read as text has "names" of control bytes and no end: the list shows
+     * them as '?' and stops after about 300 bytes, so the message stays one readable line. */
+    enum { CAP = 300 };
+    char *s = malloc(CAP + 8), *p = s;
     if (!s) return NULL;
     for (size_t i = 0; i < f->ncols; i++) {
+        if (p - s > CAP) {
+            memcpy(p, ", ...", 5);
+            p += 5;
+            break;
+        }
         if (i) *p++ = ',', *p++ = ' ';
-        size_t l = strlen(f->names[i]);
-        memcpy(p, f->names[i], l);
-        p += l;
+        for (const unsigned char *c = (const unsigned char *)f->names[i]; *c && p - s <= CAP; c++)
+            *p++ = *c < 0x20 || *c == 0x7f ? '?' : (char)*c;
     }
     *p = '\0';
     return s;

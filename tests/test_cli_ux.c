@@ -226,6 +226,8 @@ static void test_data_errors(void) {
         {"0,1,2\n1,3,4\n2,5,6\n", "",
          ": the data have no header row and 3 columns, but the model needs 2 (x,y)"},
         {LINE_ROWS, "--columns x,y,z ", ": 3 column names given, but the file has 2 columns"},
+        /* control bytes in a header (a binary file read as text) are shown as '?' */
+        {"x\x01\x02,y\n0,1\n1,3\n2,5\n", "", ": no column 'x' (columns: x??, y)"},
         /* without --columns such a first row is taken for a header: the message says so */
         {"0,1,a\n1,3,b\n2,5,c\n", "",
          ": no column 'x' (columns: 0, 1, a); the header row has numbers in it: if it is data, "
