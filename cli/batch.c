@@ -134,23 +134,19 @@ out:
     return rc;
 }
 
-static int cmp_label(const void *a, const void *b) {
-    return strcmp(*(const char *const *)a, *(const char *const *)b);
-}
-
 /* Groups whose every row --nan-policy omit dropped have no fit: say so, not nothing. */
 static void note_vanished_groups(const jf_fitctx *c, const groups *g) {
     if (!c->dropped_keys) return;
     char **sorted = malloc((g->n ? g->n : 1) * sizeof *sorted);
     if (!sorted) return;
     memcpy(sorted, g->label, g->n * sizeof *sorted);
-    qsort(sorted, g->n, sizeof *sorted, cmp_label);
+    qsort(sorted, g->n, sizeof *sorted, jf_cli_cmp_str);
     size_t gone = 0;
     const char *first = NULL;
     for (size_t i = 0; i < c->rows_dropped; i++) {
         const char *l = c->dropped_keys[i];
         if (!*l || (i && strcmp(l, c->dropped_keys[i - 1]) == 0)) continue; /* "": no label */
-        if (bsearch(&l, sorted, g->n, sizeof *sorted, cmp_label)) continue;
+        if (bsearch(&l, sorted, g->n, sizeof *sorted, jf_cli_cmp_str)) continue;
         if (!gone++) first = l;
     }
     if (gone)

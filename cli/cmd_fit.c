@@ -49,9 +49,8 @@ int jf_cli_parse_option(int argc, char **argv, int *i, jf_spec *s, const char *c
     snprintf(flag, sizeof flag, "--%.*s", (int)kl, arg + 2);
     const char *v = "true";
     if (!jf_spec_is_flag(key)) {
-        int known = 0; /* an unknown option is that, not one that "needs a value" */
-        for (size_t k = 0; jf_spec_keys[k]; k++) known |= strcmp(key, jf_spec_keys[k]) == 0;
-        if (!known) return jf_run_setting_error(NULL, "unknown option '%s'", arg);
+        /* an unknown option is that, not one that "needs a value" */
+        if (!jf_spec_is_key(key)) return jf_run_setting_error(NULL, "unknown option '%s'", arg);
         int r = opt(argc, argv, i, flag, &v);
         if (r < 0) return jf_run_setting_error(NULL, "option %s needs a value", flag);
     } else if (arg[2 + kl] == '=') {

@@ -61,6 +61,19 @@ static int vars_in_data(const jf_model *m, const jf_datafile *df) {
     return 1;
 }
 
+/* "a, b, c": the model's parameter (vars = 0) or variable names into buf, for messages. */
+static const char *name_list(const jf_model *m, int vars, char *buf, size_t n) {
+    size_t used = 0, count = vars ? jf_model_num_vars(m) : jf_model_num_params(m);
+    buf[0] = '\0';
+    for (size_t k = 0; k < count && used < n; k++) {
+        int w = snprintf(buf + used, n - used, "%s%s", k ? ", " : "",
+                         vars ? jf_model_var_name(m, k) : jf_model_param_name(m, k));
+        if (w < 0) break;
+        used += (size_t)w;
+    }
+    return buf;
+}
+
 /* A parameter named like a column of the data (other than the response, sigma and group):
  * the column is not used, which is rarely what was meant (`a*x + b*t` on columns x,t,y). */
 static void warn_param_columns(const jf_model *m, const jf_spec *s, const jf_datafile *df) {
@@ -70,15 +83,13 @@ static void warn_param_columns(const jf_model *m, const jf_spec *s, const jf_dat
         if (jf_datafile_column(df, p) < 0 || strcmp(p, resp) == 0 ||
             (s->sigma && strcmp(p, s->sigma) == 0) || (s->group && strcmp(p, s->group) == 0))
             continue;
-        char vars[512] = "";
-        for (size_t j = 0, used = 0; j < jf_model_num_vars(m) && used < sizeof vars; j++)
-            used += (size_t)snprintf(vars + used, sizeof vars - used, "%s, ",
-                                     jf_model_var_name(m, j));
+        char vars[512];
+        name_list(m, 1, vars, sizeof vars);
         fprintf(stderr,
                 "jitfit: warning: '%s' is a parameter of the model and also a column of %s; the "
                 "column is not used (to fit against it, declare the variables in a model file: "
-                "var %s%s)\n",
-                p, df->path, vars, p);
+                "var %s%s%s)\n",
+                p, df->path, vars, *vars ? ", " : "", p);
     }
 }
 
@@ -132,10 +143,8 @@ static jf_model *load_model(const jf_spec *s, const jf_datafile *df) {
     jf_diagnostics_free(d);
     jf_cli_print_diagnostics(d2);
     /* The formula now means something else than its plain reading: say how it was read. */
-    char list[512] = "";
-    for (size_t j = 0, used = 0; j < jf_model_num_vars(m2) && used < sizeof list; j++)
-        used += (size_t)snprintf(list + used, sizeof list - used, "%s%s", j ? ", " : "",
-                                 jf_model_var_name(m2, j));
+    char list[512];
+    name_list(m2, 1, list, sizeof list);
     fprintf(stderr,
             "jitfit: note: the data have no column 'x'; the model's variable%s: %s (columns of "
             "the data)\n",
@@ -143,17 +152,6 @@ static jf_model *load_model(const jf_spec *s, const jf_datafile *df) {
     return m2;
 }
 
-/* "a, b, c" into buf, for messages about unknown parameter names. */
-static const char *param_list(const jf_model *m, char *buf, size_t n) {
-    size_t used = 0;
-    buf[0] = '\0';
-    for (size_t k = 0; k < jf_model_num_params(m) && used < n; k++) {
-        int w = snprintf(buf + used, n - used, "%s%s", k ? ", " : "", jf_model_param_name(m, k));
-        if (w < 0) break;
-        used += (size_t)w;
-    }
-    return buf;
-}
 
 /* Applies one bounds list "a=0:inf,b=-1:1" to lo/hi. what is "--bounds" or "FILE:LINE: bounds".
  * Returns 0 or the exit status of the (printed) error. */
@@ -176,7 +174,7 @@ static int apply_bounds(const jf_model *m, const jf_spec_item *it, double *lo, d
         double l = -INFINITY, h = INFINITY;
         if (k < 0) {
             rc = jf_run_setting_error(origin, "%s: the model has no parameter '%s' (parameters: %s)",
-                                      what, items[i].name, param_list(m, names, sizeof names));
+                                      what, items[i].name, name_list(m, 0, names, sizeof names));
         } else if (!colon) {
             rc = jf_run_setting_error(origin, "%s: expected LOW:HIGH for '%s', got '%s'", what,
                                       items[i].name, val);
@@ -299,10 +297,6 @@ static int name_positional(jf_datafile *df, const jf_model *m, const jf_spec *s,
     return 0;
 }
 
-static int cmp_str(const void *a, const void *b) {
-    return strcmp(*(const char *const *)a, *(const char *const *)b);
-}
-
 size_t jf_run_dropped_in_group(const jf_fitctx *c, const char *label) {
     if (!c->dropped_keys) return 0;
     size_t lo = 0, hi = c->rows_dropped; /* the first label >= label */
@@ -340,7 +334,7 @@ static void drop_nan_rows(jf_fitctx *c) {
                 else free(c->keys[i]);
             }
             for (size_t i = j; i < n0; i++) c->keys[i] = NULL;
-            if (c->dropped_keys) qsort(c->dropped_keys, nd, sizeof *c->dropped_keys, cmp_str);
+            if (c->dropped_keys) qsort(c->dropped_keys, nd, sizeof *c->dropped_keys, jf_cli_cmp_str);
         }
         jf_table_compact(t, keep);
         c->rows_dropped = bad;

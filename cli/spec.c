@@ -249,6 +249,12 @@ static jf_spec_rc set_param(jf_spec *s, const char *name, const char *v, const c
         return *msg ? JF_SPEC_BAD : JF_SPEC_NOMEM;                                                 \
     } while (0)
 
+int jf_spec_is_key(const char *key) {
+    for (size_t i = 0; jf_spec_keys[i]; i++)
+        if (strcmp(key, jf_spec_keys[i]) == 0) return 1;
+    return 0;
+}
+
 jf_spec_rc jf_spec_set(jf_spec *s, const char *key, const char *v, const char *origin,
                        const char *base, char **msg) {
     *msg = NULL;
@@ -264,9 +270,7 @@ jf_spec_rc jf_spec_set(jf_spec *s, const char *key, const char *v, const char *o
         else s->verbose = b;
         return JF_SPEC_OK;
     }
-    int known = 0;
-    for (size_t i = 0; jf_spec_keys[i]; i++) known |= strcmp(key, jf_spec_keys[i]) == 0;
-    if (!known) return JF_SPEC_UNKNOWN;
+    if (!jf_spec_is_key(key)) return JF_SPEC_UNKNOWN;
     /* Every other setting needs a value. */
     if (!*v) BAD("needs a value");
     if (strcmp(key, "model") == 0) {

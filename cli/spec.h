@@ -69,6 +69,8 @@ jf_spec_rc jf_spec_set(jf_spec *s, const char *key, const char *value, const cha
 
 /* 1 when key is a boolean setting (a flag without value on the command line). */
 int jf_spec_is_flag(const char *key);
+/* 1 when key is one of jf_spec_keys. */
+int jf_spec_is_key(const char *key);
 
 /* The keys, NULL-terminated, for help and for "did you mean" messages. */
 extern const char *const jf_spec_keys[];

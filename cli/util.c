@@ -83,6 +83,10 @@ jf_model *jf_cli_load_model_ex(const char *arg, const char *text_name, const cha
     return m;
 }
 
+int jf_cli_cmp_str(const void *a, const void *b) {
+    return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
 void jf_cli_print_diagnostics(jf_diagnostics *d) {
     if (d) fputs(jf_diagnostics_text(d), stderr);
     /* the first error's line as printed ("SOURCE:LINE:COL: error: message") */

@@ -30,6 +30,8 @@ jf_model *jf_cli_load_model(const char *arg, const char *const *vars, size_t nva
  * without diagnostics is still printed. */
 jf_model *jf_cli_load_model_ex(const char *arg, const char *text_name, const char *const *vars,
                                size_t nvars, jf_diagnostics **keep);
+/* strcmp of two char * elements, for qsort and bsearch over arrays of strings. */
+int jf_cli_cmp_str(const void *a, const void *b);
 /* Prints d (errors and warnings, with carets) on stderr and frees it; NULL does nothing. */
 void jf_cli_print_diagnostics(jf_diagnostics *d);
 
