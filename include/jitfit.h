@@ -236,7 +236,8 @@ typedef enum jf_fit_status {
     JF_FIT_MAX_NFEV = 5,    /* max_nfev evaluations of the model were spent without converging */
     JF_FIT_STALLED = 6,     /* the trust region shrank below machine precision relative to the
                                parameters: no further reduction of the cost is possible */
-    JF_FIT_NONFINITE = 7,   /* the residuals or Jacobian at the starting point are not finite */
+    JF_FIT_NONFINITE = 7,   /* the residuals or Jacobian at the starting point are not finite,
+                               or their sums of squares overflow (the message says which) */
     JF_FIT_UNUSED_PARAM = 8 /* converged, but some parameter has no influence on the model (its
                                Jacobian column is zero at the solution): its standard error is
                                infinite; see the message for which */

@@ -372,14 +372,18 @@ static void note_undetermined(char *msg, const int *unident, const double *A, si
                  count == 1 ? "its standard error is" : "their standard errors are");
 }
 
-/* Appends to msg (of MSG_LEN) where a start that is not finite fails first: the point, its
- * variable values, and the model value or the derivative (∂f/∂p) that is NaN or infinite
- * (x^b at x = 0 has ∂/∂b = x^b·log x = NaN) — what the user must change, the data or p0. */
+/* Writes to msg (of MSG_LEN) why the start is not usable: where the model value or a
+ * derivative (∂f/∂p) is first NaN or infinite — the point and its variable values (x^b at x = 0
+ * has ∂/∂b = x^b·log x = NaN) — or, when all of them are finite, that the squares overflow and
+ * where the largest value is (a residual or derivative beyond ~1e154): what the user must
+ * change, the data or p0. */
 static void note_nonfinite(char *msg, const jf_problem *prob, const double *p,
                            const struct jf_model *m) {
     enum { BLOCK = 256 };
-    size_t np = prob->np;
-    double r[BLOCK], *J = malloc(BLOCK * (np ? np : 1) * sizeof *J);
+    size_t np = prob->np, big_i = 0, big_k = np; /* big_k np: the residual */
+    double big = -1.0, r[BLOCK], *J = malloc(BLOCK * (np ? np : 1) * sizeof *J);
+    const char *generic = "the residuals or the Jacobian are not finite at the starting point";
+    snprintf(msg, MSG_LEN, "%s", generic);
     if (!J) return;
     for (size_t b0 = 0; b0 < prob->n; b0 += BLOCK) {
         size_t b1 = b0 + BLOCK < prob->n ? b0 + BLOCK : prob->n;
@@ -389,7 +393,14 @@ static void note_nonfinite(char *msg, const jf_problem *prob, const double *p,
             if (!isfinite(r[i])) bad = np;
             for (size_t k = 0; k < np && bad > np; k++)
                 if (!isfinite(J[i * np + k])) bad = k;
-            if (bad > np) continue;
+            if (bad > np) {
+                for (size_t t = 0; t <= np; t++) { /* the residual first: it wins ties */
+                    size_t k = t == 0 ? np : t - 1;
+                    double a = fabs(k == np ? r[i] : J[i * np + k]);
+                    if (a > big) big = a, big_i = b0 + i, big_k = k;
+                }
+                continue;
+            }
             size_t len = strlen(msg);
             len += (size_t)snprintf(msg + len, MSG_LEN - len, ": first at point %zu (0-based", b0 + i);
             for (size_t j = 0; j < m->nv && j < 4 && len < MSG_LEN; j++)
@@ -410,6 +421,25 @@ static void note_nonfinite(char *msg, const jf_problem *prob, const double *p,
         }
     }
     free(J);
+    if (big < 0) return; /* no points: the generic message stays */
+    size_t len = (size_t)snprintf(msg, MSG_LEN,
+                                  "the sums of squares overflow at the starting point: every "
+                                  "residual and derivative is finite, but their squares add up "
+                                  "beyond the largest double (the largest is ");
+    if (big_k == np)
+        len += (size_t)snprintf(msg + len, MSG_LEN - len, "a residual of magnitude %.3g", big);
+    else
+        len += (size_t)snprintf(msg + len, MSG_LEN - len,
+                                "the derivative with respect to '%s', of magnitude %.3g",
+                                m->param_names[big_k], big);
+    if (len < MSG_LEN)
+        len += (size_t)snprintf(msg + len, MSG_LEN - len, " at point %zu (0-based", big_i);
+    for (size_t j = 0; j < m->nv && j < 4 && len < MSG_LEN; j++)
+        len += (size_t)snprintf(msg + len, MSG_LEN - len, ", %s = %.17g", m->var_names[j],
+                                prob->view.x[j * prob->view.ldx + big_i]);
+    if (len < MSG_LEN)
+        snprintf(msg + len, MSG_LEN - len, ")); start closer to the solution or rescale "
+                 "the data");
 }
 
 /* An FTOL/XTOL stop whose optimality (the scaled gradient's cosine measure) is above this

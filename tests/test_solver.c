@@ -414,6 +414,22 @@ static void test_power_law_at_zero(void) {
         CHECK(!"the sqrt model ran");
     }
     jf_fit_result_free(r);
+    r = NULL;
+    /* every value finite but past 1e154: the squares overflow, and the message says so (it
+     * used to claim that something was not finite) and names the largest value */
+    jf_model *m3 = compile("a*exp(b*x)");
+    const double p3[2] = {1, 37};
+    o.p0 = p3;
+    if (m3 && jf_fit(m3, &d, &o, &r, &err) == JF_OK && r) {
+        CHECK(r->status == JF_FIT_NONFINITE);
+        CHECK_CONTAINS(r->message, "the sums of squares overflow at the starting point");
+        CHECK_CONTAINS(r->message, "the largest is the derivative with respect to 'b', of "
+                                   "magnitude 4.89e+161 at point 10 (0-based, x = 10)");
+    } else {
+        CHECK(!"the exp model ran");
+    }
+    jf_fit_result_free(r);
+    jf_model_free(m3);
     jf_model_free(m2);
     jf_model_free(m);
 }
