@@ -120,6 +120,7 @@ typedef struct jf_parse {
     size_t nerrors;         /* errors reported so far (parser and resolver) */
     int nomem;              /* 1 after an allocation failed */
     int limit;              /* 1 after a limit error (the status becomes JF_ERR_LIMIT) */
+    int bad_arg;            /* 1 after an error in the options (the status becomes JF_ERR_ARG) */
     int stop;               /* 1 when checking must end early (too many errors) */
     jmp_buf fatal;          /* where flex's fatal-error hook returns (out of memory only) */
     void *flex_mem[8];      /* flex's live allocations, freed here when flex fails half-way */

@@ -261,6 +261,56 @@ static void check_param_values(resolver *r, const jf_stmt *s) {
     }
 }
 
+/* An error in jf_model_options (no position in the text): the compile fails with JF_ERR_ARG. */
+static void option_error(resolver *r, const char *fmt, ...) JF_PRINTF(2, 3);
+static void option_error(resolver *r, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    jf_diag_addv(r->p->diags, JF_SEVERITY_ERROR, JF_ERR_ARG, SIZE_MAX, SIZE_MAX, fmt, ap);
+    va_end(ap);
+    r->p->bad_arg = 1;
+    r->p->nerrors++;
+}
+
+/* The variable names given in jf_model_options (not in the text, so no position): each must be
+ * a name the text could declare with `var` — an identifier, not a keyword, builtin or `pi` —
+ * and appear once. 0 after reporting the first that is not (status JF_ERR_ARG). */
+static int check_option_vars(resolver *r, const char *const *names, size_t n) {
+    static const char *const keywords[] = {"param", "var", "let", "in", "inf"};
+    for (size_t i = 0; i < n; i++) {
+        const char *v = names[i], *why = NULL;
+        if (!v) {
+            option_error(r, "variable name %zu of %zu given in the options is NULL", i + 1, n);
+            return 0;
+        }
+        size_t len = strlen(v);
+        int not_name = 0;
+        if (len == 0) why = "is empty";
+        for (size_t k = 0; !why && k < len; k++) {
+            unsigned char c = (unsigned char)v[k];
+            int ok = c == '_' || (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') ||
+                     (k > 0 && c >= '0' && c <= '9');
+            if (!ok) {
+                why = "is not a name (letters, digits and '_', not starting with a digit)";
+                not_name = 1;
+            }
+        }
+        for (size_t w = 0; !why && w < sizeof keywords / sizeof *keywords; w++)
+            if (strcmp(v, keywords[w]) == 0) why = "is a keyword";
+        if (!why && jf_builtin_find(v, len)) why = "is a builtin function";
+        if (!why && is_pi(v, len)) why = "is the builtin constant pi";
+        for (size_t j = 0; !why && j < i; j++)
+            if (names[j] && strcmp(names[j], v) == 0) why = "is given twice";
+        if (not_name) /* not a name: its bytes may be anything, so it goes by number */
+            option_error(r, "variable name %zu of %zu given in the options %s", i + 1, n, why);
+        else if (why)
+            option_error(r, "variable name '%.*s' given in the options %s", len > 64 ? 64 : (int)len,
+                        v, why);
+        if (why) return 0;
+    }
+    return 1;
+}
+
 static void declare_all(resolver *r) {
     size_t pos = 0;
     int any_var = 0;
@@ -305,8 +355,13 @@ static void declare_all(resolver *r) {
         static const char *const x_only[] = {"x"};
         const char *const *names = r->opts->vars ? r->opts->vars : x_only;
         size_t n = r->opts->vars ? r->opts->nvars : 1;
+        if (!r->opts->vars && r->opts->nvars) {
+            option_error(r, "the options give %zu variable names but no names (vars is NULL)",
+                        r->opts->nvars);
+            return;
+        }
+        if (!check_option_vars(r, names, n)) return;
         for (size_t i = 0; i < n; i++) {
-            if (!names[i] || !names[i][0]) continue;
             size_t len = strlen(names[i]);
             if (lookup(r, names[i], len) != SIZE_MAX) continue;
             symbol *sym = add_symbol(r, names[i], len, SYM_VAR);
@@ -669,6 +724,7 @@ static int fill_model(resolver *r) {
 static int error_status(const jf_parse *p) {
     if (p->nomem) return JF_ERR_NOMEM;
     if (p->limit) return JF_ERR_LIMIT;
+    if (p->bad_arg) return JF_ERR_ARG;
     return JF_ERR_PARSE;
 }
 

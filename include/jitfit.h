@@ -98,8 +98,11 @@ typedef struct jf_model jf_model;
 typedef struct jf_model_options {
     const char *source_name;   /* name used in diagnostics ("<model>" by default) */
     const char *const *vars;   /* independent variable names for a formula without `var`
-                                  declarations; NULL means {"x"} */
-    size_t nvars;              /* number of entries in vars */
+                                  declarations; NULL means {"x"}. Each must be a name `var`
+                                  could declare (not a keyword, builtin or pi), given once;
+                                  a name the text declares as something else is skipped.
+                                  Otherwise the compile fails with JF_ERR_ARG */
+    size_t nvars;              /* number of entries in vars (0 when vars is NULL) */
     size_t max_depth;          /* nesting limit of expressions (default 256) */
     size_t max_source_bytes;   /* size limit of the model text (default 1 MiB) */
     size_t max_nodes;          /* limit of DAG nodes incl. derivatives (default 1<<20) */

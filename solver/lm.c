@@ -163,7 +163,9 @@ static double tr_step(lm_work *w, double delta, double lambda_prev) {
     double dxnorm = jf_step_scaled_norm(w->DF, w->sF, m);
     double fp = dxnorm - delta;
     double lam = 0.0;
-    if (fp > JF_STEP_LMPAR_SIGMA * delta) {
+    int unbounded = mode == 0 && jf_step_gn_unexplained(w->M0, w->gF, w->sF, w->DF, m) >
+                                     JF_STEP_GN_UNEXPLAINED;
+    if (fp > JF_STEP_LMPAR_SIGMA * delta || unbounded) {
         double parl = 0.0;
         if (mode == 1) { /* Newton's lower bound needs a nonsingular Gauss-Newton system */
             for (size_t a = 0; a < m; a++) w->wF[a] = w->DF[a] * w->DF[a] * w->sF[a] / dxnorm;
@@ -174,7 +176,10 @@ static double tr_step(lm_work *w, double delta, double lambda_prev) {
         for (size_t a = 0; a < m; a++) w->wF[a] = w->gF[a] / w->DF[a];
         gnorm = jf_step_scaled_norm(NULL, w->wF, m);
         jf_step_lmpar ls;
-        lam = jf_step_lmpar_start(&ls, lambda_prev, parl, gnorm, delta, dxnorm, fp);
+        /* an unbounded model's step lengthens without limit as λ → 0: the search must not
+         * stop early for a region it cannot fill (fp ≤ 0 would say so) */
+        lam = jf_step_lmpar_start(&ls, lambda_prev, parl, gnorm, delta, dxnorm,
+                                  unbounded && !(fp > 0) ? delta : fp);
         for (;;) {
             if (solve_damped(w, m, lam) < 0) return -1.0;
             dxnorm = jf_step_scaled_norm(w->DF, w->sF, m);

@@ -424,7 +424,9 @@ JF_HD int jf_lmc_tr_gn(jf_lmc *c, jf_lmc_views *v) {
     double delta = c->tr.delta;
     double dxnorm = jf_lmc_tr_solve(c, v, v->M0);
     double fp = dxnorm - delta;
-    if (!(fp > JF_STEP_LMPAR_SIGMA * delta)) return 0;
+    int unbounded = c->mode == 0 && jf_step_gn_unexplained(v->M0, v->gF, v->sF, v->DF, m) >
+                                        JF_STEP_GN_UNEXPLAINED;
+    if (!(fp > JF_STEP_LMPAR_SIGMA * delta) && !unbounded) return 0;
     double parl = 0.0;
     if (c->mode == 1) { /* Newton's lower bound needs a nonsingular Gauss-Newton system */
         for (unsigned long long a = 0; a < m; a++)
@@ -435,7 +437,8 @@ JF_HD int jf_lmc_tr_gn(jf_lmc *c, jf_lmc_views *v) {
     for (unsigned long long a = 0; a < m; a++) v->wF[a] = v->gF[a] / v->DF[a];
     double gnorm = jf_step_scaled_norm((const double *)0, v->wF, m);
     return jf_lmc_tr_damp(c, v,
-                          jf_step_lmpar_start(&c->ls, c->tr.lambda, parl, gnorm, delta, dxnorm, fp));
+                          jf_step_lmpar_start(&c->ls, c->tr.lambda, parl, gnorm, delta, dxnorm,
+                                              unbounded && !(fp > 0) ? delta : fp));
 }
 
 /* After a damped factorization: done (0) when λ is found, else the next damped system. */

@@ -266,6 +266,16 @@ static void test_sine(int large) {
     ol.lower = lo;
     ol.p0 = p0b;
     compare("big soft_l1 + bound", m, &db, ol, -1);
+    /* nearly L1: the λ search for a singular system whose truncated step leaves the gradient
+     * unexplained (test_solver's test_huber_nearly_l1) */
+    jf_fit_options oh = o;
+    oh.loss = JF_LOSS_HUBER;
+    oh.f_scale = 0.001;
+    double p0h[5] = {2, 0.3, 1.2, 0.3, 0};
+    oh.p0 = p0h;
+    jf_test_outlier_sine(22, 300, x, y);
+    jf_data dh = {300, x, 0, y, NULL};
+    compare("huber nearly L1", m, &dh, oh, 1e-10);
 
     /* determinism: the same GPU fit twice, bit for bit */
     o.device = JF_DEVICE_GPU;

@@ -281,6 +281,38 @@ static void test_declarations(void) {
     CHECK(jf_model_compile("var u\ny ~ a*u", (size_t)-1, &o, &m, NULL) == JF_OK);
     if (m) CHECK(jf_model_num_vars(m) == 1 && strcmp(jf_model_var_name(m, 0), "u") == 0);
     jf_model_free(m);
+    /* the caller's names obey the rules of `var`: a NULL, a non-name, a keyword, a builtin,
+     * pi or a repeated name is an argument error, not a silently different model (`pi` as a
+     * variable hid the constant; a NULL entry turned x into a parameter) */
+    static const struct {
+        const char *names[2];
+        size_t n;
+        const char *message;
+    } bad[] = {
+        {{"pi", NULL}, 1, "variable name 'pi' given in the options is the builtin constant pi"},
+        {{"exp", NULL}, 1, "variable name 'exp' given in the options is a builtin function"},
+        {{"param", NULL}, 1, "variable name 'param' given in the options is a keyword"},
+        {{"1x", NULL}, 1, "variable name 1 of 1 given in the options is not a name"},
+        {{"x", "a\n"}, 2, "variable name 2 of 2 given in the options is not a name"},
+        {{"", NULL}, 1, "variable name '' given in the options is empty"},
+        {{"t", "t"}, 2, "variable name 't' given in the options is given twice"},
+        {{NULL, NULL}, 1, "variable name 1 of 1 given in the options is NULL"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        jf_model_options ob = jf_model_options_default();
+        ob.vars = bad[i].names;
+        ob.nvars = bad[i].n;
+        jf_diagnostics *dg = NULL;
+        m = NULL;
+        CHECK(jf_model_compile("a*x", (size_t)-1, &ob, &m, &dg) == JF_ERR_ARG);
+        CHECK(m == NULL);
+        if (CHECK(dg && jf_diagnostics_count(dg) >= 1))
+            CHECK_CONTAINS(jf_diagnostic_message(dg, 0), bad[i].message);
+        jf_diagnostics_free(dg);
+    }
+    jf_model_options on = jf_model_options_default();
+    on.nvars = 2; /* vars NULL */
+    CHECK(jf_model_compile("a*x", (size_t)-1, &on, &m, NULL) == JF_ERR_ARG);
 
     /* the number syntax is independent of the text's length argument: no NUL needed */
     const char text2[] = {'a', '*', 'x', '+', '1'};

@@ -366,6 +366,42 @@ static void test_suspect_stop(void) {
     jf_model_free(m);
 }
 
+/* ---- a nearly-L1 huber fit (f_scale far below the noise) ---------------------------------- */
+
+/* Of 300 points only a handful lie within f_scale of the curve; the rest have their curvature
+ * clipped to ~ε (scipy's rule), which the normal equations square into the pseudo-inverse's
+ * dropped directions while the gradient there stays large. The truncated Gauss-Newton step
+ * ignored it and the fit stopped on FTOL at cost 0.0904916 with optimality 1e-3;
+ * jf_step_gn_unexplained sends such steps to the λ search. scipy
+ * least_squares(loss='huber', f_scale=0.001, method='trf') from the same start: cost
+ * 0.09044838596910885 (the same with all tolerances 1e-15), on jf_test_outlier_sine's data. */
+static void test_huber_nearly_l1(void) {
+    enum { N = 300 };
+    static double x[N], y[N];
+    jf_test_outlier_sine(22, N, x, y);
+    jf_model *m = compile("a*exp(-b*x)*sin(c*x+d)+e");
+    if (!m) return;
+    jf_data d = {N, x, 0, y, NULL};
+    const double p0[5] = {2, 0.3, 1.2, 0.3, 0};
+    jf_fit_options o = jf_fit_options_default();
+    o.p0 = p0;
+    o.loss = JF_LOSS_HUBER;
+    o.f_scale = 0.001;
+    jf_fit_result *r = NULL;
+    char *err = NULL;
+    CHECK(jf_fit(m, &d, &o, &r, &err) == JF_OK);
+    if (r) {
+        CHECK(r->success);
+        CHECK(fabs(r->cost - 0.09044838596910885) <= 1e-9 * 0.09044838596910885);
+        CHECK(r->optimality < 1e-6);
+        CHECK(!strstr(r->message, "may not be a minimum"));
+        CHECK_NEAR(r->params[0], 2.89994221, 1e-6);
+        CHECK_NEAR(r->params[2], 1.29289821, 1e-6);
+    }
+    jf_fit_result_free(r);
+    jf_model_free(m);
+}
+
 /* ---- a power law on data that include x = 0 ------------------------------------------------ */
 
 /* d(x^b)/db = x^b·log x is taken as its limit 0 at x = 0 (for b > 0), so a·x^b fits data with
@@ -820,6 +856,7 @@ int main(void) {
     test_losses();
     test_power_law_at_zero();
     test_robust_start_outside();
+    test_huber_nearly_l1();
     test_suspect_stop();
     test_unused_and_errors();
     test_nonfinite_trial();

@@ -201,3 +201,17 @@ size_t jf_test_replay_dir(const char *dir,
     free(list);
     return files;
 }
+
+static double lcg_uniform(unsigned long long *st) {
+    *st = *st * 6364136223846793005ULL + 1442695040888963407ULL;
+    return (double)(*st >> 11) * 0x1p-53;
+}
+
+void jf_test_outlier_sine(unsigned long long seed, size_t n, double *x, double *y) {
+    for (size_t i = 0; i < n; i++) {
+        double noise = 0.3 * (2 * lcg_uniform(&seed) - 1);
+        x[i] = 10.0 * (double)i / (double)(n - 1);
+        y[i] = 3 * exp(-0.4 * x[i]) * sin(1.3 * x[i] + 0.5) + 0.2 + noise;
+        if (i % 11 == 0) y[i] += 8 * lcg_uniform(&seed) - 4;
+    }
+}

@@ -50,4 +50,10 @@ size_t jf_test_replay_dir(const char *dir,
                           void (*fn)(const char *name, const char *bytes, size_t len, void *ctx),
                           void *ctx);
 
+/* Data of a nearly-L1 robust fit (tests of the solver, CPU and GPU): n points of 3 exp(-0.4x)
+ * sin(1.3x + 0.5) + 0.2 + U(-0.3, 0.3) on x in [0, 10], every 11th point + U(-4, 4), the
+ * uniforms from a 64-bit LCG started at seed (the same in any libm). scipy's answers for seed
+ * 22, n 300 are in test_solver.c's test_huber_nearly_l1. */
+void jf_test_outlier_sine(unsigned long long seed, size_t n, double *x, double *y);
+
 #endif
