@@ -96,7 +96,8 @@ static const jf_op_info op_table[JF_OP_COUNT] = {
 
 const jf_op_info *jf_op_get_info(jf_op op) { return &op_table[op]; }
 
-/* What users may call. SIGN is internal (derivatives only); `pi` is a constant the parser makes;
+/* What users may call. SIGN is here because derivatives of abs use it, and the derivative
+ * texts jf_model_derivative_text prints must compile as models; `pi` is a constant the parser makes;
  * `e` is deliberately not a constant, so it stays free for parameter names. */
 static const jf_builtin builtin_table[] = {
     {"exp", JF_OP_EXP, 1},     {"log", JF_OP_LOG, 1},     {"log10", JF_OP_LOG10, 1},
@@ -106,7 +107,7 @@ static const jf_builtin builtin_table[] = {
     {"atan", JF_OP_ATAN, 1},   {"atan2", JF_OP_ATAN2, 2}, {"sinh", JF_OP_SINH, 1},
     {"cosh", JF_OP_COSH, 1},   {"tanh", JF_OP_TANH, 1},   {"erf", JF_OP_ERF, 1},
     {"erfc", JF_OP_ERFC, 1},   {"min", JF_OP_MIN, 2},     {"max", JF_OP_MAX, 2},
-    {"hypot", JF_OP_HYPOT, 2}, {"if", JF_OP_SELECT, 3},
+    {"hypot", JF_OP_HYPOT, 2}, {"if", JF_OP_SELECT, 3},     {"sign", JF_OP_SIGN, 1},
 };
 
 const jf_builtin *jf_builtin_find(const char *name, size_t len) {

@@ -103,9 +103,10 @@ typedef struct jf_model_options {
                                   a name the text declares as something else is skipped.
                                   Otherwise the compile fails with JF_ERR_ARG */
     size_t nvars;              /* number of entries in vars (0 when vars is NULL) */
-    size_t max_depth;          /* nesting limit of expressions (default 256) */
-    size_t max_source_bytes;   /* size limit of the model text (default 1 MiB) */
-    size_t max_nodes;          /* limit of DAG nodes incl. derivatives (default 1<<20) */
+    size_t max_depth;          /* nesting limit of expressions (default 256; 0: the default) */
+    size_t max_source_bytes;   /* size limit of the model text (default 1 MiB; 0: the default) */
+    size_t max_nodes;          /* limit of DAG nodes incl. derivatives (default 1<<20; 0: the
+                                  default) */
 } jf_model_options;
 
 /* The default options. */
@@ -273,7 +274,8 @@ typedef struct jf_fit_options {
     double f_scale;        /* soft margin between inlier and outlier residuals (default 1) */
     double ftol;           /* relative cost-reduction tolerance (default 1e-8, as scipy) */
     double xtol;           /* relative step tolerance (default 1e-8) */
-    double gtol;           /* gradient tolerance (default 1e-8) */
+    double gtol;           /* gradient tolerance (default 1e-8); at least one of the three
+                              must be >= machine epsilon (as scipy), else JF_ERR_ARG */
     size_t max_nfev;       /* evaluation budget; 0: 100 * num_params (scipy's default) */
     const double *x_scale; /* characteristic scale of each parameter; NULL: scale from the
                               Jacobian's column norms (MINPACK's mode 1, scipy x_scale='jac') */
@@ -352,8 +354,9 @@ typedef struct jf_fit_result {
 } jf_fit_result;
 
 /* Fits model m to data. On JF_OK *out receives a result (even when the solver did not
- * converge: see status); the caller frees it with jf_fit_result_free. Errors: JF_ERR_ARG (NULL
- * arguments, n <= num_params, a starting value outside its bounds, lower >= upper),
+ * converge: see status); the caller frees it with jf_fit_result_free. opts NULL means
+ * jf_fit_options_default(). Errors: JF_ERR_ARG (NULL model, data or out, n <= num_params, a
+ * starting value outside its bounds, lower >= upper, an invalid option),
  * JF_ERR_DATA (non-finite x, y or sigma, or sigma <= 0), JF_ERR_UNAVAILABLE (device GPU
  * without one), JF_ERR_NOMEM. On error *out is NULL; if errmsg is not NULL it receives a
  * one-line explanation the caller frees with jf_free. */

@@ -234,6 +234,13 @@ static int setup_init(fit_setup *s, const jf_model *m, const jf_fit_options *opt
     if (!(o->ftol >= 0) || !(o->xtol >= 0) || !(o->gtol >= 0))
         return fail(errmsg, JF_ERR_ARG, "ftol, xtol and gtol must be >= 0 (got %g, %g, %g)",
                     o->ftol, o->xtol, o->gtol);
+    /* as scipy: with every tolerance below ε no test can ever pass, and a good fit would end
+     * as "stalled" (not a success) */
+    if (o->ftol < JF_STEP_EPS && o->xtol < JF_STEP_EPS && o->gtol < JF_STEP_EPS)
+        return fail(errmsg, JF_ERR_ARG,
+                    "at least one of ftol, xtol and gtol must be at least machine epsilon "
+                    "(2.2e-16; got %g, %g, %g)",
+                    o->ftol, o->xtol, o->gtol);
     if (o->x_scale)
         for (size_t k = 0; k < np; k++)
             if (!(o->x_scale[k] > 0) || !isfinite(o->x_scale[k]))
@@ -597,9 +604,21 @@ static int run_fit(const fit_setup *s, const jf_data *d, const double *w, const 
             for (size_t k = 0; k < np * np; k++) r->covariance[k] = r->correlation[k] = NAN;
             for (size_t k = 0; k < np; k++) r->std_errors[k] = NAN;
             r->ssr = r->chi2 = r->reduced_chi2 = r->r_squared = NAN;
+            if (isnan(r->cost)) r->cost = NAN; /* not -nan in reports */
             snprintf(b->message, MSG_LEN,
                      "the residuals or the Jacobian are not finite at the starting point");
-            if (prob.k) note_nonfinite(b->message, &prob, r->params, m);
+            if (prob.k) {
+                note_nonfinite(b->message, &prob, r->params, m);
+                /* the statistics of the start (the result holds p0): SSR is finite when only a
+                 * derivative is not, and must agree with the cost then */
+                double sums[2];
+                jf_problem_residual_sums(&prob, r->params, sums);
+                r->ssr = sums[1];
+                r->chi2 = d->sigma ? sums[1] : NAN;
+                r->reduced_chi2 = d->sigma ? sums[1] / (double)r->dof : NAN;
+                double tss = total_ss(d->y, n);
+                r->r_squared = tss > 0 ? 1.0 - sums[0] / tss : NAN;
+            }
         } else {
             if (pre && pre->finished) jf_covar_triangle(pre->R, n, np, r->covariance, unident);
             else if (st.J) code = jf_covar_jacobian(st.J, n, np, r->covariance, unident);
@@ -1126,7 +1145,13 @@ static int batch_run(const jf_model *m, size_t nfits, const jf_data *data, const
         for (size_t i = 0; i < nfits; i++) results[i] = NULL;
     if (errmsgs)
         for (size_t i = 0; i < nfits; i++) errmsgs[i] = NULL;
-    if (!m || (nfits && (!data || (!results && !cols)))) return JF_ERR_ARG;
+    if (!m || (nfits && (!data || (!results && !cols)))) {
+        /* every fit gets the reason, as the header promises for a fit that could not run */
+        const char *why = !m ? "the model is NULL" : !data ? "data is NULL" : "results is NULL";
+        for (size_t i = 0; errmsgs && i < nfits; i++) errmsgs[i] = strdup(why);
+        for (size_t i = 0; cols && m && i < nfits; i++) columns_put(cols, i, m->np, NULL, JF_ERR_ARG);
+        return JF_ERR_ARG;
+    }
     if (nfits == 0) return JF_OK;
     fit_setup s;
     char *setup_err = NULL;

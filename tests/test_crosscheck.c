@@ -367,6 +367,7 @@ static const struct {
     {"min(a*x, b)", NULL, -3, 3},
     {"max(a*x, b)", NULL, -3, 3},
     {"hypot(a*x, b)", NULL, -3, 3},
+    {"a*sign(x - b) + b*x", NULL, -3, 3},
     {"a*x^3 + b*x^-2 + a^0.5", NULL, 0.2, 3},
     {"a/(b + x) - a*x", NULL, 0.5, 3},
     {"if(x < a, b*x, a*b)", NULL, -3, 3},

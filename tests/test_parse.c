@@ -629,6 +629,51 @@ static void test_limits(void) {
     }
 }
 
+/* ---- printed derivatives are models ------------------------------------------------------- */
+
+/* jf_model_derivative_text prints DSL: compiled again as a bare formula it gives the derivative's
+ * values (parameters matched by name; a parameter the derivative lost is simply absent). abs's
+ * derivative printed sign(), which was no DSL function. */
+static void test_derivative_text_round_trip(void) {
+    static const char *const models[] = {
+        "abs(a)*x",          "a*abs(x - b)",        "min(a*x, b) + max(b, x)",
+        "if(x > a, a*x, b)", "a*x^b + sqrt(b*x^2)", "hypot(a*x, b) + atan2(x, a)*b",
+        "a*sign(x - b)",     "exp(-a*x)*sin(b*x)",  "log(a + x^2)/b",
+    };
+    static const double xs[] = {-1.7, 0.3, 2.5};
+    for (size_t i = 0; i < sizeof models / sizeof *models; i++) {
+        jf_model *m = NULL;
+        if (!CHECK(jf_model_compile(models[i], (size_t)-1, NULL, &m, NULL) == JF_OK)) continue;
+        size_t np = jf_model_num_params(m);
+        double p[4] = {1.3, 0.7, 0, 0}, grad[4], value;
+        for (size_t k = 0; k < np; k++) {
+            char *t = jf_model_derivative_text(m, k);
+            jf_model *dm = NULL;
+            jf_diagnostics *dg = NULL;
+            if (!CHECK(t && jf_model_compile(t, (size_t)-1, NULL, &dm, &dg) == JF_OK))
+                fprintf(stderr, "  d/d%s of %s printed as %s: %s\n", jf_model_param_name(m, k),
+                        models[i], t ? t : "(null)", dg ? jf_diagnostics_text(dg) : "");
+            for (size_t j = 0; dm && j < sizeof xs / sizeof *xs; j++) {
+                double dp[4] = {0, 0, 0, 0}, dv, dgrad[4];
+                for (size_t q = 0; q < jf_model_num_params(dm); q++) {
+                    long at = jf_model_param_index(m, jf_model_param_name(dm, q));
+                    CHECK(at >= 0);
+                    dp[q] = at >= 0 ? p[at] : NAN;
+                }
+                CHECK(jf_model_eval(m, p, &xs[j], &value, grad) == JF_OK);
+                CHECK(jf_model_eval(dm, dp, &xs[j], &dv, dgrad) == JF_OK);
+                if (!CHECK_NEAR(dv, grad[k], 1e-14))
+                    fprintf(stderr, "  d/d%s of %s at x = %g\n", jf_model_param_name(m, k),
+                            models[i], xs[j]);
+            }
+            jf_model_free(dm);
+            jf_diagnostics_free(dg);
+            jf_free(t);
+        }
+        jf_model_free(m);
+    }
+}
+
 int main(void) {
     test_ok_cases();
     test_unused_variable();
@@ -637,5 +682,6 @@ int main(void) {
     test_fail_cases();
     test_notes_and_warnings();
     test_limits();
+    test_derivative_text_round_trip();
     return jf_test_finish();
 }

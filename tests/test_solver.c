@@ -446,6 +446,10 @@ static void test_power_law_at_zero(void) {
         CHECK(r->status == JF_FIT_NONFINITE);
         CHECK_CONTAINS(r->message, "first at point 0 (0-based, x = 0), where the derivative with "
                                    "respect to 'b' is NaN");
+        /* the residuals are finite there: the start's statistics are reported, consistently */
+        CHECK(isfinite(r->cost) && isfinite(r->ssr));
+        CHECK_NEAR(r->ssr, 2 * r->cost, 1e-14);
+        CHECK(isnan(r->std_errors[0]));
     } else {
         CHECK(!"the sqrt model ran");
     }
@@ -542,6 +546,19 @@ static void test_unused_and_errors(void) {
     err = NULL;
     CHECK(jf_fit(NULL, &d, NULL, &r, &err) == JF_ERR_ARG);
     jf_free(err);
+    err = NULL;
+    /* every tolerance below ε: no test could pass (scipy refuses it too); one at ε is enough */
+    jf_fit_options ot = jf_fit_options_default();
+    ot.ftol = ot.xtol = ot.gtol = 0;
+    CHECK(jf_fit(m, &d, &ot, &r, &err) == JF_ERR_ARG && r == NULL);
+    if (err) CHECK_CONTAINS(err, "at least one of ftol, xtol and gtol must be at least machine epsilon");
+    jf_free(err);
+    err = NULL;
+    ot.xtol = 2.220446049250313e-16;
+    CHECK(jf_fit(m, &d, &ot, &r, &err) == JF_OK && r && r->status != JF_FIT_STALLED &&
+          r->status != JF_FIT_MAX_NFEV); /* converged (this model has an unused parameter) */
+    jf_fit_result_free(r);
+    r = NULL;
     jf_model_free(m);
 
     /* Non-finite at the start: log of a negative number. */
@@ -771,6 +788,13 @@ static void test_batch(void) {
     }
     for (int f = 0; f < FITS; f++) {
         jf_fit_result_free(res[f]);
+        jf_free(errs[f]);
+    }
+    /* a NULL model: every fit says why (errmsgs were left NULL) */
+    CHECK(jf_fit_batch(NULL, 3, data, NULL, &o, res, errs) == JF_ERR_ARG);
+    for (int f = 0; f < 3; f++) {
+        CHECK(res[f] == NULL);
+        if (CHECK(errs[f] != NULL)) CHECK_STREQ(errs[f], "the model is NULL");
         jf_free(errs[f]);
     }
     free(x);
