@@ -95,6 +95,9 @@ static jf_ref mul(ctx *c, jf_ref a, jf_ref b) { return bin(c, JF_OP_MUL, a, b); 
 static jf_ref dvd(ctx *c, jf_ref a, jf_ref b) { return bin(c, JF_OP_DIV, a, b); }
 static jf_ref neg(ctx *c, jf_ref a) { return un(c, JF_OP_NEG, a); }
 static jf_ref sq(ctx *c, jf_ref a) { return bin(c, JF_OP_POW, a, C(c, 2.0)); }
+static jf_ref one_minus_sq(ctx *c, jf_ref a) {
+    return mul(c, sub(c, C(c, 1.0), a), add(c, C(c, 1.0), a));
+}
 
 static jf_ref deriv(ctx *c, jf_ref f);
 
@@ -137,12 +140,16 @@ static jf_ref rule(ctx *c, jf_ref f) {
     case JF_OP_COS: return mul(c, neg(c, un(c, JF_OP_SIN, u)), du);
     /* 1 + tan², reusing the tan node rather than building 1/cos² */
     case JF_OP_TAN: return mul(c, add(c, C(c, 1.0), sq(c, f)), du);
-    case JF_OP_ASIN: return dvd(c, du, un(c, JF_OP_SQRT, sub(c, C(c, 1.0), sq(c, u))));
-    case JF_OP_ACOS: return neg(c, dvd(c, du, un(c, JF_OP_SQRT, sub(c, C(c, 1.0), sq(c, u)))));
+    /* √((1-u)(1+u)), not √(1-u²): near u = ±1 the square's rounding cancels (2.5e-11 relative
+     * error at u = 1-1e-10) */
+    case JF_OP_ASIN: return dvd(c, du, un(c, JF_OP_SQRT, one_minus_sq(c, u)));
+    case JF_OP_ACOS: return neg(c, dvd(c, du, un(c, JF_OP_SQRT, one_minus_sq(c, u))));
     case JF_OP_ATAN: return dvd(c, du, add(c, C(c, 1.0), sq(c, u)));
     case JF_OP_SINH: return mul(c, un(c, JF_OP_COSH, u), du);
     case JF_OP_COSH: return mul(c, un(c, JF_OP_SINH, u), du);
-    case JF_OP_TANH: return mul(c, sub(c, C(c, 1.0), sq(c, f)), du);
+    /* 1/cosh², not 1 - tanh²: tanh rounds to 1 beyond |u| ≈ 19, and 1 - tanh² lost all its
+     * digits well before (4 % wrong at 18, exactly 0 at 20, where 1/cosh² is 3.4e-16) */
+    case JF_OP_TANH: return dvd(c, du, sq(c, un(c, JF_OP_COSH, u)));
     case JF_OP_ERF:
     case JF_OP_ERFC: {
         /* 2/sqrt(pi) exp(-u²); erfc = 1 - erf flips the sign */
@@ -163,6 +170,10 @@ static jf_ref rule(ctx *c, jf_ref f) {
              * integer power stays on the jf_powi path */
             jf_ref vm1 = sub(c, v, C(c, 1.0));
             t1 = mul(c, mul(c, v, bin(c, JF_OP_POW, u, vm1)), du);
+            /* a run-time exponent that is 0 makes u^v ≡ 1, derivative 0; at u = 0 the product
+             * above would be 0·inf = NaN */
+            if (jf_dag_node(c->d, v)->op != JF_OP_CONST)
+                t1 = jf_dag_select(c->d, bin(c, JF_OP_EQ, v, C(c, 0.0)), C(c, 0.0), t1);
         }
         if (v_dep) {
             /* u^v·log(u)·v': NaN for u < 0, where u^v is itself only defined for integer v.
@@ -176,9 +187,12 @@ static jf_ref rule(ctx *c, jf_ref f) {
         return add(c, t1, t2);
     }
     case JF_OP_ATAN2: {
-        /* atan2(y, x)' = (x y' - y x')/(x² + y²) */
+        /* atan2(y, x)' = (x y' - y x')/(x² + y²), as ((x/h) y' - (y/h) x')/h with h =
+         * hypot(x, y): x² + y² overflows (or underflows) beyond about 1e±154, which made the
+         * derivative NaN or infinite where atan2 itself is fine */
         jf_ref dv = deriv(c, v);
-        return dvd(c, sub(c, mul(c, v, du), mul(c, u, dv)), add(c, sq(c, v), sq(c, u)));
+        jf_ref h = bin(c, JF_OP_HYPOT, v, u);
+        return dvd(c, sub(c, mul(c, dvd(c, v, h), du), mul(c, dvd(c, u, h), dv)), h);
     }
     case JF_OP_HYPOT:
         /* (a a' + b b')/hypot(a, b): NaN at (0, 0), where hypot has a cone point */

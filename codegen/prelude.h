@@ -38,13 +38,8 @@
 /* Largest |n| that a constant integer exponent may have to be evaluated by jf_powi. */
 #define JF_POWI_MAX 64
 
-/* x^n by binary exponentiation. Exists because pow() rounds differently in glibc and in CUDA's
- * libdevice, while a fixed sequence of IEEE multiplications is bit-identical everywhere, and
- * because x^2, x^3 dominate model formulas and are far cheaper as products. A negative n is
- * 1/x^|n| (so 0^-n is inf with the sign rules of division); x^0 is 1 even for NaN, as pow(). */
-JF_HD double jf_powi(double x, int n) {
-    /* unsigned so that n == INT_MIN negates without overflow */
-    unsigned int m = n < 0 ? 0u - (unsigned int)n : (unsigned int)n;
+/* x^m by binary exponentiation (the multiplications jf_powi's results are made of). */
+JF_HD double jf_powu(double x, unsigned int m) {
     double r = 1.0;
     while (m != 0u) {
         if (m & 1u)
@@ -53,7 +48,23 @@ JF_HD double jf_powi(double x, int n) {
         if (m != 0u)
             x *= x;
     }
-    return n < 0 ? 1.0 / r : r;
+    return r;
+}
+
+/* x^n by binary exponentiation. Exists because pow() rounds differently in glibc and in CUDA's
+ * libdevice, while a fixed sequence of IEEE multiplications is bit-identical everywhere, and
+ * because x^2, x^3 dominate model formulas and are far cheaper as products. A negative n is
+ * 1/x^|n| (so 0^-n is inf with the sign rules of division), or (1/x)^|n| where x^|n| overflows
+ * but x is finite (1e155^-2 is 1e-310, not 0); x^0 is 1 even for NaN, as pow(). */
+JF_HD double jf_powi(double x, int n) {
+    /* unsigned so that n == INT_MIN negates without overflow */
+    unsigned int m = n < 0 ? 0u - (unsigned int)n : (unsigned int)n;
+    double r = jf_powu(x, m);
+    if (n >= 0)
+        return r;
+    if (r - r != 0.0 && x - x == 0.0) /* r = ±inf from a finite x: it overflowed */
+        return jf_powu(1.0 / x, m);
+    return 1.0 / r;
 }
 
 /* a^c for an exponent c that is a constant of the expression. The rule of the whole project:
@@ -98,8 +109,7 @@ JF_HD double jf_max(double a, double b) { return fmax(a, b); }
 /* fp32 twins of the helpers above for the CUDA single-precision kernels (jf_emit_options
  * .cuda_single): C++ overloads, so that the same generated calls pick them when every operand
  * is a float. Same rules, float arithmetic. */
-JF_HD float jf_powi(float x, int n) {
-    unsigned int m = n < 0 ? 0u - (unsigned int)n : (unsigned int)n;
+JF_HD float jf_powu(float x, unsigned int m) {
     float r = 1.0f;
     while (m != 0u) {
         if (m & 1u)
@@ -108,7 +118,16 @@ JF_HD float jf_powi(float x, int n) {
         if (m != 0u)
             x *= x;
     }
-    return n < 0 ? 1.0f / r : r;
+    return r;
+}
+JF_HD float jf_powi(float x, int n) {
+    unsigned int m = n < 0 ? 0u - (unsigned int)n : (unsigned int)n;
+    float r = jf_powu(x, m);
+    if (n >= 0)
+        return r;
+    if (r - r != 0.0f && x - x == 0.0f)
+        return jf_powu(1.0f / x, m);
+    return 1.0f / r;
 }
 JF_HD float jf_sign(float x) { return x > 0.0f ? 1.0f : (x < 0.0f ? -1.0f : x); }
 JF_HD float jf_select(float c, float a, float b) { return (c > 0.0f || c < 0.0f) ? a : b; }

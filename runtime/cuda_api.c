@@ -1,9 +1,12 @@
 /* The CUDA driver API through dlopen + cuGetProcAddress (see cuda_api.h).
  *
- * cuda.h is included for types, constants and prototypes only: the prototypes give each
- * function pointer its exact type (via __typeof__ of the name the header maps to, e.g.
- * cuMemAlloc → cuMemAlloc_v2), and cuGetProcAddress, asked for the base name with the header's
- * CUDA_VERSION, returns the entry point with that ABI. It is the only symbol taken with dlsym.
+ * cuda.h is included for types and constants, cudaTypedefs.h for the PFN_<name>_v<N> types of
+ * every ABI an entry point has had. Each entry point is requested with a pinned version N and
+ * held in a PFN_<name>_v<N> pointer, and a static assertion checks that this is the ABI cuda.h's
+ * prototype describes (the one the calls below are written for). Asking with the headers'
+ * CUDA_VERSION instead is not safe: CUDA 13's driver returns cuCtxSynchronize(CUcontext) for
+ * "cuCtxSynchronize" at 13000 while cuda.h still declares cuCtxSynchronize(void).
+ * cuGetProcAddress is the only symbol taken with dlsym.
  */
 #include "cuda_api.h"
 
@@ -187,55 +190,68 @@ static int drv_graph_wait_mark(jf_cuda_graph *g, jf_cuda_graph *other, int slot,
 #else
 
 #include <cuda.h>
+#include <cudaTypedefs.h>
 #include <dlfcn.h>
 #include <pthread.h>
 
-/* The driver entry points we use, by the names cuda.h gives them. */
+/* The driver entry points we use and the ABI version each is pinned to (the PFN_<name>_v<N>
+ * of cudaTypedefs.h that matches cuda.h's prototype; all exist since CUDA 12.0). */
 #define JF_CU_FUNCS(X)                                                                             \
-    X(cuInit)                                                                                      \
-    X(cuDeviceGetCount)                                                                            \
-    X(cuDeviceGet)                                                                                 \
-    X(cuDeviceGetName)                                                                             \
-    X(cuDeviceGetAttribute)                                                                        \
-    X(cuDevicePrimaryCtxRetain)                                                                    \
-    X(cuCtxSetCurrent)                                                                             \
-    X(cuCtxSynchronize)                                                                            \
-    X(cuModuleLoadData)                                                                            \
-    X(cuModuleUnload)                                                                              \
-    X(cuModuleGetFunction)                                                                         \
-    X(cuMemAlloc)                                                                                  \
-    X(cuMemFree)                                                                                   \
-    X(cuMemcpyHtoD)                                                                                \
-    X(cuMemcpyDtoH)                                                                                \
-    X(cuLaunchKernel)                                                                              \
-    X(cuGetErrorString)                                                                            \
-    X(cuDriverGetVersion)                                                                          \
-    X(cuDeviceTotalMem)                                                                            \
-    X(cuMemGetInfo)                                                                                \
-    X(cuDevicePrimaryCtxRelease)                                                                   \
-    X(cuCtxGetCurrent)                                                                             \
-    X(cuStreamCreate)                                                                              \
-    X(cuStreamDestroy)                                                                             \
-    X(cuStreamSynchronize)                                                                         \
-    X(cuMemcpyHtoDAsync)                                                                           \
-    X(cuMemcpyDtoHAsync)                                                                           \
-    X(cuGraphCreate)                                                                               \
-    X(cuGraphAddKernelNode)                                                                        \
-    X(cuGraphInstantiate)                                                                          \
-    X(cuGraphLaunch)                                                                               \
-    X(cuGraphExecDestroy)                                                                          \
-    X(cuGraphDestroy)                                                                              \
-    X(cuGraphAddMemcpyNode)                                                                        \
-    X(cuMemHostAlloc)                                                                              \
-    X(cuMemFreeHost)                                                                               \
-    X(cuEventCreate)                                                                               \
-    X(cuEventRecord)                                                                               \
-    X(cuEventDestroy)                                                                              \
-    X(cuStreamWaitEvent)
+    X(cuInit, 2000)                                                                                \
+    X(cuDeviceGetCount, 2000)                                                                      \
+    X(cuDeviceGet, 2000)                                                                           \
+    X(cuDeviceGetName, 2000)                                                                       \
+    X(cuDeviceGetAttribute, 2000)                                                                  \
+    X(cuDevicePrimaryCtxRetain, 7000)                                                              \
+    X(cuCtxSetCurrent, 4000)                                                                       \
+    X(cuCtxSynchronize, 2000)                                                                      \
+    X(cuModuleLoadData, 2000)                                                                      \
+    X(cuModuleUnload, 2000)                                                                        \
+    X(cuModuleGetFunction, 2000)                                                                   \
+    X(cuMemAlloc, 3020)                                                                            \
+    X(cuMemFree, 3020)                                                                             \
+    X(cuMemcpyHtoD, 3020)                                                                          \
+    X(cuMemcpyDtoH, 3020)                                                                          \
+    X(cuLaunchKernel, 4000)                                                                        \
+    X(cuGetErrorString, 6000)                                                                      \
+    X(cuDriverGetVersion, 2020)                                                                    \
+    X(cuDeviceTotalMem, 3020)                                                                      \
+    X(cuMemGetInfo, 3020)                                                                          \
+    X(cuDevicePrimaryCtxRelease, 11000)                                                            \
+    X(cuCtxGetCurrent, 4000)                                                                       \
+    X(cuStreamCreate, 2000)                                                                        \
+    X(cuStreamDestroy, 4000)                                                                       \
+    X(cuStreamSynchronize, 2000)                                                                   \
+    X(cuMemcpyHtoDAsync, 3020)                                                                     \
+    X(cuMemcpyDtoHAsync, 3020)                                                                     \
+    X(cuGraphCreate, 10000)                                                                        \
+    X(cuGraphAddKernelNode, 12000)                                                                 \
+    X(cuGraphInstantiateWithFlags, 11040)                                                          \
+    X(cuGraphLaunch, 10000)                                                                        \
+    X(cuGraphExecDestroy, 10000)                                                                   \
+    X(cuGraphDestroy, 10000)                                                                       \
+    X(cuGraphAddMemcpyNode, 10000)                                                                 \
+    X(cuMemHostAlloc, 2020)                                                                        \
+    X(cuMemFreeHost, 2000)                                                                         \
+    X(cuEventCreate, 2000)                                                                         \
+    X(cuEventRecord, 2000)                                                                         \
+    X(cuEventDestroy, 4000)                                                                        \
+    X(cuStreamWaitEvent, 3020)
+
+/* Each pinned ABI is the one the calls are written for (cuda.h's prototype of the name). */
+#define JF_CU_CHECK(name, ver)                                                                     \
+    _Static_assert(__builtin_types_compatible_p(__typeof__(&name), PFN_##name##_v##ver),         \
+                   #name ": the pinned ABI version " #ver " differs from cuda.h's prototype");
+JF_CU_FUNCS(JF_CU_CHECK)
+#if CUDA_VERSION >= 12040
+JF_CU_CHECK(cuGraphConditionalHandleCreate, 12030)
+JF_CU_CHECK(cuGraphAddNode, 12030) /* with edge data (the WHILE node's dependencies) */
+#endif
+#undef JF_CU_CHECK
 
 /* The resolved driver, filled once by load_driver. */
 static struct {
-#define JF_CU_MEMBER(name) __typeof__(name) *name;
+#define JF_CU_MEMBER(name, ver) PFN_##name##_v##ver name;
     JF_CU_FUNCS(JF_CU_MEMBER)
 #undef JF_CU_MEMBER
     int ok;           /* 1 when the driver, a device and its primary context are usable */
@@ -249,8 +265,8 @@ static struct {
     int cond_create;  /* 1 when cuGraphConditionalHandleCreate resolves (optional) */
 #if CUDA_VERSION >= 12040
     /* optional: WHILE conditional nodes (driver >= 12.4 for cuGraphAddNode with edge data) */
-    __typeof__(cuGraphConditionalHandleCreate) *cond_handle_create;
-    __typeof__(cuGraphAddNode) *graph_add_node;
+    PFN_cuGraphConditionalHandleCreate_v12030 cond_handle_create;
+    PFN_cuGraphAddNode_v12030 graph_add_node;
 #endif
 } cu;
 
@@ -283,16 +299,16 @@ static void load_driver(void) {
                  "unavailable: the CUDA driver is too old (no cuGetProcAddress)");
         return;
     }
-#define JF_CU_RESOLVE(name)                                                                        \
+#define JF_CU_RESOLVE(name, ver)                                                                   \
     {                                                                                              \
         void *fn = NULL;                                                                           \
         CUdriverProcAddressQueryResult qr = CU_GET_PROC_ADDRESS_SUCCESS;                           \
-        CUresult r = gpa2 ? gpa2(#name, &fn, CUDA_VERSION, CU_GET_PROC_ADDRESS_DEFAULT, &qr)       \
-                          : gpa1(#name, &fn, CUDA_VERSION, CU_GET_PROC_ADDRESS_DEFAULT);           \
+        CUresult r = gpa2 ? gpa2(#name, &fn, ver, CU_GET_PROC_ADDRESS_DEFAULT, &qr)                \
+                          : gpa1(#name, &fn, ver, CU_GET_PROC_ADDRESS_DEFAULT);                    \
         if (r != CUDA_SUCCESS || !fn) {                                                            \
             snprintf(cu.why, sizeof cu.why,                                                        \
-                     "unavailable: the CUDA driver lacks %s (driver older than CUDA %d.%d?)",     \
-                     #name, CUDA_VERSION / 1000, CUDA_VERSION % 1000 / 10);                        \
+                     "unavailable: the CUDA driver lacks %s (ABI %d; a CUDA 12.0 or newer driver " \
+                     "is needed)", #name, ver);                                                    \
             return;                                                                                \
         }                                                                                          \
         memcpy(&cu.name, &fn, sizeof fn);                                                          \
@@ -305,16 +321,14 @@ static void load_driver(void) {
         /* Optional: conditional graph nodes (CUDA 12.3); their absence only disables them. */
         void *fn = NULL, *fn2 = NULL;
         CUdriverProcAddressQueryResult qr = CU_GET_PROC_ADDRESS_SUCCESS;
-        CUresult rc = gpa2 ? gpa2("cuGraphConditionalHandleCreate", &fn, CUDA_VERSION,
+        CUresult rc = gpa2 ? gpa2("cuGraphConditionalHandleCreate", &fn, 12030,
                                   CU_GET_PROC_ADDRESS_DEFAULT, &qr)
-                           : gpa1("cuGraphConditionalHandleCreate", &fn, CUDA_VERSION,
+                           : gpa1("cuGraphConditionalHandleCreate", &fn, 12030,
                                   CU_GET_PROC_ADDRESS_DEFAULT);
         cu.cond_create = rc == CUDA_SUCCESS && fn != NULL;
 #if CUDA_VERSION >= 12040
-        CUresult rc2 = gpa2 ? gpa2("cuGraphAddNode", &fn2, CUDA_VERSION,
-                                   CU_GET_PROC_ADDRESS_DEFAULT, &qr)
-                            : gpa1("cuGraphAddNode", &fn2, CUDA_VERSION,
-                                   CU_GET_PROC_ADDRESS_DEFAULT);
+        CUresult rc2 = gpa2 ? gpa2("cuGraphAddNode", &fn2, 12030, CU_GET_PROC_ADDRESS_DEFAULT, &qr)
+                            : gpa1("cuGraphAddNode", &fn2, 12030, CU_GET_PROC_ADDRESS_DEFAULT);
         if (cu.cond_create && rc2 == CUDA_SUCCESS && fn2) {
             memcpy(&cu.cond_handle_create, &fn, sizeof fn);
             memcpy(&cu.graph_add_node, &fn2, sizeof fn2);
@@ -471,6 +485,10 @@ static void drv_free(jf_devptr p) {
 static int drv_to_device(jf_devptr dst, const void *src, size_t bytes, char *why, size_t n) {
     if (!bytes) return JF_OK;
     CUresult r = cu.cuMemcpyHtoD((CUdeviceptr)dst, src, bytes);
+    /* From pageable memory the call may return once the data are staged, before the DMA has
+     * landed, and the solver's streams are non-blocking (no implicit ordering with stream 0):
+     * the copy is complete when this returns. */
+    if (r == CUDA_SUCCESS) r = cu.cuCtxSynchronize();
     return r == CUDA_SUCCESS ? JF_OK : fail(r, "copy to the device failed", why, n, JF_ERR_INTERNAL);
 }
 
@@ -694,7 +712,7 @@ static void drv_graph_while_end(jf_cuda_graph *g) {
 }
 
 static int drv_graph_instantiate(jf_cuda_graph *g, char *why, size_t n) {
-    CUresult r = cu.cuGraphInstantiate(&g->exec, g->graph, 0);
+    CUresult r = cu.cuGraphInstantiateWithFlags(&g->exec, g->graph, 0);
     return r == CUDA_SUCCESS ? JF_OK
                              : fail(r, "cannot instantiate the CUDA graph", why, n, JF_ERR_INTERNAL);
 }

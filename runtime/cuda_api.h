@@ -1,9 +1,9 @@
 /* The CUDA driver API, loaded at run time.
  *
  * libcuda.so.1 is opened with dlopen on first use (once per process, thread-safe); every driver
- * entry point is then resolved through cuGetProcAddress with the CUDA_VERSION of the headers we
- * were built with, so we get the ABI those headers describe (cuda.h maps many names to _v2/_v3
- * variants that plain dlsym would miss). Nothing links against libcuda, so the same binary runs
+ * entry point is then resolved through cuGetProcAddress at a pinned ABI version, checked at
+ * compile time against the prototype cuda.h gives (cuda.h maps many names to _v2/_v3 variants
+ * that plain dlsym would miss). Nothing links against libcuda, so the same binary runs
  * on machines without a driver or GPU: then every call reports "unavailable: <reason>".
  * Built without the CUDA headers (JF_HAVE_CUDA_HEADERS undefined), this module is a stub that
  * says so. Device pointers are passed as jf_devptr (CUdeviceptr's representation) so that no
@@ -62,7 +62,8 @@ JF_INTERNAL void jf_cuda_module_unload(void *module);
 /* The kernel called name in module, or NULL (reason in why). */
 JF_INTERNAL void *jf_cuda_module_function(void *module, const char *name, char *why, size_t n);
 
-/* Device memory and copies (synchronous). JF_OK or JF_ERR_UNAVAILABLE / JF_ERR_NOMEM with the
+/* Device memory and copies (synchronous: complete on return, whichever stream reads the data
+ * next). JF_OK or JF_ERR_UNAVAILABLE / JF_ERR_NOMEM with the
  * driver's message in why. */
 JF_INTERNAL int jf_cuda_alloc(jf_devptr *p, size_t bytes, char *why, size_t n);
 JF_INTERNAL void jf_cuda_free(jf_devptr p);

@@ -75,8 +75,26 @@ static void load_nvrtc(void) {
     void *lib = NULL;
     for (size_t i = 0; i < sizeof names / sizeof names[0] && !lib; i++)
         lib = dlopen(names[i], RTLD_NOW | RTLD_LOCAL);
+    /* A toolkit installed but not on the loader's path (no ldconfig entry, no LD_LIBRARY_PATH)
+     * is common: its usual directories, $CUDA_HOME's and $CUDA_PATH's first. */
+    const char *home = getenv("CUDA_HOME"), *cpath = getenv("CUDA_PATH");
+    const char *const dirs[][2] = {{home, "/lib64"},
+                                   {cpath, "/lib64"},
+                                   {"/usr/local/cuda", "/lib64"},
+                                   {"/usr/local/cuda", "/targets/x86_64-linux/lib"},
+                                   {"/usr/local/cuda", "/targets/sbsa-linux/lib"}};
+    for (size_t d = 0; d < sizeof dirs / sizeof dirs[0] && !lib; d++) {
+        if (!dirs[d][0] || !dirs[d][0][0]) continue;
+        for (size_t i = 0; i < sizeof names / sizeof names[0] && !lib; i++) {
+            char path[4200];
+            snprintf(path, sizeof path, "%s%s/%s", dirs[d][0], dirs[d][1], names[i]);
+            lib = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+        }
+    }
     if (!lib) {
-        snprintf(nv.why, sizeof nv.why, "unavailable: libnvrtc.so not found");
+        snprintf(nv.why, sizeof nv.why,
+                 "unavailable: libnvrtc.so not found (on the loader's path, in $CUDA_HOME/lib64 "
+                 "or in /usr/local/cuda)");
         return;
     }
 #define JF_NVRTC_RESOLVE(name)                                                                     \

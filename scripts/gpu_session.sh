@@ -23,11 +23,33 @@ src=$(cat gpu-bundle/SRC_DIR)
 if [ "$src" != "$root" ] && [ ! -e "$src" ]; then
   mkdir -p "$(dirname "$src")" && ln -s "$root" "$src"
 fi
-mkdir -p "$src/build/tests" "$src/build/bench"
-cp gpu-bundle/bin/jitfit "$src/build/jitfit"
-for t in test_gpu test_crosscheck test_doctor; do cp "gpu-bundle/bin/$t" "$src/build/tests/$t"; done
-for t in bench_gpu bench_gpu_batch bench_gpu_large_p; do cp "gpu-bundle/bin/$t" "$src/build/bench/$t"; done
-export LD_LIBRARY_PATH=$root/gpu-bundle/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+mkdir -p "$src/build/tests" "$src/build/bench" "$src/build/real"
+# NVRTC, cuBLAS and cuSOLVER are the device's (the bundle cannot carry them: cuBLAS alone is
+# hundreds of MB), loaded with dlopen: the toolkit's lib directory, else the pip wheels'.
+cudalib=""
+for d in /usr/local/cuda/lib64 /usr/local/cuda/targets/x86_64-linux/lib; do
+  ls "$d"/libnvrtc.so* >/dev/null 2>&1 && cudalib=${cudalib:+$cudalib:}$d
+done
+for l in libnvrtc.so libcublas.so libcusolver.so; do
+  d=$(find /opt /usr/local /usr/lib -name "$l*" -path '*nvidia*' 2>/dev/null | head -n 1)
+  [ -n "$d" ] && cudalib=${cudalib:+$cudalib:}$(dirname "$d")
+done
+{
+  echo "CUDA libraries: ${cudalib:-none found}"
+  ldconfig -p | grep -E 'libnvrtc|libcublas|libcusolver' || echo "(none in ldconfig)"
+} >>"$OUT/env.txt"
+# The bundle's Debian libraries are for jitfit's binaries only, not for the device's Python
+# (the anchors): each binary is a wrapper that sets the path and runs the real one.
+jlp=$root/gpu-bundle/lib${cudalib:+:$cudalib}
+wrap() { # wrap NAME DEST: DEST runs build/real/NAME with the bundle's libraries
+  cp "gpu-bundle/bin/$1" "$src/build/real/$1"
+  printf '#!/bin/sh\nLD_LIBRARY_PATH=%s${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} exec %s "$@"\n' \
+    "$jlp" "$src/build/real/$1" >"$2"
+  chmod +x "$2"
+}
+wrap jitfit "$src/build/jitfit"
+for t in test_gpu test_crosscheck test_doctor; do wrap "$t" "$src/build/tests/$t"; done
+for t in bench_gpu bench_gpu_batch bench_gpu_large_p; do wrap "$t" "$src/build/bench/$t"; done
 export JITFIT_CACHE_DIR=${JITFIT_CACHE_DIR:-/tmp/jitfit-gpu-session-cache}
 B=$src/build
 t0=$SECONDS

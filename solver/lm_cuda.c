@@ -558,6 +558,11 @@ int jf_gpu_problem_init_streamed(jf_gpu_problem *gp, jf_problem *prob,
                  (double)(fixed + min_chunk * per_point) / 1048576.0, (double)avail / 1048576.0);
         return JF_ERR_NOMEM;
     }
+    /* a chunk's copy is one graph memcpy node whose pitch is its byte count, and cuMemcpy3D's
+     * rules refuse pitches above the device's maximum (2^31 - 1 on current GPUs): copies of at
+     * most 1 GiB, unless that needs more chunks than a graph holds (data beyond ~64 GiB) */
+    size_t copy_cap = ((size_t)1 << 30) / (gp->lay.ncols * sizeof(double));
+    if (chunk > copy_cap && copy_cap >= min_chunk) chunk = copy_cap;
     if (chunk > n) chunk = n;
     gp->chunk = chunk;
     jf_stream_layout_init(&gp->lay, n, nv, d->w != NULL, chunk);

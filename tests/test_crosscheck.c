@@ -369,6 +369,8 @@ static const struct {
     {"hypot(a*x, b)", NULL, -3, 3},
     {"a*sign(x - b) + b*x", NULL, -3, 3},
     {"a*x^3 + b*x^-2 + a^0.5", NULL, 0.2, 3},
+    /* negative powers whose positive power overflows: (1/x)^n, not 1/inf = 0 */
+    {"a*(b*x)^-2 + x^-3 + b*x^-64", NULL, 1e150, 1e160},
     {"a/(b + x) - a*x", NULL, 0.5, 3},
     {"if(x < a, b*x, a*b)", NULL, -3, 3},
     {"(x >= a)*b + (x <= a)*b^2 + (x == a) + (x != b)*a + (x > b)*a", NULL, -3, 3},
