@@ -11,7 +11,7 @@
 static int usage(void) {
     fprintf(stderr,
             "usage: jitfit codegen MODEL [--target c|cuda] [--vars x,y] [--shape fused|simd|blocked]\n"
-            "                            [--no-prelude]\n");
+            "                            [--no-prelude]   (-- MODEL for a formula starting with '-')\n");
     return 2;
 }
 
@@ -27,9 +27,21 @@ static size_t split_names(const char *text, char **storage, const char **names, 
 
 int jf_cmd_codegen(int argc, char **argv) {
     const char *model = NULL, *target = "c", *vars = NULL, *shape = NULL;
-    int no_prelude = 0;
+    int no_prelude = 0, options = 1; /* options: cleared by "--" */
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = NULL;
+        if (options && strcmp(a, "--") == 0) {
+            options = 0;
+            continue;
+        }
+        if (!options) {
+            if (model) {
+                jf_cli_error("codegen: unexpected argument '%s'", a);
+                return usage();
+            }
+            model = a;
+            continue;
+        }
         const char *opts[] = {"--target", "--vars", "--shape"};
         int which = -1;
         for (int o = 0; o < 3; o++) {

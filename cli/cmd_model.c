@@ -18,11 +18,13 @@ static void print_num(FILE *f, double v) {
 }
 
 int jf_cmd_check(int argc, char **argv) {
-    if (argc != 2 || argv[1][0] == '-') {
-        fprintf(stderr, "usage: jitfit check MODEL\n");
+    /* `--` lets a formula start with '-', as in the other commands */
+    int dashes = argc == 3 && strcmp(argv[1], "--") == 0;
+    if (argc != 2 + dashes || (!dashes && argv[1][0] == '-')) {
+        fprintf(stderr, "usage: jitfit check [--] MODEL\n");
         return 2;
     }
-    jf_model *m = jf_cli_load_model(argv[1], NULL, 0);
+    jf_model *m = jf_cli_load_model(argv[1 + dashes], NULL, 0);
     if (!m) return 1;
     printf("response: %s\n", jf_model_response_name(m));
     printf("variables (%zu):", jf_model_num_vars(m));
@@ -67,10 +69,17 @@ static const char *opt_value(int argc, char **argv, int *i, const char *name) {
 
 int jf_cmd_eval(int argc, char **argv) {
     const char *model = NULL, *params = NULL, *at = NULL, *backend = "interp";
-    int json = 0;
+    int json = 0, options = 1; /* options: cleared by "--", so a formula may start with '-' */
     for (int i = 1; i < argc; i++) {
         const char *v;
-        if ((v = opt_value(argc, argv, &i, "--params"))) params = v;
+        if (options && strcmp(argv[i], "--") == 0) options = 0;
+        else if (!options) {
+            if (model) {
+                jf_cli_error("eval: unexpected argument '%s'", argv[i]);
+                return 2;
+            }
+            model = argv[i];
+        } else if ((v = opt_value(argc, argv, &i, "--params"))) params = v;
         else if ((v = opt_value(argc, argv, &i, "--at"))) at = v;
         else if ((v = opt_value(argc, argv, &i, "--backend"))) backend = v;
         else if (strcmp(argv[i], "--json") == 0) json = 1;
@@ -84,8 +93,8 @@ int jf_cmd_eval(int argc, char **argv) {
         }
     }
     if (!model || (params && !*params) || (at && !*at)) {
-        fprintf(stderr, "usage: jitfit eval MODEL [--params a=1,b=2] [--at x=0.5] "
-                        "[--backend interp|c|cuda] [--json]\n");
+        fprintf(stderr, "usage: jitfit eval [--params a=1,b=2] [--at x=0.5] "
+                        "[--backend interp|c|cuda] [--json] [--] MODEL\n");
         return 2;
     }
     int be;
@@ -169,9 +178,17 @@ done:
 
 int jf_cmd_diff(int argc, char **argv) {
     const char *model = NULL, *param = NULL;
+    int options = 1; /* cleared by "--" */
     for (int i = 1; i < argc; i++) {
         const char *v;
-        if ((v = opt_value(argc, argv, &i, "--param"))) param = v;
+        if (options && strcmp(argv[i], "--") == 0) options = 0;
+        else if (!options) {
+            if (model) {
+                jf_cli_error("diff: unexpected argument '%s'", argv[i]);
+                return 2;
+            }
+            model = argv[i];
+        } else if ((v = opt_value(argc, argv, &i, "--param"))) param = v;
         else if (argv[i][0] == '-' && argv[i][1] != '\0') {
             jf_cli_error("diff: unknown option '%s'", argv[i]);
             return 2;
@@ -182,7 +199,7 @@ int jf_cmd_diff(int argc, char **argv) {
         }
     }
     if (!model || (param && !*param)) {
-        fprintf(stderr, "usage: jitfit diff MODEL [--param NAME]\n");
+        fprintf(stderr, "usage: jitfit diff [--param NAME] [--] MODEL\n");
         return 2;
     }
     jf_model *m = jf_cli_load_model(model, NULL, 0);

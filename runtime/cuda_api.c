@@ -563,6 +563,10 @@ static int drv_graph_new(jf_cuda_graph **out, const jf_cuda_graph *same_stream, 
 static void drv_graph_free(jf_cuda_graph *g) {
     if (!g) return;
     if (cu.ok) {
+        /* after an error the stream may still run work that reads buffers the caller frees
+         * next (device memory, pinned staging): wait for it first (its error is already
+         * reported) */
+        if (g->stream) cu.cuStreamSynchronize(g->stream);
         if (g->exec) cu.cuGraphExecDestroy(g->exec);
         if (g->graph) cu.cuGraphDestroy(g->graph);
         if (g->own_stream) cu.cuStreamDestroy(g->stream);

@@ -20,6 +20,11 @@ mkdir -p "$OUT"
 tar xzf gpu-bundle.tar.gz || { echo "gpu_session: gpu-bundle.tar.gz missing (scripts/gpu_bundle.sh)"; exit 1; }
 src=$(cat gpu-bundle/SRC_DIR)
 # the tests look for their data and the CLI under the path they were built at
+if [ "$src" != "$root" ] && [ -e "$src/build/CMakeCache.txt" ] && [ "${GPU_SESSION_OVERWRITE:-0}" != 1 ]; then
+  echo "gpu_session: $src/build is a build tree here; the session would replace its binaries" \
+    "with wrappers (set GPU_SESSION_OVERWRITE=1 to allow, e.g. for a dry run in a scratch clone)"
+  exit 1
+fi
 if [ "$src" != "$root" ] && [ ! -e "$src" ]; then
   mkdir -p "$(dirname "$src")" && ln -s "$root" "$src"
 fi

@@ -609,15 +609,17 @@ static int run_fit(const fit_setup *s, const jf_data *d, const double *w, const 
                      "the residuals or the Jacobian are not finite at the starting point");
             if (prob.k) {
                 note_nonfinite(b->message, &prob, r->params, m);
-                /* the statistics of the start (the result holds p0): SSR is finite when only a
-                 * derivative is not, and must agree with the cost then */
+                /* the statistics of the start (the result holds p0) when its residuals are
+                 * finite (only a derivative is not): SSR must agree with the cost then */
                 double sums[2];
                 jf_problem_residual_sums(&prob, r->params, sums);
-                r->ssr = sums[1];
-                r->chi2 = d->sigma ? sums[1] : NAN;
-                r->reduced_chi2 = d->sigma ? sums[1] / (double)r->dof : NAN;
-                double tss = total_ss(d->y, n);
-                r->r_squared = tss > 0 ? 1.0 - sums[0] / tss : NAN;
+                if (isfinite(sums[0]) && isfinite(sums[1])) {
+                    r->ssr = sums[1];
+                    r->chi2 = d->sigma ? sums[1] : NAN;
+                    r->reduced_chi2 = d->sigma ? sums[1] / (double)r->dof : NAN;
+                    double tss = total_ss(d->y, n);
+                    r->r_squared = tss > 0 ? 1.0 - sums[0] / tss : NAN;
+                }
             }
         } else {
             if (pre && pre->finished) jf_covar_triangle(pre->R, n, np, r->covariance, unident);
@@ -726,9 +728,9 @@ static int run_fit(const fit_setup *s, const jf_data *d, const double *w, const 
                      gs.iterations, gs.finish_syncs, gs.note);
         else
             snprintf(b->device_note + len, MSG_LEN - len,
-                     "; device loop: CUDA graphs of %d iterations, %lu host synchronization%s for "
-                     "%llu iterations (%lu blocking calls after); %s",
-                     JF_LM_CUDA_UNROLL, gs.loop_syncs, gs.loop_syncs == 1 ? "" : "s",
+                     "; device loop: CUDA graphs of %d iteration%s, %lu host synchronization%s "
+                     "for %llu iterations (%lu blocking calls after); %s",
+                     gs.per_wait, gs.per_wait == 1 ? "" : "s", gs.loop_syncs, gs.loop_syncs == 1 ? "" : "s",
                      gs.iterations, gs.finish_syncs, gs.note);
         if (gp.chunk) {
             len = strlen(b->device_note);

@@ -748,9 +748,13 @@ static int run_loop(jf_gpu_problem *gp, const loop_mem *lm, jf_loss loss, void *
         stats->mode = JF_GPU_LOOP_WHILE;
     } else if (code == JF_OK) {
         /* a second graph on the same stream: JF_LM_CUDA_UNROLL iterations whose kernels return
-         * at once after the end (the status word is their stop flag) */
+         * at once after the end (the status word is their stop flag). Streamed data: one, as
+         * the copy nodes cannot see the flag and each leftover iteration would copy all the
+         * data again, which costs far more than a host wait per iteration. */
+        int unroll = gp->chunk ? 1 : JF_LM_CUDA_UNROLL;
+        stats->per_wait = unroll;
         code = jf_cuda_graph_new(&g2, g, why, n);
-        for (int k = 0; code == JF_OK && k < JF_LM_CUDA_UNROLL; k++)
+        for (int k = 0; code == JF_OK && k < unroll; k++)
             code = add_iteration(g2, gp, lm, dx_try, loss, 1, status, why, n);
         if (code == JF_OK) code = jf_cuda_graph_instantiate(g2, why, n);
         stats->mode = JF_GPU_LOOP_UNROLLED;

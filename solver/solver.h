@@ -308,7 +308,8 @@ typedef struct jf_gpu_stats {
     unsigned long loop_syncs;   /* host synchronizations while iterating (1 with WHILE) */
     unsigned long finish_syncs; /* blocking calls of the finish (polish, covariance inputs) */
     unsigned long launches;     /* graph launches */
-    int per_wait;               /* JF_GPU_LOOP_STREAM: iterations enqueued per host wait */
+    int per_wait;               /* JF_GPU_LOOP_STREAM, _UNROLLED: iterations enqueued per host
+                                   wait (the unrolled graph's length) */
     unsigned long long iterations; /* trial steps judged on the device */
     char note[320];             /* why the WHILE form was not used, or "" */
 } jf_gpu_stats;

@@ -94,6 +94,35 @@ static void test_diff(void) {
     free(err);
 }
 
+/* `--` ends the options of every command, so a formula may start with '-' */
+static void test_double_dash(void) {
+    static const struct {
+        const char *args, *want;
+    } cases[] = {
+        {"check -- '-a*x'", "parameters (1):\n  a\n"},
+        {"eval --params a=2 --at x=3 -- '-a*x'", "value: -6\n"},
+        {"diff -- '-a*x^2'", "d/da = -x^2"},
+        {"codegen --no-prelude -- '-sin(a*x)'", "jf_jacobian_row"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        char *out = NULL, *err = NULL;
+        if (!CHECK(run(cases[i].args, &out, &err) == 0)) fprintf(stderr, "  %s: %s", cases[i].args, err);
+        CHECK_CONTAINS(out, cases[i].want);
+        free(out);
+        free(err);
+    }
+    /* without it such a formula is an unknown option, and a second model is refused */
+    char *out = NULL, *err = NULL;
+    CHECK(run("eval --params a=2 --at x=3 '-a*x'", &out, &err) == 2);
+    CHECK_CONTAINS(err, "unknown option '-a*x'");
+    free(out);
+    free(err);
+    CHECK(run("diff -- '-a*x' 'b*x'", &out, &err) == 2);
+    CHECK_CONTAINS(err, "unexpected argument 'b*x'");
+    free(out);
+    free(err);
+}
+
 int main(void) {
     char dir[] = "/tmp/jf_cli_cacheXXXXXX";
     if (!mkdtemp(dir)) return 1;
@@ -101,6 +130,7 @@ int main(void) {
     test_check();
     test_eval();
     test_diff();
+    test_double_dash();
     char cmd[256];
     snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
     if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", dir);
