@@ -81,7 +81,7 @@ static const jf_op_info op_table[JF_OP_COUNT] = {
     [JF_OP_DIV] = {"/", 2, 1, 0},
     [JF_OP_POW] = {"^", 2, 1, 0},
     [JF_OP_ATAN2] = {"atan2", 2, 0, 0},
-    /* min/max are commutative except for fmin(-0, +0), whose result C leaves unspecified */
+    /* min/max are commutative: prelude.h orders -0 below +0 (C leaves fmin(-0, +0) open) */
     [JF_OP_MIN] = {"min", 2, 0, 1},
     [JF_OP_MAX] = {"max", 2, 0, 1},
     [JF_OP_HYPOT] = {"hypot", 2, 0, 1},

@@ -99,11 +99,25 @@ JF_HD double jf_ge(double a, double b) { return a >= b ? 1.0 : 0.0; }
 JF_HD double jf_eq(double a, double b) { return a == b ? 1.0 : 0.0; }
 JF_HD double jf_ne(double a, double b) { return a != b ? 1.0 : 0.0; }
 
-/* min and max are C's fmin/fmax: a NaN operand is ignored (the other one is returned), which
- * keeps a fit alive when one branch of a piecewise model is undefined. Which zero fmin(-0, +0)
- * returns is unspecified by C; that is the only place where min/max are not commutative. */
-JF_HD double jf_min(double a, double b) { return fmin(a, b); }
-JF_HD double jf_max(double a, double b) { return fmax(a, b); }
+/* min and max ignore a NaN operand (the other one is returned, as C's fmin/fmax), which keeps a
+ * fit alive when one branch of a piecewise model is undefined, and order -0 below +0. C leaves
+ * fmin(-0, +0) unspecified, and compilers (GCC's minsd at -O2 next to comparisons) and GPUs
+ * resolve it differently, so the backends disagreed on such ties: written out, every backend
+ * gives the same bits. */
+JF_HD double jf_min(double a, double b) {
+    if (a < b) return a;
+    if (b < a) return b;
+    if (a != a) return b; /* NaN when b is NaN too */
+    if (b != b) return a;
+    return signbit(a) ? a : b; /* equal: -0 when either is */
+}
+JF_HD double jf_max(double a, double b) {
+    if (a > b) return a;
+    if (b > a) return b;
+    if (a != a) return b;
+    if (b != b) return a;
+    return signbit(a) ? b : a; /* equal: +0 when either is */
+}
 
 #ifdef __CUDACC__
 /* fp32 twins of the helpers above for the CUDA single-precision kernels (jf_emit_options
@@ -137,8 +151,20 @@ JF_HD float jf_gt(float a, float b) { return a > b ? 1.0f : 0.0f; }
 JF_HD float jf_ge(float a, float b) { return a >= b ? 1.0f : 0.0f; }
 JF_HD float jf_eq(float a, float b) { return a == b ? 1.0f : 0.0f; }
 JF_HD float jf_ne(float a, float b) { return a != b ? 1.0f : 0.0f; }
-JF_HD float jf_min(float a, float b) { return fminf(a, b); }
-JF_HD float jf_max(float a, float b) { return fmaxf(a, b); }
+JF_HD float jf_min(float a, float b) {
+    if (a < b) return a;
+    if (b < a) return b;
+    if (a != a) return b;
+    if (b != b) return a;
+    return signbit(a) ? a : b;
+}
+JF_HD float jf_max(float a, float b) {
+    if (a > b) return a;
+    if (b > a) return b;
+    if (a != a) return b;
+    if (b != b) return a;
+    return signbit(a) ? b : a;
+}
 #endif
 
 #endif

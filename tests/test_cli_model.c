@@ -94,6 +94,25 @@ static void test_diff(void) {
     free(err);
 }
 
+/* min/max at a tie of -0 and +0: C leaves fmin's answer open, and GCC's at -O2 differed from
+ * the interpreter's; every backend now gives -0 for min, +0 for max */
+static void test_signed_zero_ties(void) {
+    static const char *const backends[] = {"interp", "c"};
+    for (int b = 0; b < 2; b++) {
+        char args[256], *out = NULL, *err = NULL;
+        snprintf(args, sizeof args, "eval '1/min(x^2, a*x)' --params a=1 --at x=-0 --backend %s", backends[b]);
+        CHECK(run(args, &out, &err) == 0);
+        CHECK_CONTAINS(out, "value: -inf");
+        free(out);
+        free(err);
+        snprintf(args, sizeof args, "eval '1/max(a*x, x^2)' --params a=1 --at x=-0 --backend %s", backends[b]);
+        CHECK(run(args, &out, &err) == 0);
+        CHECK_CONTAINS(out, "value: inf");
+        free(out);
+        free(err);
+    }
+}
+
 /* `--` ends the options of every command, so a formula may start with '-' */
 static void test_double_dash(void) {
     static const struct {
@@ -131,6 +150,7 @@ int main(void) {
     test_eval();
     test_diff();
     test_double_dash();
+    test_signed_zero_ties();
     char cmd[256];
     snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
     if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", dir);

@@ -68,8 +68,10 @@ static void test_binary(void) {
             bad += !same(jf_interp_op(JF_OP_DIV, a, b, 0), a / b);
             bad += !same(jf_interp_op(JF_OP_ATAN2, a, b, 0), atan2(a, b));
             bad += !same(jf_interp_op(JF_OP_HYPOT, a, b, 0), hypot(a, b));
-            bad += !same(jf_interp_op(JF_OP_MIN, a, b, 0), fmin(a, b));
-            bad += !same(jf_interp_op(JF_OP_MAX, a, b, 0), fmax(a, b));
+            /* fmin/fmax, with the zero tie C leaves open decided: -0 below +0 */
+            int zeros = a == 0 && b == 0, neg = signbit(a) || signbit(b), pos = !signbit(a) || !signbit(b);
+            bad += !same(jf_interp_op(JF_OP_MIN, a, b, 0), zeros ? (neg ? -0.0 : 0.0) : fmin(a, b));
+            bad += !same(jf_interp_op(JF_OP_MAX, a, b, 0), zeros ? (pos ? 0.0 : -0.0) : fmax(a, b));
             bad += !same(jf_interp_op(JF_OP_LT, a, b, 0), a < b ? 1.0 : 0.0);
             bad += !same(jf_interp_op(JF_OP_LE, a, b, 0), a <= b ? 1.0 : 0.0);
             bad += !same(jf_interp_op(JF_OP_GT, a, b, 0), a > b ? 1.0 : 0.0);
@@ -156,6 +158,9 @@ static void test_special(void) {
     CHECK(jf_interp_op(JF_OP_MIN, NAN, 1, 0) == 1 && jf_interp_op(JF_OP_MIN, 1, NAN, 0) == 1);
     CHECK(jf_interp_op(JF_OP_MAX, NAN, 1, 0) == 1 && jf_interp_op(JF_OP_MAX, 1, NAN, 0) == 1);
     CHECK(isnan(jf_interp_op(JF_OP_MAX, NAN, NAN, 0)));
+    /* ... and are commutative at the zero tie */
+    CHECK(signbit(jf_interp_op(JF_OP_MIN, 0.0, -0.0, 0)) && signbit(jf_interp_op(JF_OP_MIN, -0.0, 0.0, 0)));
+    CHECK(!signbit(jf_interp_op(JF_OP_MAX, 0.0, -0.0, 0)) && !signbit(jf_interp_op(JF_OP_MAX, -0.0, 0.0, 0)));
     /* IEEE arithmetic is passed through */
     CHECK(isnan(jf_interp_op(JF_OP_MUL, INFINITY, 0, 0)));
     CHECK(isnan(jf_interp_op(JF_OP_DIV, 0, 0, 0)));
