@@ -238,7 +238,20 @@ struct jf_cuda_kernels {
 static cuda_module *load_module(const unsigned char *image, const char *const *names, size_t nnames,
                                 char *why, size_t n) {
     void *module;
-    if (jf_cuda_module_load(image, &module, why, n) != JF_OK) return NULL;
+    if (jf_cuda_module_load(image, &module, why, n) != JF_OK) {
+        /* the usual cause: an NVRTC newer than the driver, whose code the driver cannot read */
+        int vmaj, vmin;
+        jf_nvrtc_version(&vmaj, &vmin);
+        jf_cuda_driver_facts df;
+        jf_cuda_driver_facts_get(&df);
+        size_t len = strlen(why);
+        if (df.version > 0 && vmaj * 1000 + vmin * 10 > df.version && len < n)
+            snprintf(why + len, n - len,
+                     " (NVRTC %d.%d is newer than the driver, CUDA %d.%d: use an NVRTC no newer "
+                     "than the driver, e.g. by LD_LIBRARY_PATH, or update the driver)",
+                     vmaj, vmin, df.version / 1000, df.version % 1000 / 10);
+        return NULL;
+    }
     cuda_module *cm = calloc(1, sizeof *cm);
     if (!cm) {
         snprintf(why, n, "out of memory");
