@@ -234,6 +234,8 @@ static int setup_init(fit_setup *s, const jf_model *m, const jf_fit_options *opt
     if (!(o->ftol >= 0) || !(o->xtol >= 0) || !(o->gtol >= 0))
         return fail(errmsg, JF_ERR_ARG, "ftol, xtol and gtol must be >= 0 (got %g, %g, %g)",
                     o->ftol, o->xtol, o->gtol);
+    if (o->nthreads < 0)
+        return fail(errmsg, JF_ERR_ARG, "nthreads must be >= 0 (0: all cores; got %d)", o->nthreads);
     /* as scipy: with every tolerance below ε no test can ever pass, and a good fit would end
      * as "stalled" (not a success) */
     if (o->ftol < JF_STEP_EPS && o->xtol < JF_STEP_EPS && o->gtol < JF_STEP_EPS)

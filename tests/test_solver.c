@@ -554,6 +554,12 @@ static void test_unused_and_errors(void) {
     if (err) CHECK_CONTAINS(err, "at least one of ftol, xtol and gtol must be at least machine epsilon");
     jf_free(err);
     err = NULL;
+    jf_fit_options on = jf_fit_options_default();
+    on.nthreads = -2;
+    CHECK(jf_fit(m, &d, &on, &r, &err) == JF_ERR_ARG && r == NULL);
+    if (err) CHECK_CONTAINS(err, "nthreads must be >= 0");
+    jf_free(err);
+    err = NULL;
     ot.xtol = 2.220446049250313e-16;
     CHECK(jf_fit(m, &d, &ot, &r, &err) == JF_OK && r && r->status != JF_FIT_STALLED &&
           r->status != JF_FIT_MAX_NFEV); /* converged (this model has an unused parameter) */
