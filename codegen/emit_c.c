@@ -280,10 +280,31 @@ void jf_emit_c_vec_prelude(jf_buf *b, const jf_emit_options *o) {
                   avx512 ? "AVX-512F" : "AVX2", w, 8 * w, w);
     for (size_t f = 0; f < sizeof vec_funcs / sizeof vec_funcs[0]; f++) {
         char name[64];
+        const char *stem = vec_funcs[f].stem;
         snprintf(name, sizeof name, isa, vec_funcs[f].acc);
-        jf_buf_printf(b, "jf_vd Sleef_%s%s(jf_vd%s);\n#define jf_v_%s Sleef_%s%s\n",
-                      vec_funcs[f].stem, name, vec_funcs[f].arity == 2 ? ", jf_vd" : "",
-                      vec_funcs[f].stem, vec_funcs[f].stem, name);
+        jf_buf_printf(b, "jf_vd Sleef_%s%s(jf_vd%s);\n", stem, name,
+                      vec_funcs[f].arity == 2 ? ", jf_vd" : "");
+        if (vec_funcs[f].op == JF_OP_SINH || vec_funcs[f].op == JF_OP_COSH)
+            /* SLEEF's sinh/cosh overflow from |x| = 709.78, libm's only past 710.48: those
+             * lanes take libm's finite value */
+            jf_buf_printf(b,
+                          "static inline jf_vd jf_v_%s(jf_vd a) {\n"
+                          "    jf_vd r = Sleef_%s%s(a);\n"
+                          "    for (int l = 0; l < JF_W; l++)\n"
+                          "        if (r[l] - r[l] != 0.0 && __builtin_fabs(a[l]) < 710.5) r[l] = %s(a[l]);\n"
+                          "    return r;\n}\n",
+                          stem, stem, name, stem);
+        else if (vec_funcs[f].op == JF_OP_TAN)
+            /* SLEEF's tan flushes subnormal arguments to 0; tan(x) = x there */
+            jf_buf_printf(b,
+                          "static inline jf_vd jf_v_tan(jf_vd a) {\n"
+                          "    jf_vd r = Sleef_tan%s(a);\n"
+                          "    for (int l = 0; l < JF_W; l++)\n"
+                          "        if (__builtin_fabs(a[l]) < 0x1p-1022) r[l] = a[l];\n"
+                          "    return r;\n}\n",
+                          name);
+        else
+            jf_buf_printf(b, "#define jf_v_%s Sleef_%s%s\n", stem, stem, name);
     }
     char name[64];
     snprintf(name, sizeof name, isa, "u10");

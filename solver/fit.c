@@ -460,6 +460,19 @@ static double suspect_optimality(double ftol) {
     return b > 1e-3 ? b : 1e-3;
 }
 
+/* Whether the residuals are at the rounding level of the data (SSR ≤ (64ε)² Σ (y/σ)²): an exact
+ * fit. The cosine measure compares directions, and the direction of rounding noise is random,
+ * so there a large optimality says nothing about the minimum. */
+static int rounding_level(double ssr, const jf_data *d, size_t n) {
+    double yy = 0.0;
+    for (size_t i = 0; i < n; i++) {
+        double v = d->sigma ? d->y[i] / d->sigma[i] : d->y[i];
+        yy += v * v;
+    }
+    double e = 64.0 * JF_STEP_EPS;
+    return ssr <= e * e * yy;
+}
+
 /* run_fit's return when a GPU fit must go to the CPU instead (not a jf_status). */
 #define FIT_GPU_FALLBACK 1000
 
@@ -674,7 +687,7 @@ static int run_fit(const fit_setup *s, const jf_data *d, const double *w, const 
          * 50) they can fire far from a minimum, as in scipy's trf. The cosine measure was
          * ~1e-7 or less at the minima seen (1e-13 after the polish), 4e-3 to 1 there. */
         if (r->status >= JF_FIT_FTOL && r->status <= JF_FIT_FTOL_XTOL &&
-            r->optimality > suspect_optimality(s->o.ftol)) {
+            r->optimality > suspect_optimality(s->o.ftol) && !rounding_level(r->ssr, d, n)) {
             size_t len = strlen(b->message);
             if (len < MSG_LEN)
                 snprintf(b->message + len, MSG_LEN - len,
