@@ -73,9 +73,9 @@ static void groups_free(groups *g) {
     free(g->id);
 }
 
-/* Reads --p0-file into p0 (ngroups × np, already holding the shared starting values). Returns 0
- * or 1 after printing an error. */
-static int read_p0_file(const jf_fitctx *c, const groups *g, double *p0) {
+/* Reads --p0-file into p0 (ngroups × np, already holding the shared starting values) and the
+ * file's line of each group's row into line (0: none). Returns 0 or 1 after printing an error. */
+static int read_p0_file(const jf_fitctx *c, const groups *g, double *p0, size_t *line) {
     const jf_spec *s = c->spec;
     const jf_model *m = c->model;
     size_t np = jf_model_num_params(m);
@@ -115,6 +115,12 @@ static int read_p0_file(const jf_fitctx *c, const groups *g, double *p0) {
                          jf_table_line(&t, i), labels[i], s->group, s->data);
             goto out;
         }
+        if (line[id]) {
+            jf_cli_error("%s:%zu: group '%s' is given twice (first on line %zu)", df->path,
+                         jf_table_line(&t, i), labels[i], line[id]);
+            goto out;
+        }
+        line[id] = jf_table_line(&t, i);
         for (size_t j = 0; j < nn; j++) p0[id * np + (size_t)param_of[j]] = t.values[j * t.ld + i];
     }
     rc = 0;
@@ -174,8 +180,8 @@ int jf_batch_run(jf_fitctx *c, FILE *out, jf_run_summary *sum) {
     double **blocks = NULL, *p0 = NULL, *fit = NULL;
     jf_data *data = NULL;
     jf_fit_result **res = NULL;
-    char **errs = NULL;
-    size_t *fill = NULL;
+    char **errs = NULL, **pre_err = NULL;
+    size_t *fill = NULL, *p0_line = NULL;
     if (group_rows(&g, c->keys, t->nrows) != 0) goto nomem;
     note_vanished_groups(c, &g);
     blocks = calloc(g.n + 1, sizeof *blocks);
@@ -184,7 +190,9 @@ int jf_batch_run(jf_fitctx *c, FILE *out, jf_run_summary *sum) {
     res = calloc(g.n + 1, sizeof *res);
     errs = calloc(g.n + 1, sizeof *errs);
     fill = calloc(g.n + 1, sizeof *fill);
-    if (!blocks || !data || !p0 || !res || !errs || !fill) goto nomem;
+    pre_err = calloc(g.n + 1, sizeof *pre_err);
+    p0_line = calloc(g.n + 1, sizeof *p0_line);
+    if (!blocks || !data || !p0 || !res || !errs || !fill || !pre_err || !p0_line) goto nomem;
     for (size_t k = 0; k < g.n; k++) {
         if (!(blocks[k] = malloc(ncols * g.count[k] * sizeof(double)))) goto nomem;
         memcpy(p0 + k * np, c->p0, np * sizeof *p0);
@@ -202,18 +210,23 @@ int jf_batch_run(jf_fitctx *c, FILE *out, jf_run_summary *sum) {
         data[k].y = blocks[k] + nv * len;
         data[k].sigma = s->sigma ? blocks[k] + (nv + 1) * len : NULL;
     }
-    if (s->p0_file && read_p0_file(c, &g, p0) != 0) goto out;
+    if (s->p0_file && read_p0_file(c, &g, p0, p0_line) != 0) goto out;
+    /* A group whose start cannot be used gets a row with the reason (and the p0 file's line);
+     * the others are fitted. jf_fit_batch refuses such a fit too: its message is replaced. */
     for (size_t k = 0; k < g.n; k++)
-        for (size_t j = 0; j < np; j++)
+        for (size_t j = 0; j < np && !pre_err[k]; j++)
             if (p0[k * np + j] < c->lo[j] || p0[k * np + j] > c->hi[j] || !isfinite(p0[k * np + j])) {
-                char v[64], l[64], h[64];
+                char v[64], l[64], h[64], where[600] = "";
                 jf_cli_format_double(v, sizeof v, p0[k * np + j]);
                 jf_cli_format_double(l, sizeof l, c->lo[j]);
                 jf_cli_format_double(h, sizeof h, c->hi[j]);
-                jf_cli_error("group '%s': parameter '%s': the starting value %s is outside its "
-                             "bounds [%s, %s]",
-                             g.label[k], jf_model_param_name(m, j), v, l, h);
-                goto out;
+                if (p0_line[k]) snprintf(where, sizeof where, "%s:%zu: ", s->p0_file, p0_line[k]);
+                pre_err[k] = jf_cli_strf("%sparameter '%s': the starting value %s is %s [%s, %s]",
+                                         where, jf_model_param_name(m, j), v,
+                                         isfinite(p0[k * np + j]) ? "outside its bounds"
+                                                                  : "not finite; bounds",
+                                         l, h);
+                if (!pre_err[k]) goto nomem;
             }
 
     jf_fit_options o = s->opts;
@@ -227,6 +240,14 @@ int jf_batch_run(jf_fitctx *c, FILE *out, jf_run_summary *sum) {
     }
     int st = jf_fit_batch(m, g.n, data, p0, &o, res, errs);
     (void)st; /* per-group failures are reported per row below */
+    for (size_t k = 0; k < g.n; k++)
+        if (pre_err[k]) {
+            jf_fit_result_free(res[k]);
+            res[k] = NULL;
+            free(errs[k]);
+            errs[k] = pre_err[k];
+            pre_err[k] = NULL;
+        }
 
     size_t nconv = 0, nfev = 0;
     double cost = 0;
@@ -338,6 +359,9 @@ out:
     for (size_t k = 0; blocks && k < g.n; k++) free(blocks[k]);
     for (size_t k = 0; res && k < g.n; k++) jf_fit_result_free(res[k]);
     for (size_t k = 0; errs && k < g.n; k++) jf_free(errs[k]);
+    for (size_t k = 0; pre_err && k < g.n; k++) free(pre_err[k]);
+    free(pre_err);
+    free(p0_line);
     free(blocks);
     free(data);
     free(p0);

@@ -35,6 +35,51 @@ static void summary_row(FILE *f, const char *name, const jf_run_summary *s, int 
             jf_report_cache_name(s->cache));
 }
 
+/* 1 when fit name is selected by --only's comma-separated list (every fit without one). */
+static int selected(const char *only, const char *name) {
+    if (!only) return 1;
+    size_t nl = strlen(name);
+    for (const char *p = only; *p;) {
+        size_t l = strcspn(p, ",");
+        if (l == nl && strncmp(p, name, l) == 0) return 1;
+        p += l + (p[l] == ',');
+    }
+    return 0;
+}
+
+/* The checks that need a fit's settings together, and files two fits would both write: before
+ * any fit runs, with the job file's line of each fit. 0 or 2. */
+static int check_fits(const jf_job *job, const char *only) {
+    int rc = 0;
+    for (size_t k = 0; k < job->nfits; k++) {
+        const jf_spec *s = &job->fits[k];
+        if (!selected(only, s->name)) continue;
+        char *why = NULL;
+        if (jf_spec_check(s, &why)) {
+            fprintf(stderr, "jitfit: %s:%zu: [fit %s]: %s\n", job->path, job->lines[k], s->name,
+                    why ? why : "out of memory");
+            rc = 2;
+        }
+        free(why);
+        for (size_t j = 0; j < k; j++) {
+            const jf_spec *t = &job->fits[j];
+            if (!selected(only, t->name)) continue;
+            const char *files[2] = {s->output, s->plot}, *other[2] = {t->output, t->plot};
+            for (int a = 0; a < 2; a++)
+                for (int b = 0; b < 2; b++)
+                    if (jf_spec_same_file(files[a], other[b])) {
+                        fprintf(stderr,
+                                "jitfit: %s:%zu: [fit %s] and [fit %s] (line %zu) both write %s: "
+                                "give each fit its own file\n",
+                                job->path, job->lines[k], s->name, t->name, job->lines[j],
+                                files[a]);
+                        rc = 2;
+                    }
+        }
+    }
+    return rc;
+}
+
 int jf_cmd_run(int argc, char **argv) {
     const char *path = NULL, *only = NULL;
     int options = 1, rc = 0, from_option = 0;
@@ -113,6 +158,10 @@ int jf_cmd_run(int argc, char **argv) {
                     path, job.fits[k].name);
             rc = 2;
         }
+    if (rc == 0 && only && !*only) {
+        fprintf(stderr, "jitfit: run: --only needs the names of fits\n");
+        rc = 2;
+    }
     if (rc == 0 && only) {
         /* Every name in --only must exist: a typo should not silently run nothing. */
         char *list = strdup(only), *save = NULL;
@@ -127,6 +176,7 @@ int jf_cmd_run(int argc, char **argv) {
         }
         free(list);
     }
+    if (rc == 0) rc = check_fits(&job, only);
     jf_run_summary *sums = rc == 0 ? calloc(job.nfits, sizeof *sums) : NULL;
     int *rcs = rc == 0 ? calloc(job.nfits, sizeof *rcs) : NULL;
     char **ran = rc == 0 ? calloc(job.nfits, sizeof *ran) : NULL;
@@ -139,17 +189,7 @@ int jf_cmd_run(int argc, char **argv) {
     if (rc == 0 && json) fputs("[\n", stdout);
     for (size_t k = 0; rc == 0 && k < job.nfits; k++) {
         jf_spec *s = &job.fits[k];
-        if (only) {
-            int want = 0;
-            const char *p = only;
-            size_t nl = strlen(s->name);
-            while (*p) {
-                size_t l = strcspn(p, ",");
-                want |= l == nl && strncmp(p, s->name, l) == 0;
-                p += l + (p[l] == ',');
-            }
-            if (!want) continue;
-        }
+        if (!selected(only, s->name)) continue;
         if (json && !first) fputs(",\n", stdout);
         if (!json && !first) fputs("\n", stdout);
         first = 0;

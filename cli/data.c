@@ -679,6 +679,7 @@ int jf_datafile_read(const jf_datafile *f, const char *const *names, size_t nnam
             }
             if (col < f->ncols && slot[col] >= 0) {
                 double v;
+                if (fe - fs == 2 && fs[0] == '"' && fs[1] == '"') fe = fs; /* "" is empty */
                 if (f->allow_nan && fs == fe) {
                     v = NAN;
                 } else if (parse_cell(fs, fe, &v) != 0) {

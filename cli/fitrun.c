@@ -574,14 +574,13 @@ int jf_run_spec(const jf_spec *s, FILE *out, jf_run_summary *sum) {
         rc = jf_run_setting_error(s->name ? s->name : NULL, "expected MODEL and DATA");
         goto done;
     }
-    if (s->plot && s->group) {
-        rc = jf_run_setting_error(NULL, "--plot draws one fit; it cannot be used with --group");
-        goto done;
-    }
-    if (s->p0_file && !s->group) {
-        rc = jf_run_setting_error(NULL, "--p0-file gives starting values per group; it needs "
-                                        "--group");
-        goto done;
+    {
+        char *why = NULL;
+        if (jf_spec_check(s, &why)) {
+            rc = jf_run_setting_error(NULL, "%s", why ? why : "out of memory");
+            free(why);
+            goto done;
+        }
     }
     if (s->columns && (ncolnames = split_names(s->columns, &colnames)) < 0) {
         rc = jf_run_setting_error(NULL, "--columns: '%s' is not a list of names", s->columns);
@@ -656,13 +655,18 @@ int jf_run_spec(const jf_spec *s, FILE *out, jf_run_summary *sum) {
     }
     /* An empty group cell is a missing label, not a group named "": an error, or with
      * --nan-policy omit a row to drop (its response is made NaN for drop_nan_rows). */
+    /* In a .npy file the labels are numbers, and a NaN or an infinity is no label either. */
     for (size_t i = 0; c.keys && i < c.table.nrows; i++) {
-        if (c.keys[i][0]) continue;
+        const char *k = c.keys[i];
+        int nonfinite = c.df->numeric && (strcmp(k, "nan") == 0 || strcmp(k, "inf") == 0 ||
+                                          strcmp(k, "-inf") == 0);
+        if (k[0] && !nonfinite) continue;
         if (!s->nan_omit) {
-            jf_cli_error("%s:%zu: column %ld ('%s'): empty group label (--nan-policy omit drops "
+            jf_cli_error("%s:%zu: column %ld ('%s'): %s group label (--nan-policy omit drops "
                          "such rows)",
                          c.df->path, jf_table_line(&c.table, i),
-                         jf_datafile_column(c.df, s->group) + 1, s->group);
+                         jf_datafile_column(c.df, s->group) + 1, s->group,
+                         nonfinite ? "a non-finite" : "empty");
             goto done;
         }
         c.table.values[nv * c.table.ld + i] = NAN;

@@ -1,8 +1,14 @@
 /* Job file reader (see job.h). Two passes: inih collects every (section, key, value, line)
  * entry, then the entries are applied to one spec per fit — [defaults] first — so an entry in
- * [defaults] that comes after a fit section still applies to it, as in Python's configparser. */
+ * [defaults] that comes after a fit section still applies to it, as in Python's configparser.
+ *
+ * Debian's libinih is built with a 200-byte line buffer, 50-byte section names and no call for
+ * a section without keys. The line reader therefore reads whole lines itself: a line too long
+ * for inih reaches it as a short stand-in whose value is kept here, and section headers are
+ * recorded as they pass, so an empty [fit NAME] still exists. */
 #include "job.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <ini.h>
 #include <stdio.h>
@@ -13,51 +19,158 @@
 
 /* Longest job-file line accepted. */
 #define JOB_MAX_LINE 4096
+/* Longest section name inih keeps (its MAX_SECTION, 50, with the NUL). */
+#define JOB_MAX_SECTION 49
+/* The value inih sees for a line too long for it; the handler takes the kept one instead. */
+#define LONG_VALUE "\x01"
 
 /* One key = value line (continuation lines already joined with '\n'). */
 typedef struct entry {
-    char *section; /* section name as written ("defaults", "fit damped"; "" before any) */
+    char *section; /* section name as written ("defaults", "fit damped"; keys before any
+                      section are stored under "defaults") */
     char *key;     /* key as written */
     char *value;   /* value, continuation lines joined */
     size_t line;   /* line of the key */
 } entry;
 
+/* One section header, as it passed. */
+typedef struct header {
+    char *name;  /* between the brackets */
+    size_t line; /* its line */
+} header;
+
 /* State shared by the line reader and the handler. */
 typedef struct reader {
     FILE *f;           /* the job file */
     const char *path;  /* its name, for messages */
+    char *buf;         /* the current line, whole (getline) */
+    size_t bufcap;     /* its capacity */
     size_t line;       /* number of the line inih is handling now */
     int continuation;  /* 1 when that line starts with a blank (a continued value) */
-    int too_long;      /* line number of a line over JOB_MAX_LINE, or 0 */
+    int after_key;     /* 1 when inih would read an indented line as a continuation */
+    char *long_value;  /* the value of the current line when inih got a stand-in, else NULL */
+    int too_long;      /* line number of a line over JOB_MAX_LINE (or a section name over
+                          JOB_MAX_SECTION), or 0 */
     entry *e;          /* entries so far */
     size_t n, cap;     /* count and capacity of e */
+    header *h;         /* section headers so far */
+    size_t nh, hcap;   /* count and capacity of h */
     int errors;        /* errors printed so far */
     int nomem;         /* an allocation failed */
 } reader;
 
-/* inih's line source: fgets that counts lines and notes continuation lines. */
+/* inih's find_chars_or_comment: the first of chars, or a ';' after a blank (an inline
+ * comment), or the end. */
+static char *find_or_comment(char *s, const char *chars) {
+    int was_space = 0;
+    while (*s && !(chars && strchr(chars, *s)) && !(was_space && *s == ';')) {
+        was_space = isspace((unsigned char)*s);
+        s++;
+    }
+    return s;
+}
+
+/* A value as inih makes it: cut at an inline comment, blanks stripped at both ends. */
+static char *clean_value(char *v) {
+    *find_or_comment(v, NULL) = '\0';
+    while (isspace((unsigned char)*v)) v++;
+    size_t len = strlen(v);
+    while (len && isspace((unsigned char)v[len - 1])) v[--len] = '\0';
+    return v;
+}
+
+static void add_header(reader *r, const char *name, size_t len) {
+    if (r->nh == r->hcap) {
+        size_t nc = r->hcap ? 2 * r->hcap : 16;
+        header *nh = realloc(r->h, nc * sizeof *nh);
+        if (!nh) {
+            r->nomem = 1;
+            return;
+        }
+        r->h = nh;
+        r->hcap = nc;
+    }
+    char *copy = strndup(name, len);
+    if (!copy) {
+        r->nomem = 1;
+        return;
+    }
+    r->h[r->nh].name = copy;
+    r->h[r->nh].line = r->line;
+    r->nh++;
+}
+
+/* inih's line source: the whole line is read here; inih gets it as it is when it fits its
+ * buffer of num bytes, else a stand-in (a key with the value LONG_VALUE, an indented
+ * LONG_VALUE for a continuation, a bare '#' for a comment) with the real value in
+ * r->long_value. Section headers are recorded, and whether the next indented line continues
+ * a value is tracked as inih tracks it. */
 static char *read_line(char *str, int num, void *stream) {
     reader *r = stream;
-    int limit = num < JOB_MAX_LINE ? num : JOB_MAX_LINE;
-    if (!fgets(str, limit, r->f)) return NULL;
+    free(r->long_value);
+    r->long_value = NULL;
+    ssize_t got = getline(&r->buf, &r->bufcap, r->f);
+    if (got < 0) return NULL;
     r->line++;
-    size_t len = strlen(str);
-    if (len && str[len - 1] != '\n' && !feof(r->f)) {
-        /* Swallow the rest of the line and report it once: inih would read it as a new line. */
-        int ch;
-        while ((ch = fgetc(r->f)) != EOF && ch != '\n') {
+    char *s = r->buf;
+    size_t len = (size_t)got;
+    if (r->line == 1 && strncmp(s, "\xEF\xBB\xBF", 3) == 0) s += 3, len -= 3; /* inih skips it */
+    if (len && len > JOB_MAX_LINE - 2 + (s[len - 1] == '\n') && !r->too_long)
+        r->too_long = (int)r->line;
+    r->continuation = s[0] == ' ' || s[0] == '\t';
+    char *t = s;
+    while (isspace((unsigned char)*t)) t++;
+    int comment = *t == '#' || *t == ';', blank = *t == '\0';
+    int continued = !comment && !blank && r->continuation && r->after_key;
+    if (!comment && !blank && !continued && *t == '[') {
+        char *end = find_or_comment(t + 1, "]");
+        if (*end == ']') {
+            if ((size_t)(end - t - 1) > JOB_MAX_SECTION && !r->too_long) r->too_long = (int)r->line;
+            add_header(r, t + 1, (size_t)(end - t - 1));
         }
-        if (!r->too_long) r->too_long = (int)r->line;
-        str[0] = '\0';
+        r->after_key = 0;
+    } else if (!comment && !blank && !continued) {
+        r->after_key = 1;
     }
-    r->continuation = str[0] == ' ' || str[0] == '\t';
+    if (len + 1 <= (size_t)num) {
+        memcpy(str, s, len + 1);
+        return str;
+    }
+    /* too long for inih: a stand-in, and the value kept */
+    if (comment || blank) {
+        snprintf(str, (size_t)num, "#\n");
+    } else if (continued) {
+        r->long_value = strdup(clean_value(t));
+        snprintf(str, (size_t)num, " %s\n", LONG_VALUE);
+    } else {
+        char *sep = find_or_comment(t, "=:");
+        size_t key = (size_t)(sep - s);
+        if ((*sep != '=' && *sep != ':') || key + 4 > (size_t)num) {
+            if (!r->too_long) r->too_long = (int)r->line; /* no stand-in can say this */
+            snprintf(str, (size_t)num, "#\n");
+        } else {
+            r->long_value = strdup(clean_value(sep + 1));
+            snprintf(str, (size_t)num, "%.*s=%s\n", (int)key, s, LONG_VALUE);
+        }
+    }
+    if ((continued || !(comment || blank)) && !r->long_value && !r->too_long) r->nomem = 1;
     return str;
 }
 
 static int handler(void *user, const char *section, const char *name, const char *value) {
     reader *r = user;
+    if (value && r->long_value && strcmp(value, LONG_VALUE) == 0) value = r->long_value;
     if (r->continuation && r->n && strcmp(r->e[r->n - 1].key, name) == 0) {
         entry *last = &r->e[r->n - 1];
+        if (strcmp(name, "model") != 0) {
+            /* inih would glue it to the value ("o.csv\nftol = 1e-3" as a file name) */
+            fprintf(stderr,
+                    "jitfit: %s:%zu: an indented line continues '%s' (only a model may span "
+                    "lines; start a key at the beginning of its line)\n",
+                    r->path, r->line, name);
+            r->errors++;
+            return 1;
+        }
         size_t a = strlen(last->value), b = strlen(value);
         char *nv = realloc(last->value, a + b + 2);
         if (!nv) {
@@ -80,7 +193,7 @@ static int handler(void *user, const char *section, const char *name, const char
         r->cap = nc;
     }
     entry *e = &r->e[r->n];
-    e->section = strdup(section);
+    e->section = strdup(*section ? section : "defaults"); /* keys before any section */
     e->key = strdup(name);
     e->value = strdup(value ? value : "");
     e->line = r->line;
@@ -174,13 +287,6 @@ void jf_job_free(jf_job *job) {
     memset(job, 0, sizeof *job);
 }
 
-/* The line of the first entry of a section, or of the section header as best known. */
-static size_t section_line(const reader *r, const char *section) {
-    for (size_t i = 0; i < r->n; i++)
-        if (strcmp(r->e[i].section, section) == 0) return r->e[i].line;
-    return 0;
-}
-
 int jf_job_read(const char *path, jf_job *job) {
     memset(job, 0, sizeof *job);
     reader r;
@@ -193,13 +299,16 @@ int jf_job_read(const char *path, jf_job *job) {
     }
     int bad_line = ini_parse_stream(read_line, &r, handler, &r);
     if (r.f != stdin) fclose(r.f);
-    int errors = 0;
+    free(r.buf);
+    free(r.long_value);
+    int errors = r.errors;
     if (r.nomem || bad_line == -2) {
         jf_cli_error("out of memory");
         errors++;
     } else if (r.too_long) {
-        fprintf(stderr, "jitfit: %s:%d: line longer than %d characters\n", path, r.too_long,
-                JOB_MAX_LINE - 2);
+        fprintf(stderr, "jitfit: %s:%d: line longer than %d characters, or a section name "
+                        "longer than %d\n",
+                path, r.too_long, JOB_MAX_LINE - 2, JOB_MAX_SECTION);
         errors++;
     } else if (bad_line > 0) {
         fprintf(stderr, "jitfit: %s:%d: syntax error: expected [section], key = value, or a "
@@ -211,19 +320,36 @@ int jf_job_read(const char *path, jf_job *job) {
     char *base = NULL;
     const char *slash = strrchr(path, '/');
     if (slash) base = strndup(path, (size_t)(slash - path + (slash == path)));
-    /* Sections, in order of first appearance. */
-    for (size_t i = 0; i < r.n && !errors; i++) {
-        const char *sec = r.e[i].section;
-        int seen = 0;
-        for (size_t j = 0; j < i; j++) seen |= strcmp(r.e[j].section, sec) == 0;
-        if (seen || *sec == '\0' || strcmp(sec, "defaults") == 0) continue;
+    /* The headers first: unknown sections, fit names used twice or holding a comma. */
+    for (size_t i = 0; i < r.nh && !errors; i++) {
+        const char *sec = r.h[i].name;
+        if (strcmp(sec, "defaults") == 0) continue;
         if (strncmp(sec, "fit ", 4) != 0 || !sec[4]) {
             fprintf(stderr, "jitfit: %s:%zu: unknown section [%s] (use [defaults] or "
                             "[fit NAME])\n",
-                    path, r.e[i].line, sec);
+                    path, r.h[i].line, sec);
             errors++;
             continue;
         }
+        for (size_t j = 0; j < i; j++)
+            if (strcmp(r.h[j].name, sec) == 0) {
+                fprintf(stderr, "jitfit: %s:%zu: a second [%s] (the first is on line %zu): fit "
+                                "names must differ\n",
+                        path, r.h[i].line, sec, r.h[j].line);
+                errors++;
+                break;
+            }
+        if (strchr(sec, ',')) {
+            fprintf(stderr, "jitfit: %s:%zu: [%s]: a fit name cannot hold ',' (--only "
+                            "separates names with commas)\n",
+                    path, r.h[i].line, sec);
+            errors++;
+        }
+    }
+    /* Sections, in the order of their headers (a section without keys too). */
+    for (size_t i = 0; i < r.nh && !errors; i++) {
+        const char *sec = r.h[i].name;
+        if (strcmp(sec, "defaults") == 0) continue;
         jf_spec *nf = realloc(job->fits, (job->nfits + 1) * sizeof *nf);
         size_t *nl = nf ? realloc(job->lines, (job->nfits + 1) * sizeof *nl) : NULL;
         if (nf) job->fits = nf;
@@ -235,22 +361,15 @@ int jf_job_read(const char *path, jf_job *job) {
         job->lines = nl;
         jf_spec *s = &job->fits[job->nfits];
         jf_spec_init(s);
-        job->lines[job->nfits] = section_line(&r, sec);
+        job->lines[job->nfits] = r.h[i].line;
         job->nfits++;
         const char *name = sec + 4;
         while (*name == ' ') name++;
         s->name = strdup(name);
-        for (size_t j = 0; j + 1 < job->nfits; j++)
-            if (strcmp(job->fits[j].name, name) == 0) {
-                fprintf(stderr, "jitfit: %s:%zu: a second [fit %s]: fit names must differ\n",
-                        path, r.e[i].line, name);
-                errors++;
-            }
-        errors += apply(&r, "", s, base);
         errors += apply(&r, "defaults", s, base);
         errors += apply(&r, sec, s, base);
         if (!errors && (!s->model || !s->data))
-            fprintf(stderr, "jitfit: %s:%zu: [fit %s] needs %s\n", path, r.e[i].line, name,
+            fprintf(stderr, "jitfit: %s:%zu: [fit %s] needs %s\n", path, r.h[i].line, name,
                     !s->model && !s->data ? "a model and data"
                     : !s->model           ? "a model"
                                           : "data"),
@@ -267,6 +386,8 @@ int jf_job_read(const char *path, jf_job *job) {
         free(r.e[i].value);
     }
     free(r.e);
+    for (size_t i = 0; i < r.nh; i++) free(r.h[i].name);
+    free(r.h);
     if (errors) {
         jf_job_free(job);
         return 1;

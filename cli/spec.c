@@ -164,6 +164,29 @@ static jf_spec_rc set_path(char **dst, const char *v, const char *base) {
     return JF_SPEC_OK;
 }
 
+/* A message for the first item of a p0 list ("a=2, b=1e-3") that is not NAME=NUMBER (a NaN
+ * is no number: it would read as "no value given"), or NULL when all are (or out of memory). */
+static char *p0_syntax(const char *v) {
+    for (const char *p = v; *p;) {
+        size_t len = strcspn(p, ",");
+        const char *eq = memchr(p, '=', len), *nb = p;
+        while (nb < p + len && *nb == ' ') nb++;
+        if (!eq || eq == nb) return jf_cli_strf("expected NAME=VALUE, got '%.*s'", (int)len, p);
+        size_t vl = len - (size_t)(eq - p) - 1, nl = (size_t)(eq - nb);
+        while (nl && nb[nl - 1] == ' ') nl--;
+        char num[128];
+        double x;
+        if (vl >= sizeof num) vl = sizeof num - 1;
+        memcpy(num, eq + 1, vl);
+        num[vl] = '\0';
+        if (jf_cli_parse_double(num, &x) != 0 || isnan(x))
+            return jf_cli_strf("'%s' is not a number (for '%.*s')", num, (int)nl, nb);
+        p += len;
+        if (*p == ',') p++;
+    }
+    return NULL;
+}
+
 static jf_spec_rc push_item(jf_spec_item **items, size_t *n, const char *text, const char *origin) {
     jf_spec_item *ni = realloc(*items, (*n + 1) * sizeof *ni);
     if (!ni) return JF_SPEC_NOMEM;
@@ -302,7 +325,16 @@ jf_spec_rc jf_spec_set(jf_spec *s, const char *key, const char *v, const char *o
     if (strcmp(key, "y") == 0) return set_str(&s->ycol, v);
     if (strcmp(key, "sigma") == 0) return set_str(&s->sigma, v);
     if (strcmp(key, "group") == 0) return set_str(&s->group, v);
-    if (strcmp(key, "p0") == 0) return push_item(&s->p0, &s->np0, v, origin);
+    if (strcmp(key, "p0") == 0) {
+        /* the names need the model, but the numbers can be checked now (in a job file: before
+         * any fit runs, at the line that set them) */
+        char *bad = p0_syntax(v);
+        if (bad) {
+            *msg = bad;
+            return JF_SPEC_BAD;
+        }
+        return push_item(&s->p0, &s->np0, v, origin);
+    }
     if (strcmp(key, "bounds") == 0) return push_item(&s->bounds, &s->nbounds, v, origin);
     if (strcmp(key, "loss") == 0) {
         int l = jf_loss_from_name(v);
@@ -367,4 +399,47 @@ jf_spec_rc jf_spec_set(jf_spec *s, const char *key, const char *v, const char *o
         return JF_SPEC_OK;
     }
     return JF_SPEC_UNKNOWN;
+}
+
+/* path made absolute and free of "." and ".." through its directory (the file itself need not
+ * exist yet); a malloc'd copy of path when the directory does not exist either. */
+static char *canonical(const char *path) {
+    char *r = realpath(path, NULL);
+    if (r) return r;
+    const char *slash = strrchr(path, '/');
+    char *dir = slash ? strndup(path, (size_t)(slash - path + (slash == path))) : strdup(".");
+    char *rd = dir ? realpath(dir, NULL) : NULL;
+    free(dir);
+    if (!rd) return strdup(path);
+    r = jf_cli_strf("%s/%s", strcmp(rd, "/") == 0 ? "" : rd, slash ? slash + 1 : path);
+    free(rd);
+    return r;
+}
+
+int jf_spec_same_file(const char *a, const char *b) {
+    if (!a || !b || strcmp(a, "-") == 0 || strcmp(b, "-") == 0) return 0;
+    char *ca = canonical(a), *cb = canonical(b);
+    int same = ca && cb && strcmp(ca, cb) == 0;
+    free(ca);
+    free(cb);
+    return same;
+}
+
+int jf_spec_check(const jf_spec *s, char **msg) {
+    *msg = NULL;
+    const char *what = NULL;
+    if (s->plot && s->group)
+        *msg = jf_cli_strf("--plot draws one fit; it cannot be used with --group");
+    else if (s->p0_file && !s->group)
+        *msg = jf_cli_strf("--p0-file gives starting values per group; it needs --group");
+    else if (jf_spec_same_file(s->output, s->data))
+        what = "output";
+    else if (jf_spec_same_file(s->plot, s->data))
+        what = "plot";
+    else if (jf_spec_same_file(s->output, s->plot))
+        *msg = jf_cli_strf("output and plot are the same file (%s)", s->output);
+    if (what)
+        *msg = jf_cli_strf("%s %s is the data file: it would be overwritten", what,
+                           strcmp(what, "output") == 0 ? s->output : s->plot);
+    return *msg != NULL;
 }

@@ -39,6 +39,9 @@ static int jf(const char *args, char **out, char **err) {
 
 /* A data set y = 2*x + 1 (exact) as CSV text without header. */
 #define LINE_ROWS "0,1\n1,3\n2,5\n3,7\n4,9\n5,11\n"
+/* 288 characters that change nothing in a model */
+#define LONG_ZEROS_8 " + 0*x + 0*x + 0*x + 0*x + 0*x + 0*x"
+#define LONG_ZEROS LONG_ZEROS_8 LONG_ZEROS_8 LONG_ZEROS_8 LONG_ZEROS_8 LONG_ZEROS_8 LONG_ZEROS_8 LONG_ZEROS_8 LONG_ZEROS_8
 
 /* The value of a parameter in --json output. */
 static double param(const char *out, const char *name) {
@@ -370,9 +373,9 @@ static void test_job_errors(void) {
     } cases[] = {
         {"[fit a]\nmodel = a*x+b\ndata = d.csv\nftoll = 1\n", 2, ":4: unknown key 'ftoll' (did you mean 'ftol'?)"},
         {"[fit a]\nmodel = a*x+b\ndata = d.csv\n\nftol = abc\n", 2, ":5: ftol: 'abc' is not a non-negative number"},
-        {"[fits a]\nmodel = a*x+b\n", 2, ":2: unknown section [fits a]"},
+        {"[fits a]\nmodel = a*x+b\n", 2, ":1: unknown section [fits a]"},
         {"[fit a]\nmodel = a*x+b\nthis line has no equals sign\n", 2, ":3: syntax error"},
-        {"[fit a]\ndata = d.csv\n", 2, ":2: [fit a] needs a model"},
+        {"[fit a]\ndata = d.csv\n", 2, ":1: [fit a] needs a model"},
         {"[fit a]\nmodel = a*x+b\nmodel = c*x\ndata = d.csv\n", 2, ":3: 'model' is given twice in [fit a] (first on line 2)"},
         {"[defaults]\nloss = squared\n[fit a]\nmodel = a*x+b\ndata=d.csv\n", 2, ":2: loss: unknown loss 'squared'"},
         {"# nothing\n", 2, ": no [fit NAME] sections"},
@@ -400,6 +403,76 @@ static void test_job_errors(void) {
         free(out);
         free(err);
     }
+}
+
+/* Job files past libinih's limits and the checks that need several keys or fits: all before
+ * any fit runs, with the line. %1$s in a case is the data file. */
+static void test_job_checks(void) {
+    static const struct {
+        const char *text; /* job file; DATA stands for the data file */
+        int rc;           /* exit status */
+        const char *msg;  /* expected on stderr after the job's path ("" with rc 0) */
+    } cases[] = {
+        /* a 300-character model line (Debian's libinih reads 199) */
+        {"[fit a]\nmodel = a*x + b" LONG_ZEROS "\ndata = DATA\n", 0, ""},
+        /* an empty section is a fit: it takes the defaults, or says what it lacks */
+        {"[defaults]\nmodel = a*x+b\ndata = DATA\n[fit first]\n# nothing\n[fit second]\nmodel = a*x+b\n", 0, ""},
+        {"[fit a]\nmodel = a*x+b\ndata = DATA\n[fit b]\n", 2, ":4: [fit b] needs a model and data"},
+        {"[fits]\n[fit a]\nmodel = a*x+b\ndata = DATA\n", 2, ":1: unknown section [fits]"},
+        {"[fit a]\nmodel = a*x+b\ndata = DATA\n[fit a]\nmodel = a*x\n", 2, ":4: a second [fit a] (the first is on line 1)"},
+        {"[fit a,b]\nmodel = a*x+b\ndata = DATA\n", 2, ":1: [fit a,b]: a fit name cannot hold ','"},
+        /* an indented key would be glued to the value above */
+        {"[fit a]\nmodel = a*x+b\ndata = DATA\nloss = huber\n    ftol = 1e-3\n", 2, ":5: an indented line continues 'loss'"},
+        {"max_nfev = 3\n[defaults]\nmax_nfev = 50\n[fit a]\nmodel = a*x+b\ndata = DATA\n", 2, ":3: 'max_nfev' is given twice in [defaults] (first on line 1)"},
+        {"[fit a]\nmodel = a*x+b\ndata = DATA\np0 = a=abc\n", 2, ":4: p0: 'abc' is not a number (for 'a')"},
+        {"[fit a]\nmodel = a*x+b\ndata = DATA\n[fit g]\nmodel = a*x+b\ndata = DATA\ngroup = x\nplot = g.svg\n", 2, ":4: [fit g]: --plot draws one fit"},
+        {"[fit a]\nmodel = a*x+b\ndata = DATA\noutput = same.csv\n[fit b]\nmodel = a*x\ndata = DATA\noutput = ./same.csv\n", 2, ":5: [fit b] and [fit a] (line 1) both write"},
+        {"[fit a]\nmodel = a*x+b\ndata = DATA\noutput = DATA\n", 2, ":1: [fit a]: output "},
+    };
+    const char *data = tmp(".csv", "x,y\n" LINE_ROWS);
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char text[2048] = "";
+        for (const char *p = cases[i].text; *p;) { /* every DATA becomes the data's path */
+            const char *d = strstr(p, "DATA");
+            size_t len = strlen(text), n = d ? (size_t)(d - p) : strlen(p);
+            snprintf(text + len, sizeof text - len, "%.*s%s", (int)n, p, d ? data : "");
+            p += n + (d ? 4 : 0);
+        }
+        const char *p = tmp(".ini", text);
+        char buf[1024], want[512], *out = NULL, *err = NULL;
+        snprintf(buf, sizeof buf, "run '%s'", p);
+        snprintf(want, sizeof want, "%s%s", p, cases[i].msg);
+        int rc = jf(buf, &out, &err);
+        if (!CHECK(rc == cases[i].rc)) fprintf(stderr, "  job check %zu: exit %d: %s\n", i, rc, err);
+        if (cases[i].rc) {
+            if (!CHECK_CONTAINS(err, want)) fprintf(stderr, "  job check %zu\n", i);
+            CHECK(!strstr(out ? out : "", "summary of")); /* nothing ran */
+        } else {
+            CHECK_CONTAINS(out, "summary of");
+        }
+        free(out);
+        free(err);
+    }
+}
+
+/* An empty quoted cell is empty; an output that is the data file is refused. */
+static void test_cells_and_outputs(void) {
+    const char *d = tmp(".csv", "x,y\n\"\",2\n" LINE_ROWS);
+    char buf[1024], *out = NULL, *err = NULL;
+    snprintf(buf, sizeof buf, "fit 'a*x+b' '%s'", d);
+    CHECK(jf(buf, &out, &err) == 1);
+    CHECK_CONTAINS(err, ":2: column 1 ('x'): missing value");
+    free(out);
+    free(err);
+    fits_line("--nan-policy omit", d);
+    snprintf(buf, sizeof buf, "fit 'a*x+b' '%s' --output '%s'", d, d);
+    CHECK(jf(buf, &out, &err) == 2);
+    CHECK_CONTAINS(err, "is the data file: it would be overwritten");
+    free(out);
+    free(err);
+    char *txt = jf_test_read_file(d, NULL);
+    CHECK(txt && strncmp(txt, "x,y\n", 4) == 0); /* untouched */
+    free(txt);
 }
 
 static void test_job_run(void) {
@@ -483,6 +556,40 @@ static void test_verbose_and_batch(void) {
     CHECK_CONTAINS(err, "needs --group");
     free(out);
     free(err);
+    /* one group's unusable start is that group's error row, with the p0 file's line; the
+     * others are fitted */
+    p0 = tmp(".csv", "sample,amp,mu,w\nA,8,44,3\nB,8,50,-1\nC,10,40,3\nD,6,58,3\n");
+    snprintf(buf, sizeof buf, "fit --group sample --p0-file '%s' '" EX "spectra.jf' '" EX "spectra.csv'", p0);
+    CHECK(jf(buf, &out, &err) == 1);
+    char want[600];
+    snprintf(want, sizeof want, "error: %s:3: parameter 'w': the starting value -1 is outside its bounds [0, inf]", p0);
+    CHECK_CONTAINS(out, want);
+    CHECK_CONTAINS(out, "4 groups, 3 converged");
+    CHECK_CONTAINS(err, "1 of 4 group fits did not converge or could not run");
+    free(out);
+    free(err);
+    /* a group twice in the p0 file: which row was meant? */
+    p0 = tmp(".csv", "sample,amp\nA,1\nA,2\n");
+    snprintf(buf, sizeof buf, "fit --group sample --p0-file '%s' '" EX "spectra.jf' '" EX "spectra.csv'", p0);
+    CHECK(jf(buf, &out, &err) == 1);
+    CHECK_CONTAINS(err, ":3: group 'A' is given twice (first on line 2)");
+    free(out);
+    free(err);
+    /* a NaN group label in a .npy file is a missing label, not a group called nan */
+    double g[18] = {1, 0, 1, 1, 1, 3, NAN, 2, 5, 2, 3, 7, 2, 4, 9, 2, 5, 11};
+    const char *np = npy("{'descr': [('g', '<f8'), ('x', '<f8'), ('y', '<f8')], "
+                         "'fortran_order': False, 'shape': (6,), }", g, sizeof g);
+    snprintf(buf, sizeof buf, "fit --group g 'a*x+b' '%s'", np);
+    CHECK(jf(buf, &out, &err) == 1);
+    CHECK_CONTAINS(err, ":3: column 1 ('g'): a non-finite group label");
+    free(out);
+    free(err);
+    snprintf(buf, sizeof buf, "fit --group g --nan-policy omit 'a*x+b' '%s'", np);
+    jf(buf, &out, &err);
+    CHECK(out && !strstr(out, "nan"));
+    CHECK_CONTAINS(out, "1 rows with NaN dropped");
+    free(out);
+    free(err);
 }
 
 static void test_help(void) {
@@ -545,6 +652,8 @@ int main(void) {
     test_output();
     test_plot();
     test_job_errors();
+    test_job_checks();
+    test_cells_and_outputs();
     test_job_run();
     test_verbose_and_batch();
     test_help();
