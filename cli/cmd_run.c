@@ -177,6 +177,11 @@ int jf_cmd_run(int argc, char **argv) {
         free(list);
     }
     if (rc == 0) rc = check_fits(&job, only);
+    /* `json = true` in the file makes the whole run JSON (an array, no text summary after
+     * it), every fit of it included: one output, one format */
+    for (size_t k = 0; rc == 0 && k < job.nfits; k++)
+        if (selected(only, job.fits[k].name)) json |= job.fits[k].json;
+    for (size_t k = 0; rc == 0 && json && k < job.nfits; k++) job.fits[k].json = 1;
     jf_run_summary *sums = rc == 0 ? calloc(job.nfits, sizeof *sums) : NULL;
     int *rcs = rc == 0 ? calloc(job.nfits, sizeof *rcs) : NULL;
     char **ran = rc == 0 ? calloc(job.nfits, sizeof *ran) : NULL;

@@ -455,6 +455,21 @@ static void test_job_checks(void) {
     }
 }
 
+/* `json = true` in a job file makes the run's whole output one JSON array. */
+static void test_job_json_key(void) {
+    const char *data = tmp(".csv", "x,y\n" LINE_ROWS);
+    char text[1024], buf[1200], *out = NULL, *err = NULL;
+    snprintf(text, sizeof text, "[fit a]\nmodel = a*x+b\ndata = %s\njson = true\n[fit b]\n"
+                                "model = a*x\ndata = %s\n", data, data);
+    snprintf(buf, sizeof buf, "run '%s'", tmp(".ini", text));
+    jf(buf, &out, &err);
+    CHECK(out && out[0] == '[');
+    CHECK_CONTAINS(out, "\"name\": \"b\"");
+    CHECK(!strstr(out ? out : "", "summary of"));
+    free(out);
+    free(err);
+}
+
 /* An empty quoted cell is empty; an output that is the data file is refused. */
 static void test_cells_and_outputs(void) {
     const char *d = tmp(".csv", "x,y\n\"\",2\n" LINE_ROWS);
@@ -654,6 +669,7 @@ int main(void) {
     test_job_errors();
     test_job_checks();
     test_cells_and_outputs();
+    test_job_json_key();
     test_job_run();
     test_verbose_and_batch();
     test_help();
