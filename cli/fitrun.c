@@ -376,8 +376,7 @@ static int start_and_bounds(jf_fitctx *c) {
     for (size_t i = 0; i < s->np0; i++) {
         char what[600];
         if (s->p0[i].origin) snprintf(what, sizeof what, "%s: p0", s->p0[i].origin);
-        else if (s->name) snprintf(what, sizeof what, "run: [fit %s]: --p0", s->name);
-        else snprintf(what, sizeof what, "--p0");
+        else snprintf(what, sizeof what, "--p0"); /* in a job, jf_cli_error names the fit */
         memset(set, 0, np * sizeof *set);
         if (jf_cli_assign_by_name(m, 0, s->p0[i].text, what, c->p0, set) != 0) {
             if (!s->p0[i].origin) jf_run_usage_hint();
@@ -502,8 +501,7 @@ static int run_single(jf_fitctx *c, FILE *out, jf_run_summary *sum) {
     }
     rc = res->success ? 0 : 1;
     if (!res->success)
-        jf_cli_error("%s%sthe fit did not converge: %s", s->name ? s->name : "",
-                     s->name ? ": " : "", res->message ? res->message : "");
+        jf_cli_error("the fit did not converge: %s", res->message ? res->message : "");
     if (s->output || s->plot) {
         fit = malloc((t->nrows ? t->nrows : 1) * sizeof *fit);
         if (!fit || jf_run_predict(m, res->params, t->values, t->ld, t->nrows, fit) != 0) {
@@ -562,6 +560,7 @@ done:
 int jf_run_spec(const jf_spec *s, FILE *out, jf_run_summary *sum) {
     double t_start = now_ms();
     current_fit = s->name;
+    if (in_run) jf_cli_error_fit(s->name);
     jf_fitctx c;
     memset(&c, 0, sizeof c);
     c.spec = s;
@@ -698,6 +697,7 @@ int jf_run_spec(const jf_spec *s, FILE *out, jf_run_summary *sum) {
     rc = s->group ? jf_batch_run(&c, out, sum) : run_single(&c, out, sum);
 
 done:
+    jf_cli_error_fit(NULL);
     if (sum) sum->time_ms = now_ms() - t_start;
     free(err);
     jf_strings_free(colnames, (size_t)(ncolnames > 0 ? ncolnames : 0));

@@ -38,13 +38,21 @@ const char *jf_cli_last_error(void) {
     return last_error;
 }
 
+/* The fit of a job whose errors are being printed, or NULL. */
+static const char *error_fit;
+
+void jf_cli_error_fit(const char *name) {
+    error_fit = name;
+}
+
 void jf_cli_error(const char *fmt, ...) {
     char msg[sizeof last_error];
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
-    fprintf(stderr, "jitfit: %s\n", msg);
+    if (error_fit) fprintf(stderr, "jitfit: [fit %s]: %s\n", error_fit, msg);
+    else fprintf(stderr, "jitfit: %s\n", msg);
     jf_cli_note_error(msg);
 }
 

@@ -11,8 +11,11 @@
 /* A malloc'd formatted string; NULL only when out of memory. The caller frees it. */
 char *jf_cli_strf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
-/* Prints "jitfit: " + message + newline on stderr. */
+/* Prints "jitfit: " + message + newline on stderr ("jitfit: [fit NAME]: " + message while a
+ * job's fit runs, so a message about its files says whose they are). */
 void jf_cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* The job fit that following errors belong to; NULL outside of one. */
+void jf_cli_error_fit(const char *name);
 /* Remembers msg's first line as the last error (jf_cli_error and printed diagnostics do this
  * themselves), so `run --json` can put a failed fit's reason into its object. */
 void jf_cli_note_error(const char *msg);

@@ -548,7 +548,9 @@ static void test_run_json_failures(void) {
     CHECK_CONTAINS(out, "error: syntax error: unexpected end of input");
     CHECK_CONTAINS(out, "\"name\": \"d\"");
     /* a fit that ran but did not converge prints its own object, and stderr names it */
-    CHECK_CONTAINS(err, "jitfit: d: the fit did not converge");
+    CHECK_CONTAINS(err, "jitfit: [fit d]: the fit did not converge");
+    /* a fit that fails before its report is named on stderr too */
+    CHECK_CONTAINS(err, "jitfit: [fit a]: /nonexistent/nosuch.csv: No such file or directory");
     free(out);
     free(err);
     if (job) unlink(job);
