@@ -67,6 +67,16 @@ static const char *opt_value(int argc, char **argv, int *i, const char *name) {
     return argv[++*i];
 }
 
+/* The command's one positional argument, MODEL: 0, or 2 after saying a second one is too many. */
+static int take_model(const char *cmd, const char *arg, const char **model) {
+    if (*model) {
+        jf_cli_error("%s: unexpected argument '%s'", cmd, arg);
+        return 2;
+    }
+    *model = arg;
+    return 0;
+}
+
 int jf_cmd_eval(int argc, char **argv) {
     const char *model = NULL, *params = NULL, *at = NULL, *backend = "interp";
     int json = 0, options = 1; /* options: cleared by "--", so a formula may start with '-' */
@@ -74,11 +84,7 @@ int jf_cmd_eval(int argc, char **argv) {
         const char *v;
         if (options && strcmp(argv[i], "--") == 0) options = 0;
         else if (!options) {
-            if (model) {
-                jf_cli_error("eval: unexpected argument '%s'", argv[i]);
-                return 2;
-            }
-            model = argv[i];
+            if (take_model("eval", argv[i], &model)) return 2;
         } else if ((v = opt_value(argc, argv, &i, "--params"))) params = v;
         else if ((v = opt_value(argc, argv, &i, "--at"))) at = v;
         else if ((v = opt_value(argc, argv, &i, "--backend"))) backend = v;
@@ -86,9 +92,7 @@ int jf_cmd_eval(int argc, char **argv) {
         else if (argv[i][0] == '-' && argv[i][1] != '\0' && !model) {
             jf_cli_error("eval: unknown option '%s'", argv[i]);
             return 2;
-        } else if (!model) model = argv[i];
-        else {
-            jf_cli_error("eval: unexpected argument '%s'", argv[i]);
+        } else if (take_model("eval", argv[i], &model)) {
             return 2;
         }
     }
@@ -183,18 +187,12 @@ int jf_cmd_diff(int argc, char **argv) {
         const char *v;
         if (options && strcmp(argv[i], "--") == 0) options = 0;
         else if (!options) {
-            if (model) {
-                jf_cli_error("diff: unexpected argument '%s'", argv[i]);
-                return 2;
-            }
-            model = argv[i];
+            if (take_model("diff", argv[i], &model)) return 2;
         } else if ((v = opt_value(argc, argv, &i, "--param"))) param = v;
         else if (argv[i][0] == '-' && argv[i][1] != '\0') {
             jf_cli_error("diff: unknown option '%s'", argv[i]);
             return 2;
-        } else if (!model) model = argv[i];
-        else {
-            jf_cli_error("diff: unexpected argument '%s'", argv[i]);
+        } else if (take_model("diff", argv[i], &model)) {
             return 2;
         }
     }

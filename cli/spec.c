@@ -167,24 +167,16 @@ static jf_spec_rc set_path(char **dst, const char *v, const char *base) {
 /* A message for the first item of a p0 list ("a=2, b=1e-3") that is not NAME=NUMBER (a NaN
  * is no number: it would read as "no value given"), or NULL when all are (or out of memory). */
 static char *p0_syntax(const char *v) {
-    for (const char *p = v; *p;) {
-        size_t len = strcspn(p, ",");
-        const char *eq = memchr(p, '=', len), *nb = p;
-        while (nb < p + len && *nb == ' ') nb++;
-        if (!eq || eq == nb) return jf_cli_strf("expected NAME=VALUE, got '%.*s'", (int)len, p);
-        size_t vl = len - (size_t)(eq - p) - 1, nl = (size_t)(eq - nb);
-        while (nl && nb[nl - 1] == ' ') nl--;
-        char num[128];
+    jf_cli_assign *a = NULL;
+    char *msg = NULL;
+    long n = jf_cli_split_assignments(v, &a, &msg);
+    for (long i = 0; i < n && !msg; i++) {
         double x;
-        if (vl >= sizeof num) vl = sizeof num - 1;
-        memcpy(num, eq + 1, vl);
-        num[vl] = '\0';
-        if (jf_cli_parse_double(num, &x) != 0 || isnan(x))
-            return jf_cli_strf("'%s' is not a number (for '%.*s')", num, (int)nl, nb);
-        p += len;
-        if (*p == ',') p++;
+        if (jf_cli_parse_double(a[i].value, &x) != 0 || isnan(x))
+            msg = jf_cli_strf("'%s' is not a number (for '%s')", a[i].value, a[i].name);
     }
-    return NULL;
+    jf_cli_assign_free(a, n);
+    return msg;
 }
 
 static jf_spec_rc push_item(jf_spec_item **items, size_t *n, const char *text, const char *origin) {

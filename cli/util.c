@@ -140,8 +140,9 @@ void jf_cli_assign_free(jf_cli_assign *a, long n) {
     free(a);
 }
 
-long jf_cli_parse_assignments(const char *text, const char *what, jf_cli_assign **out) {
+long jf_cli_split_assignments(const char *text, jf_cli_assign **out, char **msg) {
     *out = NULL;
+    *msg = NULL;
     long n = 0, cap = 0;
     jf_cli_assign *items = NULL;
     const char *p = text;
@@ -150,7 +151,7 @@ long jf_cli_parse_assignments(const char *text, const char *what, jf_cli_assign 
         size_t len = comma ? (size_t)(comma - p) : strlen(p);
         const char *eq = memchr(p, '=', len);
         if (!eq || eq == p) {
-            jf_cli_error("%s: expected NAME=VALUE, got '%.*s'", what, (int)len, p);
+            *msg = jf_cli_strf("expected NAME=VALUE, got '%.*s'", (int)len, p);
             jf_cli_assign_free(items, n);
             return -1;
         }
@@ -159,7 +160,6 @@ long jf_cli_parse_assignments(const char *text, const char *what, jf_cli_assign 
             jf_cli_assign *ni = realloc(items, (size_t)cap * sizeof *ni);
             if (!ni) {
                 jf_cli_assign_free(items, n);
-                jf_cli_error("out of memory");
                 return -1;
             }
             items = ni;
@@ -173,13 +173,20 @@ long jf_cli_parse_assignments(const char *text, const char *what, jf_cli_assign 
         n++;
         if (!items[n - 1].name || !items[n - 1].value) {
             jf_cli_assign_free(items, n);
-            jf_cli_error("out of memory");
             return -1;
         }
         p += len;
         if (*p == ',') p++;
     }
     *out = items;
+    return n;
+}
+
+long jf_cli_parse_assignments(const char *text, const char *what, jf_cli_assign **out) {
+    char *msg = NULL;
+    long n = jf_cli_split_assignments(text, out, &msg);
+    if (n < 0) jf_cli_error("%s: %s", what, msg ? msg : "out of memory");
+    free(msg);
     return n;
 }
 

@@ -48,8 +48,12 @@ typedef struct jf_cli_assign {
     char *value; /* the text after '=' (malloc'd) */
 } jf_cli_assign;
 
-/* Splits "a=1,b=2" into items. Returns the count, or -1 after printing an error (what is the
- * option name, for the message). The caller frees with jf_cli_assign_free. */
+/* Splits "a=1,b=2" into items. Returns the count, or -1 with a malloc'd message in *msg
+ * ("expected NAME=VALUE, got 'a'"; NULL when out of memory). The caller frees the items with
+ * jf_cli_assign_free. */
+long jf_cli_split_assignments(const char *text, jf_cli_assign **out, char **msg);
+/* jf_cli_split_assignments that prints its error ("jitfit: WHAT: message"; what is the option
+ * name) instead of returning it. */
 long jf_cli_parse_assignments(const char *text, const char *what, jf_cli_assign **out);
 void jf_cli_assign_free(jf_cli_assign *a, long n);
 

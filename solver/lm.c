@@ -163,7 +163,7 @@ static double tr_step(lm_work *w, double delta, double lambda_prev) {
     double dxnorm = jf_step_scaled_norm(w->DF, w->sF, m);
     double fp = dxnorm - delta;
     double lam = 0.0;
-    int unbounded = mode == 0 && jf_step_gn_unexplained(w->M0, w->gF, w->sF, w->DF, m) >
+    int unbounded = mode == 0 && jf_step_gn_unexplained(w->M0, w->gF, w->sF, w->DF, m, w->wF) >
                                      JF_STEP_GN_UNEXPLAINED;
     if (fp > JF_STEP_LMPAR_SIGMA * delta || unbounded) {
         double parl = 0.0;

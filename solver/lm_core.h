@@ -424,7 +424,7 @@ JF_HD int jf_lmc_tr_gn(jf_lmc *c, jf_lmc_views *v) {
     double delta = c->tr.delta;
     double dxnorm = jf_lmc_tr_solve(c, v, v->M0);
     double fp = dxnorm - delta;
-    int unbounded = c->mode == 0 && jf_step_gn_unexplained(v->M0, v->gF, v->sF, v->DF, m) >
+    int unbounded = c->mode == 0 && jf_step_gn_unexplained(v->M0, v->gF, v->sF, v->DF, m, v->wF) >
                                         JF_STEP_GN_UNEXPLAINED;
     if (!(fp > JF_STEP_LMPAR_SIGMA * delta) && !unbounded) return 0;
     double parl = 0.0;

@@ -178,30 +178,19 @@ JF_HD double jf_step_gnorm(const double *g, const double *colnorm2, const int *f
  * gradient there stays large. The model then falls linearly along them, so the truncated step,
  * however short, is not its minimizer: above JF_STEP_GN_UNEXPLAINED the λ search runs to the
  * region's boundary, as scipy's trf does for a rank-deficient J. Without this a nearly-L1 huber
- * fit stopped on FTOL with the optimality still 3e-3. */
+ * fit stopped on FTOL with the optimality still 3e-3. work: m doubles of scratch. */
 #define JF_STEP_GN_UNEXPLAINED 1e-2
 JF_HD double jf_step_gn_unexplained(const double *M, const double *g, const double *s,
-                                    const double *D, size_t m) {
-    double big_r = 0.0, big_g = 0.0;
+                                    const double *D, size_t m, double *work) {
+    for (size_t a = 0; a < m; a++) work[a] = g[a] / D[a];
+    double gn = jf_step_scaled_norm((const double *)0, work, m);
+    if (!(gn > 0)) return 0.0;
     for (size_t a = 0; a < m; a++) {
         double t = g[a];
         for (size_t b = 0; b < m; b++) t += M[a * m + b] * s[b];
-        t = fabs(t / D[a]);
-        double u = fabs(g[a] / D[a]);
-        if (t > big_r) big_r = t;
-        if (u > big_g) big_g = u;
+        work[a] = t / D[a];
     }
-    if (!(big_g > 0)) return 0.0;
-    double sr = 0.0, sg = 0.0; /* scaled sums against overflow, as jf_step_scaled_norm */
-    for (size_t a = 0; a < m; a++) {
-        double t = g[a];
-        for (size_t b = 0; b < m; b++) t += M[a * m + b] * s[b];
-        t = t / D[a] / (big_r > 0 ? big_r : 1.0);
-        double u = g[a] / D[a] / big_g;
-        sr += t * t;
-        sg += u * u;
-    }
-    return big_r / big_g * sqrt(sr / sg);
+    return jf_step_scaled_norm((const double *)0, work, m) / gn;
 }
 
 /* Starts a λ search once the Gauss-Newton step (‖D s_GN‖ = dxnorm, Δ + fp0 with fp0 > σΔ) is
