@@ -242,9 +242,10 @@ typedef enum jf_fit_status {
                                parameters: no further reduction of the cost is possible */
     JF_FIT_NONFINITE = 7,   /* the residuals or Jacobian at the starting point are not finite,
                                or their sums of squares overflow (the message says which) */
-    JF_FIT_UNUSED_PARAM = 8 /* converged, but some parameter has no influence on the model (its
-                               Jacobian column is zero at the solution): its standard error is
-                               infinite; see the message for which */
+    JF_FIT_UNUSED_PARAM = 8 /* the others converged, but some parameter has no influence on the
+                               model on these data (its Jacobian column is zero at the start and
+                               at the solution): its standard error is infinite; see the message
+                               for which. A column zero only at the solution keeps status 1..4 */
 } jf_fit_status;
 
 /* A short description of a fit status; never NULL. */

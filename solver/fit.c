@@ -106,7 +106,7 @@ const char *jf_fit_status_string(int status) {
     case JF_FIT_MAX_NFEV: return "stopped: evaluation budget (max_nfev) spent";
     case JF_FIT_STALLED: return "stopped: no further reduction of the cost is possible";
     case JF_FIT_NONFINITE: return "failed: non-finite residuals or Jacobian at the start";
-    case JF_FIT_UNUSED_PARAM: return "converged, but a parameter has no influence on the model";
+    case JF_FIT_UNUSED_PARAM: return "a parameter has no influence on the model on these data (the others converged)";
     default: return "unknown fit status";
     }
 }
@@ -344,31 +344,49 @@ static double total_ss(const double *y, size_t n) {
     return ss;
 }
 
-/* A converged fit whose Jacobian has zero columns at the solution (A's diagonal) ends as
- * JF_FIT_UNUSED_PARAM; *unused receives the first such parameter, *nunused their number. */
-static int final_status(int status, const double *A, size_t np, size_t *unused, size_t *nunused) {
-    *unused = np;
-    *nunused = 0;
-    for (size_t k = 0; k < np; k++)
-        if (!(A[k * np + k] > 0)) {
-            if (*unused == np) *unused = k;
-            (*nunused)++;
-        }
-    return *nunused && status >= JF_FIT_FTOL && status <= JF_FIT_GTOL ? JF_FIT_UNUSED_PARAM
-                                                                      : status;
+/* Marks in zero[k] the parameters whose Jacobian column is zero at the solution (A's diagonal);
+ * returns their number. */
+static size_t zero_columns(const double *A, size_t np, int *zero) {
+    size_t count = 0;
+    for (size_t k = 0; k < np; k++) count += zero[k] = !(A[k * np + k] > 0);
+    return count;
 }
 
-/* Appends to msg (of MSG_LEN) which parameters the data do not determine although they
- * influence the model (rank-deficient J: collinear columns, e.g. a+b), as scipy's curve_fit warns
- * that the covariance could not be estimated; zero columns are JF_FIT_UNUSED_PARAM's message. */
-static void note_undetermined(char *msg, const int *unident, const double *A, size_t np,
-                              char *const *names) {
+/* Of the columns zero at the solution, clears in zero[] those not zero at the start x0 (one
+ * pass of plain JᵀJ there): those parameters influence the model, and only the solution took it
+ * away (a peak's centre once its amplitude sits on the bound 0). What is left marks parameters
+ * without influence on the model on these data (all of them when memory runs out). */
+static void zero_at_start(jf_problem *prob, const double *x0, int *zero) {
+    double *acc = malloc(prob->nacc * sizeof *acc);
+    if (!acc) return;
+    jf_problem_normal_eq(prob, x0, JF_LOSS_LINEAR, acc);
+    for (size_t k = 0, t = 0; k < prob->np; t += prob->np - k, k++)
+        if (zero[k] && acc[t] > 0) zero[k] = 0; /* acc[t]: (JᵀJ)_kk of the packed upper rows */
+    free(acc);
+}
+
+/* The first marked index and the number marked (np, 0 when none). */
+static size_t first_marked(const int *mark, size_t np, size_t *count) {
+    size_t first = np;
+    *count = 0;
+    for (size_t k = 0; k < np; k++)
+        if (mark[k]) {
+            if (first == np) first = k;
+            (*count)++;
+        }
+    return first;
+}
+
+/* Appends to msg (of MSG_LEN) "<lead> 'a', 'b' and N more<why>: their standard errors are
+ * infinite" for the parameters marked in mark (np), when any is. */
+static void note_params(char *msg, const int *mark, size_t np, char *const *names,
+                        const char *lead, const char *why) {
     size_t count = 0, listed = 0, len = strlen(msg);
-    for (size_t k = 0; k < np; k++) count += unident[k] && A[k * np + k] > 0;
-    if (!count) return;
-    len += (size_t)snprintf(msg + len, MSG_LEN - len, "; the data do not determine");
+    for (size_t k = 0; k < np; k++) count += mark[k] != 0;
+    if (!count || len >= MSG_LEN - 1) return;
+    len += (size_t)snprintf(msg + len, MSG_LEN - len, "%s", lead);
     for (size_t k = 0; k < np && len < MSG_LEN - 80; k++) {
-        if (!unident[k] || !(A[k * np + k] > 0)) continue;
+        if (!mark[k]) continue;
         len += (size_t)snprintf(msg + len, MSG_LEN - len, "%s '%s'", listed ? "," : "", names[k]);
         listed++;
     }
@@ -376,9 +394,18 @@ static void note_undetermined(char *msg, const int *unident, const double *A, si
     if (listed < count)
         len += (size_t)snprintf(msg + len, MSG_LEN - len, " and %zu more", count - listed);
     if (len < MSG_LEN)
-        snprintf(msg + len, MSG_LEN - len,
-                 " (the Jacobian is rank-deficient at the solution): %s infinite",
+        snprintf(msg + len, MSG_LEN - len, "%s: %s infinite", why,
                  count == 1 ? "its standard error is" : "their standard errors are");
+}
+
+/* Appends to msg which parameters the data do not determine although they influence the model
+ * (rank-deficient J: collinear columns, e.g. a+b), as scipy's curve_fit warns that the
+ * covariance could not be estimated; zero columns are noted apart. mark: np ints of scratch. */
+static void note_undetermined(char *msg, const int *unident, const double *A, size_t np,
+                              char *const *names, int *mark) {
+    for (size_t k = 0; k < np; k++) mark[k] = unident[k] && A[k * np + k] > 0;
+    note_params(msg, mark, np, names, "; the data do not determine",
+                " (the Jacobian is rank-deficient at the solution)");
 }
 
 /* Writes to msg (of MSG_LEN) why the start is not usable: where the model value or a
@@ -554,7 +581,7 @@ static int run_fit(const fit_setup *s, const jf_data *d, const double *w, const 
     view.y = d->y;
     view.w = w;
     jf_problem prob;
-    int *unident = malloc(np * sizeof *unident);
+    int *unident = malloc(3 * np * sizeof *unident); /* then zero columns, vanished ones */
     if (!unident || jf_problem_init(&prob, s->k, &view, n, np, s->o.loss, s->o.f_scale, pool) != JF_OK) {
         free(unident);
         jf_fit_result_free(r);
@@ -659,20 +686,32 @@ static int run_fit(const fit_setup *s, const jf_data *d, const double *w, const 
         double s2 = s->o.absolute_sigma ? 1.0 : 2.0 * r->cost / (double)r->dof;
         jf_covar_finish(r->covariance, unident, np, s2, r->std_errors, r->correlation);
 
-        size_t unused, nunused;
-        r->status = final_status(st.status, st.A, np, &unused, &nunused);
-        if (r->status == JF_FIT_UNUSED_PARAM) {
-            if (nunused == 1)
-                snprintf(b->message, MSG_LEN,
-                         "converged, but parameter '%s' has no influence on the model (its "
-                         "Jacobian column is zero at the solution): its standard error is infinite",
-                         m->param_names[unused]);
-            else
-                snprintf(b->message, MSG_LEN,
-                         "converged, but %zu parameters (first '%s') have no influence on the "
-                         "model (zero Jacobian columns at the solution): their standard errors "
-                         "are infinite",
-                         nunused, m->param_names[unused]);
+        /* A converged fit with zero columns of J at the solution: JF_FIT_UNUSED_PARAM for the
+         * parameters without influence at the start as well; the others converged, and only
+         * their standard errors say it (as collinear columns do below). */
+        int *zero = unident + np;
+        int converged = st.status >= JF_FIT_FTOL && st.status <= JF_FIT_GTOL;
+        size_t nzero = converged ? zero_columns(st.A, np, zero) : 0, nunused = 0, unused = np;
+        if (nzero) {
+            int *vanished = zero + np;
+            memcpy(vanished, zero, np * sizeof *zero);
+            zero_at_start(&prob, x0, zero);
+            for (size_t k = 0; k < np; k++) vanished[k] &= !zero[k];
+            unused = first_marked(zero, np, &nunused);
+        }
+        r->status = nunused ? JF_FIT_UNUSED_PARAM : st.status;
+        if (nunused == 1) {
+            snprintf(b->message, MSG_LEN,
+                     "parameter '%s' has no influence on the model on these data (its Jacobian "
+                     "column is zero at the start and at the solution): its standard error is "
+                     "infinite; the others converged",
+                     m->param_names[unused]);
+        } else if (nunused) {
+            snprintf(b->message, MSG_LEN,
+                     "%zu parameters (first '%s') have no influence on the model on these data "
+                     "(zero Jacobian columns at the start and at the solution): their standard "
+                     "errors are infinite; the others converged",
+                     nunused, m->param_names[unused]);
         } else {
             snprintf(b->message, MSG_LEN, "%s", jf_fit_status_string(r->status));
             if (st.polish && r->status >= JF_FIT_FTOL && r->status <= JF_FIT_GTOL) {
@@ -681,7 +720,12 @@ static int run_fit(const fit_setup *s, const jf_data *d, const double *w, const 
                          st.polish, st.polish == 1 ? "" : "s");
             }
         }
-        note_undetermined(b->message, unident, st.A, np, m->param_names);
+        if (nzero > nunused)
+            note_params(b->message, zero + np, np, m->param_names,
+                        "; at the solution the model does not depend on",
+                        " (a zero Jacobian column there but not at the start: a factor vanished, "
+                        "e.g. a parameter on its bound at 0)");
+        note_undetermined(b->message, unident, st.A, np, m->param_names, zero);
         /* FTOL and XTOL say the steps stopped paying, not that the gradient vanished: with a
          * scale D fixed by a huge starting Jacobian column (a*exp(b*x) from b = 1 on x up to
          * 50) they can fire far from a minimum, as in scipy's trf. The cosine measure was

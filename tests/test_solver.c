@@ -525,6 +525,30 @@ static void test_unused_and_errors(void) {
     jf_fit_result_free(r);
     r = NULL;
 
+    /* a column that vanishes only at the solution (b once a sits on its bound 0: y is negative
+     * everywhere) is no unused parameter: the fit converged, and the message and b's infinite
+     * standard error say that b is undetermined */
+    jf_model *mv = compile("param a = 1 in [0, inf]\nparam b = 1\nvar x\ny ~ a*x^b\n");
+    if (mv) {
+        double yv[N], xv[N];
+        for (int i = 0; i < N; i++) {
+            xv[i] = 0.1 + 0.3 * i;
+            yv[i] = -0.5 + 0.01 * sin(7 * xv[i]);
+        }
+        jf_data dv = {N, xv, 0, yv, NULL};
+        CHECK(jf_fit(mv, &dv, NULL, &r, &err) == JF_OK);
+        if (r) {
+            CHECK(r->success && r->status >= JF_FIT_FTOL && r->status <= JF_FIT_GTOL);
+            CHECK(r->params[0] == 0 && r->at_bound[0] == -1);
+            CHECK(isinf(r->std_errors[1]) && isfinite(r->std_errors[0]));
+            CHECK_CONTAINS(r->message, "does not depend on 'b'");
+            CHECK(!strstr(r->message, "'a'"));
+        }
+        jf_fit_result_free(r);
+        r = NULL;
+        jf_model_free(mv);
+    }
+
     /* collinear columns (a and b only through a+b): converged, but the message names the
      * parameters the data do not determine, where the standard errors say so only as inf */
     jf_model *mc = compile("param a = 1\nparam b = 1\nparam c = 1\nvar x\ny ~ a + b + c*x\n");
