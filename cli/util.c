@@ -2,6 +2,7 @@
  * "C" locale object so the command behaves the same whatever LC_NUMERIC says. */
 #include "util.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <locale.h>
 #include <math.h>
@@ -62,6 +63,19 @@ static locale_t c_locale(void) {
     return loc;
 }
 
+/* A model argument that reads as a file's name rather than a formula: no blanks, and a '.'
+ * after a letter ("peak.model": formulas have '.' only in numbers) or nothing but names and
+ * '/' ("models/peak"). Only used to explain a formula that does not compile. */
+static int looks_like_path(const char *arg) {
+    int only_names = 1;
+    for (const char *c = arg; *c; c++) {
+        if (isspace((unsigned char)*c)) return 0;
+        if (*c == '.' && c > arg && (isalpha((unsigned char)c[-1]) || c[-1] == '_')) return 1;
+        if (!isalnum((unsigned char)*c) && *c != '_' && *c != '/') only_names = 0;
+    }
+    return only_names && strchr(arg, '/');
+}
+
 jf_model *jf_cli_load_model_ex(const char *arg, const char *text_name, const char *const *vars,
                                size_t nvars, jf_diagnostics **keep) {
     jf_model_options o = jf_model_options_default();
@@ -86,8 +100,15 @@ jf_model *jf_cli_load_model_ex(const char *arg, const char *text_name, const cha
         st_code = jf_model_compile(arg, (size_t)-1, &o, &m, &d);
     }
     if (st_code != JF_OK && !d) jf_cli_error("%s", jf_status_string(st_code));
-    if (keep) *keep = d;
-    else jf_cli_print_diagnostics(d);
+    if (keep && (m || !looks_like_path(arg))) {
+        *keep = d;
+        return m;
+    }
+    if (keep) *keep = NULL;
+    jf_cli_print_diagnostics(d);
+    if (!m && looks_like_path(arg) && stat(arg, &st) != 0)
+        fprintf(stderr, "jitfit: note: there is no model file '%s' (%s), so it was read as a "
+                        "formula\n", arg, strerror(errno));
     return m;
 }
 

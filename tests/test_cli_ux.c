@@ -365,6 +365,30 @@ static void test_plot(void) {
     free(err);
 }
 
+/* A model argument that names a missing file (it reads as a path, not a formula) fails with
+ * the formula's error and a note saying there is no such file; a bad formula gets no note. */
+static void test_missing_model_file(void) {
+    const char *data = tmp(".csv", "x,y\n" LINE_ROWS);
+    char buf[1024], *out = NULL, *err = NULL;
+    snprintf(buf, sizeof buf, "fit /nonexistent/peak.model '%s'", data);
+    CHECK(jf(buf, &out, &err) != 0);
+    CHECK_CONTAINS(err, "there is no model file '/nonexistent/peak.model' (No such file or directory)");
+    free(out);
+    free(err);
+    char job[1024];
+    snprintf(job, sizeof job, "[fit a]\nmodel = models/peak.txt\ndata = %s\n", data);
+    snprintf(buf, sizeof buf, "run '%s'", tmp(".ini", job));
+    CHECK(jf(buf, &out, &err) != 0);
+    CHECK_CONTAINS(err, "there is no model file 'models/peak.txt'");
+    free(out);
+    free(err);
+    snprintf(buf, sizeof buf, "fit 'a*exp(-b*x' '%s'", data);
+    CHECK(jf(buf, &out, &err) != 0);
+    CHECK(err && !strstr(err, "no model file"));
+    free(out);
+    free(err);
+}
+
 static void test_job_errors(void) {
     static const struct {
         const char *text; /* job file */
@@ -667,6 +691,7 @@ int main(void) {
     test_output();
     test_plot();
     test_job_errors();
+    test_missing_model_file();
     test_job_checks();
     test_cells_and_outputs();
     test_job_json_key();
