@@ -209,12 +209,21 @@ int jf_npy_parse(const char *path, const unsigned char *buf, size_t len, jf_npy 
                         FAIL("%s: malformed field list in the .npy header", path);
                     }
                     nfields++;
-                    char *t = parse_str(&c);
                     skip_ws(&c);
+                    int nested = c.p < c.e && *c.p == '[';
+                    char *t = nested ? NULL : parse_str(&c);
+                    skip_ws(&c);
+                    int sub = t && c.p < c.e && *c.p == ','; /* ('a', '<f8', (3,)) */
                     if (!t || parse_dtype(t, &fields[nfields - 1]) != 0 || expect(&c, ')') != 0) {
-                        *err = jf_cli_strf("%s: field '%s' has type '%s': only scalar float, "
-                                       "integer and bool fields are supported",
-                                       path, names[nfields - 1], t ? t : "?");
+                        if (nested || sub)
+                            *err = jf_cli_strf("%s: field '%s' is a %s: only scalar float, "
+                                               "integer and bool fields are supported",
+                                               path, names[nfields - 1],
+                                               nested ? "nested structure" : "sub-array");
+                        else
+                            *err = jf_cli_strf("%s: field '%s' has type '%s': only scalar float, "
+                                               "integer and bool fields are supported",
+                                               path, names[nfields - 1], t ? t : "?");
                         free(t);
                         free(key);
                         goto done;

@@ -151,6 +151,12 @@ static void test_npy(void) {
         {"{'descr': '<f8', 'fortran_order': False, 'shape': (2, 3, 2), }", 96,
          "more than 2 dimensions"},
         {"{'descr': '|O', 'fortran_order': False, 'shape': (6, 2), }", 96, "unsupported dtype"},
+        {"{'descr': [('x', '<f8'), ('y', '<f8', (2,))], 'fortran_order': False, 'shape': (4,), }",
+         96, "field 'y' is a sub-array: only scalar"},
+        {"{'descr': [('x', '<f8'), ('y', [('u', '<f8'), ('v', '<f8')])], 'fortran_order': False, "
+         "'shape': (4,), }", 96, "field 'y' is a nested structure: only scalar"},
+        {"{'descr': [('x', '<f8'), ('y', '<c8')], 'fortran_order': False, 'shape': (6,), }", 96,
+         "field 'y' has type '<c8': only scalar"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         const char *p = npy(bad[i].dict, c_order, bad[i].bytes);
