@@ -163,6 +163,23 @@ static void note_vanished_groups(const jf_fitctx *c, const groups *g) {
     free(sorted);
 }
 
+/* The results' warnings under the table (a single fit's report shows its warning; the table
+ * has no room for one per row): each distinct one once, with how many groups it concerns. */
+static void print_warnings(FILE *out, jf_fit_result *const *res, size_t n) {
+    const char **w = malloc((n ? n : 1) * sizeof *w);
+    size_t nw = 0;
+    if (!w) return;
+    for (size_t k = 0; k < n; k++)
+        if (res[k] && res[k]->warning) w[nw++] = res[k]->warning;
+    qsort(w, nw, sizeof *w, jf_cli_cmp_str);
+    for (size_t i = 0, j; i < nw; i = j) {
+        for (j = i + 1; j < nw && strcmp(w[j], w[i]) == 0; j++) continue;
+        fprintf(out, "%s  warning (%zu group%s): %s\n", i ? "" : "\n", j - i, j - i == 1 ? "" : "s",
+                w[i]);
+    }
+    free(w);
+}
+
 /* The terminal progress line; batch_progress calls it from one thread at a time. */
 static void show_progress(void *ctx, size_t done, size_t total) {
     (void)ctx;
@@ -266,6 +283,10 @@ int jf_batch_run(jf_fitctx *c, FILE *out, jf_run_summary *sum) {
                 jf_cli_json_string(out, g.label[k]);
                 fputs(", \"success\": false, \"error\": ", out);
                 jf_cli_json_string(out, errs[k] ? errs[k] : "the fit could not run");
+                /* the fit objects' "name" (a job file's fit), so that run's groups all carry it */
+                fputs(", \"name\": ", out);
+                if (s->name) jf_cli_json_string(out, s->name);
+                else fputs("null", out);
                 fputs("}\n", out);
                 continue;
             }
@@ -302,7 +323,8 @@ int jf_batch_run(jf_fitctx *c, FILE *out, jf_run_summary *sum) {
             fprintf(out, "  %14s %-11s", jf_model_param_name(m, j), "+/- error");
         fprintf(out, "  %12s %5s\n", s->sigma ? "chi2/dof" : "SSR", "iter");
         for (size_t k = 0; k < g.n; k++) {
-            fprintf(out, "  %-*.*s %6zu  ", gw, gw, g.label[k], g.count[k]);
+            /* a label longer than the column is printed whole: cut, two could read the same */
+            fprintf(out, "  %-*s %6zu  ", gw, g.label[k], g.count[k]);
             if (!res[k]) {
                 fprintf(out, "error: %s\n", errs[k] ? errs[k] : "the fit could not run");
                 continue;
@@ -314,6 +336,7 @@ int jf_batch_run(jf_fitctx *c, FILE *out, jf_run_summary *sum) {
                     res[k]->iterations, res[k]->success ? "" : "  NOT CONVERGED");
         }
         if (c->rows_dropped) fprintf(out, "\n  %zu rows with NaN dropped\n", c->rows_dropped);
+        print_warnings(out, res, g.n);
     }
     fflush(out);
     rc = nconv == g.n ? 0 : 1;

@@ -637,6 +637,36 @@ static void test_verbose_and_batch(void) {
     free(err);
 }
 
+/* What a batch's table and JSON owe their readers: the results' warnings, whole labels, and a
+ * job's fit name on its groups' error objects too. */
+static void test_batch_report(void) {
+    char buf[2048], *out = NULL, *err = NULL;
+    const char *d = tmp(".csv", "g,x,y\nsample_with_a_very_long_name_number_1,0,1\n"
+                                "sample_with_a_very_long_name_number_1,1,3\n"
+                                "sample_with_a_very_long_name_number_1,2,5.1\n"
+                                "sample_with_a_very_long_name_number_2,0,1\n"
+                                "sample_with_a_very_long_name_number_2,1,3.1\n"
+                                "sample_with_a_very_long_name_number_2,2,5\nshort,0,1\n");
+    /* a single fit's report shows the warning; the table said nothing */
+    snprintf(buf, sizeof buf, "fit --group g --precision single 'a*x+b' '%s'", d);
+    CHECK(jf(buf, &out, &err) == 1);
+    CHECK_CONTAINS(out, "warning (2 groups): single precision applies to GPU fits");
+    /* labels longer than the column were cut to 24 bytes: two rows read the same */
+    CHECK_CONTAINS(out, "sample_with_a_very_long_name_number_1 ");
+    CHECK_CONTAINS(out, "sample_with_a_very_long_name_number_2 ");
+    free(out);
+    free(err);
+    char job[1024];
+    snprintf(job, sizeof job, "[fit lines]\nmodel = a*x+b\ndata = %s\ngroup = g\n", d);
+    const char *jp = tmp(".ini", job);
+    snprintf(buf, sizeof buf, "run --json '%s'", jp);
+    CHECK(jf(buf, &out, &err) == 1);
+    CHECK_CONTAINS(out, "\"group\": \"short\", \"success\": false, \"error\": \"1 data points");
+    CHECK_CONTAINS(out, "a fit needs more points than parameters\", \"name\": \"lines\"}");
+    free(out);
+    free(err);
+}
+
 static void test_help(void) {
     static const struct {
         const char *topic, *text; /* topic, a string its help must contain */
@@ -703,6 +733,7 @@ int main(void) {
     test_job_json_key();
     test_job_run();
     test_verbose_and_batch();
+    test_batch_report();
     test_help();
     test_vector_math();
     for (size_t i = 0; i < ntmp; i++) {
