@@ -668,6 +668,7 @@ int jf_run_spec(const jf_spec *s, FILE *out, jf_run_summary *sum) {
                          nonfinite ? "a non-finite" : "empty");
             goto done;
         }
+        c.keys[i][0] = '\0'; /* no label: not a group 'nan' whose rows were all dropped */
         c.table.values[nv * c.table.ld + i] = NAN;
     }
     /* The text can be as large as the data ten times over; release it before fitting. */

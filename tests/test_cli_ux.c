@@ -633,6 +633,7 @@ static void test_verbose_and_batch(void) {
     jf(buf, &out, &err);
     CHECK(out && !strstr(out, "nan"));
     CHECK_CONTAINS(out, "1 rows with NaN dropped");
+    CHECK(err && !strstr(err, "every row dropped")); /* said: 1 group (first 'nan') */
     free(out);
     free(err);
 }
