@@ -259,6 +259,7 @@ void jf_datafile_free(jf_datafile *f) {
     free(f->text);
     free(f->path);
     free(f->numeric);
+    free(f->numeric_inexact);
     free(f);
 }
 
@@ -386,6 +387,7 @@ static int open_npy(jf_datafile *f, const jf_dataopts *o, char **err) {
     f->text = NULL;
     f->len = 0;
     f->numeric = a.values;
+    f->numeric_inexact = a.inexact;
     f->numeric_rows = a.nrows;
     f->ncols = a.ncols;
     f->max_rows = a.nrows;
@@ -768,6 +770,15 @@ int jf_datafile_read_text(const jf_datafile *f, const char *name, char ***out, s
     char **v = calloc(cap, sizeof *v);
     if (!v) return JF_ERR_NOMEM;
     if (f->numeric) {
+        /* labels are compared as text: integers a double rounds would merge (2^62 and 2^62+1) */
+        if (f->numeric_inexact[c]) {
+            free(v);
+            return fail(err, JF_ERR_DATA,
+                        jf_cli_strf("%s:%zu: column %ld ('%s'): an integer beyond 2^53, which a "
+                                    "double does not hold exactly: as labels, such numbers could "
+                                    "not be told apart",
+                                    f->path, f->numeric_inexact[c], c + 1, f->names[c]));
+        }
         for (; row < f->numeric_rows; row++) {
             char buf[64];
             jf_cli_format_double(buf, sizeof buf, f->numeric[(size_t)c * f->numeric_rows + row]);

@@ -47,6 +47,8 @@ typedef struct jf_datafile {
     double *numeric;    /* a .npy file: ncols columns of numeric_rows doubles, column-major;
                            NULL for text */
     size_t numeric_rows; /* rows of numeric */
+    size_t *numeric_inexact; /* a .npy file: per column, the 1-based row of the first integer
+                                beyond what a double holds exactly (jf_npy.inexact), 0: none */
     size_t header_numbers; /* cells of the header row that read as numbers (for the hint that
                               a first row of data was taken for a header) */
 } jf_datafile;

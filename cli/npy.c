@@ -37,6 +37,7 @@ void jf_npy_free(jf_npy *a) {
         for (size_t c = 0; c < a->ncols; c++) free(a->names[c]);
     free(a->names);
     free(a->values);
+    free(a->inexact);
     memset(a, 0, sizeof *a);
 }
 
@@ -94,8 +95,15 @@ static int parse_dtype(const char *s, dtype *d) {
     return n == 1 || n == 2 || n == 4 || n == 8 ? 0 : -1;
 }
 
-/* The element at p as a double. */
-static double load(const unsigned char *p, const dtype *d) {
+/* 1 when the magnitude v of an integer is no double's value: more than 53 significant bits. */
+static int beyond_double(uint64_t v) {
+    for (; v >> 53; v >>= 1)
+        if (v & 1) return 1;
+    return 0;
+}
+
+/* The element at p as a double; *inexact set when it is an integer the double rounds. */
+static double load(const unsigned char *p, const dtype *d, int *inexact) {
     unsigned char b[8];
     for (size_t i = 0; i < d->size; i++) b[i] = d->swap ? p[d->size - 1 - i] : p[i];
     switch (d->kind) {
@@ -113,6 +121,7 @@ static double load(const unsigned char *p, const dtype *d) {
     case 'u': {
         uint64_t v = 0;
         for (size_t i = d->size; i-- > 0;) v = v << 8 | b[i];
+        *inexact = beyond_double(v);
         return (double)v;
     }
     default: {
@@ -120,6 +129,7 @@ static double load(const unsigned char *p, const dtype *d) {
         for (size_t i = d->size; i-- > 0;) v = v << 8 | b[i];
         unsigned bits = (unsigned)(8 * d->size);
         if (bits < 64 && (v >> (bits - 1)) & 1) v |= ~(uint64_t)0 << bits; /* sign-extend */
+        *inexact = beyond_double(v >> 63 ? ~v + 1 : v);
         return (double)(int64_t)v;
     }
     }
@@ -318,21 +328,23 @@ int jf_npy_parse(const char *path, const unsigned char *buf, size_t len, jf_npy 
     if (have < need)
         FAIL("%s: truncated .npy data: expected %zu bytes, found %zu", path, need, have);
     out->values = malloc((nrows * ncols > 0 ? nrows * ncols : 1) * sizeof(double));
-    if (!out->values) {
+    out->inexact = calloc(ncols, sizeof *out->inexact);
+    if (!out->values || !out->inexact) {
         rc = JF_ERR_NOMEM;
         goto done;
     }
     const unsigned char *d = buf + hstart + hlen;
     for (size_t col = 0; col < ncols; col++) {
         double *dst = out->values + col * nrows;
-        if (names) {
-            for (size_t i = 0; i < nrows; i++) dst[i] = load(d + i * rec + fields[col].off, &fields[col]);
-        } else {
-            size_t es = fields[0].size;
-            for (size_t i = 0; i < nrows; i++) {
+        for (size_t i = 0; i < nrows; i++) {
+            int inexact = 0;
+            if (names) {
+                dst[i] = load(d + i * rec + fields[col].off, &fields[col], &inexact);
+            } else {
                 size_t idx = fortran ? col * nrows + i : i * ncols + col;
-                dst[i] = load(d + idx * es, &fields[0]);
+                dst[i] = load(d + idx * fields[0].size, &fields[0], &inexact);
             }
+            if (inexact && !out->inexact[col]) out->inexact[col] = i + 1;
         }
     }
     out->nrows = nrows;
@@ -348,7 +360,9 @@ done:
     free(fields);
     if (rc != 0) {
         free(out->values);
+        free(out->inexact);
         out->values = NULL;
+        out->inexact = NULL;
         if (rc == JF_ERR_DATA && !*err) rc = JF_ERR_NOMEM;
     }
     return rc;

@@ -18,6 +18,9 @@ typedef struct jf_npy {
     char **names;   /* ncols field names of a structured array; NULL for a plain array,
                        whose columns are positional */
     double *values; /* column-major: column c holds values[c*nrows .. c*nrows+nrows) */
+    size_t *inexact; /* ncols: the 1-based row of the column's first integer that a double does
+                        not hold exactly (beyond 2^53), 0 if none: such a column's values may
+                        compare equal where the file's differ */
 } jf_npy;
 
 /* 1 when the bytes start with the .npy magic "\x93NUMPY". */

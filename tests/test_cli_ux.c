@@ -636,6 +636,25 @@ static void test_verbose_and_batch(void) {
     CHECK(err && !strstr(err, "every row dropped")); /* said: 1 group (first 'nan') */
     free(out);
     free(err);
+    /* int64 labels beyond 2^53: as doubles 2^62 and 2^62 + 1 were one group of both's rows */
+    struct {
+        int64_t g;
+        double x, y;
+    } big[6] = {{INT64_C(1) << 62, 0, 1},       {INT64_C(1) << 62, 1, 3},
+                {INT64_C(1) << 62, 2, 5},       {(INT64_C(1) << 62) + 1, 0, 5},
+                {(INT64_C(1) << 62) + 1, 1, 4}, {(INT64_C(1) << 62) + 1, 2, 3}};
+    np = npy("{'descr': [('g', '<i8'), ('x', '<f8'), ('y', '<f8')], 'fortran_order': False, "
+             "'shape': (6,), }", big, sizeof big);
+    snprintf(buf, sizeof buf, "fit --group g 'a*x+b' '%s'", np);
+    CHECK(jf(buf, &out, &err) == 1);
+    CHECK_CONTAINS(err, ":4: column 1 ('g'): an integer beyond 2^53");
+    free(out);
+    free(err);
+    /* as a response such a column is read as doubles, as ever */
+    snprintf(buf, sizeof buf, "fit --y g 'a*x+b' '%s'", np);
+    CHECK(jf(buf, &out, &err) == 0);
+    free(out);
+    free(err);
 }
 
 /* What a batch's table and JSON owe their readers: the results' warnings, whole labels, and a
