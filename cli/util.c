@@ -278,9 +278,29 @@ void jf_cli_json_number(FILE *f, double v) {
     fputs(buf, f);
 }
 
+/* Length of the well-formed UTF-8 sequence at p (RFC 3629: no overlong forms, surrogates or
+ * code points above U+10FFFF), 0 when there is none. */
+static size_t utf8_len(const unsigned char *p) {
+    size_t len = p[0] >= 0xf0 ? 4 : p[0] >= 0xe0 ? 3 : p[0] >= 0xc0 ? 2 : 0;
+    if (!len || p[0] > 0xf4 || p[0] == 0xc0 || p[0] == 0xc1) return 0;
+    for (size_t i = 1; i < len; i++)
+        if ((p[i] & 0xc0) != 0x80) return 0;
+    if ((p[0] == 0xe0 && p[1] < 0xa0) || (p[0] == 0xed && p[1] >= 0xa0) ||
+        (p[0] == 0xf0 && p[1] < 0x90) || (p[0] == 0xf4 && p[1] >= 0x90))
+        return 0;
+    return len;
+}
+
 void jf_cli_json_string(FILE *f, const char *s) {
     fputc('"', f);
     for (const unsigned char *p = (const unsigned char *)s; p && *p; p++) {
+        if (*p >= 0x80) { /* JSON is UTF-8: a byte of another encoding becomes U+FFFD */
+            size_t len = utf8_len(p);
+            if (len) fwrite(p, 1, len, f);
+            else fputs("\\ufffd", f);
+            p += len ? len - 1 : 0;
+            continue;
+        }
         switch (*p) {
         case '"': fputs("\\\"", f); break;
         case '\\': fputs("\\\\", f); break;

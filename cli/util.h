@@ -66,7 +66,8 @@ int jf_cli_assign_by_name(const jf_model *m, int vars, const char *text, const c
 /* Writes a double as JSON: shortest round-trip decimal, locale-independent; non-finite values
  * become null (JSON has no inf/nan) unless as_string_nonfinite, then "inf"/"-inf"/"nan". */
 void jf_cli_json_number(FILE *f, double v);
-/* Writes s as a JSON string literal with escapes. */
+/* Writes s as a JSON string literal with escapes; bytes that are not UTF-8 become U+FFFD (JSON
+ * is UTF-8, and a Latin-1 label made the output unreadable). */
 void jf_cli_json_string(FILE *f, const char *s);
 /* Formats v as the shortest decimal that round-trips (locale-independent) into buf. */
 void jf_cli_format_double(char *buf, size_t n, double v);

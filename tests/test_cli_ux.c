@@ -395,6 +395,20 @@ static void test_missing_model_file(void) {
     free(err);
 }
 
+/* JSON output is UTF-8 whatever the data's encoding: a Latin-1 label's byte becomes U+FFFD,
+ * a UTF-8 label is kept as it is. */
+static void test_json_utf8(void) {
+    const char *data = tmp(".csv", "g,x,y\ncaf\xe9,0,1\ncaf\xe9,1,3\ncaf\xe9,2,5\n"
+                                   "\xc3\xa9t\xc3\xa9,0,1\n\xc3\xa9t\xc3\xa9,1,3\n\xc3\xa9t\xc3\xa9,2,5\n");
+    char buf[1024], *out = NULL, *err = NULL;
+    snprintf(buf, sizeof buf, "fit --json 'a*x+b' '%s' --group g", data);
+    CHECK(jf(buf, &out, &err) == 0);
+    CHECK_CONTAINS(out, "\"group\": \"caf\\ufffd\"");
+    CHECK_CONTAINS(out, "\"group\": \"\xc3\xa9t\xc3\xa9\"");
+    free(out);
+    free(err);
+}
+
 static void test_job_errors(void) {
     static const struct {
         const char *text; /* job file */
@@ -747,6 +761,7 @@ int main(void) {
     test_output();
     test_plot();
     test_job_errors();
+    test_json_utf8();
     test_missing_model_file();
     test_job_checks();
     test_cells_and_outputs();
