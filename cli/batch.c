@@ -43,25 +43,32 @@ static size_t group_find(const groups *g, const char *label) {
     }
 }
 
-static int group_rows(groups *g, char **keys, size_t nrows) {
+/* Groups the rows by their keys, then adds the labels of extra (the rows --nan-policy omit
+ * dropped; "" is no label) that no row has, as groups of no rows: they get a row saying why. */
+static int group_rows(groups *g, char **keys, size_t nrows, char **extra, size_t nextra) {
     memset(g, 0, sizeof *g);
+    size_t nall = nrows + nextra;
     g->nslots = 16;
-    while (g->nslots < 2 * nrows + 2) g->nslots *= 2;
+    while (g->nslots < 2 * nall + 2) g->nslots *= 2;
     g->slot = calloc(g->nslots, sizeof *g->slot);
-    g->label = malloc((nrows + 1) * sizeof *g->label);
-    g->count = calloc(nrows + 1, sizeof *g->count);
+    g->label = malloc((nall + 1) * sizeof *g->label);
+    g->count = calloc(nall + 1, sizeof *g->count);
     g->id = malloc((nrows + 1) * sizeof *g->id);
     if (!g->slot || !g->label || !g->count || !g->id) return -1;
-    for (size_t i = 0; i < nrows; i++) {
-        size_t h = hash(keys[i]) & (g->nslots - 1);
-        while (g->slot[h] && strcmp(g->label[g->slot[h] - 1], keys[i]) != 0)
+    for (size_t i = 0; i < nall; i++) {
+        char *key = i < nrows ? keys[i] : extra[i - nrows];
+        if (i >= nrows && !*key) continue;
+        size_t h = hash(key) & (g->nslots - 1);
+        while (g->slot[h] && strcmp(g->label[g->slot[h] - 1], key) != 0)
             h = (h + 1) & (g->nslots - 1);
         if (!g->slot[h]) {
-            g->label[g->n] = keys[i];
+            g->label[g->n] = key;
             g->slot[h] = ++g->n;
         }
-        g->id[i] = g->slot[h] - 1;
-        g->count[g->id[i]]++;
+        if (i < nrows) {
+            g->id[i] = g->slot[h] - 1;
+            g->count[g->id[i]]++;
+        }
     }
     return 0;
 }
@@ -140,29 +147,6 @@ out:
     return rc;
 }
 
-/* Groups whose every row --nan-policy omit dropped have no fit: say so, not nothing. */
-static void note_vanished_groups(const jf_fitctx *c, const groups *g) {
-    if (!c->dropped_keys) return;
-    char **sorted = malloc((g->n ? g->n : 1) * sizeof *sorted);
-    if (!sorted) return;
-    memcpy(sorted, g->label, g->n * sizeof *sorted);
-    qsort(sorted, g->n, sizeof *sorted, jf_cli_cmp_str);
-    size_t gone = 0;
-    const char *first = NULL;
-    for (size_t i = 0; i < c->rows_dropped; i++) {
-        const char *l = c->dropped_keys[i];
-        if (!*l || (i && strcmp(l, c->dropped_keys[i - 1]) == 0)) continue; /* "": no label */
-        if (bsearch(&l, sorted, g->n, sizeof *sorted, jf_cli_cmp_str)) continue;
-        if (!gone++) first = l;
-    }
-    if (gone)
-        fprintf(stderr,
-                "jitfit: note: %s: %zu group%s had every row dropped (first '%s'): no fit for "
-                "%s\n",
-                c->df->path, gone, gone == 1 ? "" : "s", first, gone == 1 ? "it" : "them");
-    free(sorted);
-}
-
 /* The results' warnings under the table (a single fit's report shows its warning; the table
  * has no room for one per row): each distinct one once, with how many groups it concerns. */
 static void print_warnings(FILE *out, jf_fit_result *const *res, size_t n) {
@@ -199,8 +183,9 @@ int jf_batch_run(jf_fitctx *c, FILE *out, jf_run_summary *sum) {
     jf_fit_result **res = NULL;
     char **errs = NULL, **pre_err = NULL;
     size_t *fill = NULL, *p0_line = NULL;
-    if (group_rows(&g, c->keys, t->nrows) != 0) goto nomem;
-    note_vanished_groups(c, &g);
+    if (group_rows(&g, c->keys, t->nrows, c->dropped_keys, c->dropped_keys ? c->rows_dropped : 0) !=
+        0)
+        goto nomem;
     blocks = calloc(g.n + 1, sizeof *blocks);
     data = calloc(g.n + 1, sizeof *data);
     p0 = malloc((g.n * np + 1) * sizeof *p0);
@@ -211,7 +196,7 @@ int jf_batch_run(jf_fitctx *c, FILE *out, jf_run_summary *sum) {
     p0_line = calloc(g.n + 1, sizeof *p0_line);
     if (!blocks || !data || !p0 || !res || !errs || !fill || !pre_err || !p0_line) goto nomem;
     for (size_t k = 0; k < g.n; k++) {
-        if (!(blocks[k] = malloc(ncols * g.count[k] * sizeof(double)))) goto nomem;
+        if (!(blocks[k] = malloc((ncols * g.count[k] + 1) * sizeof(double)))) goto nomem;
         memcpy(p0 + k * np, c->p0, np * sizeof *p0);
     }
     for (size_t i = 0; i < t->nrows; i++) {
@@ -228,8 +213,13 @@ int jf_batch_run(jf_fitctx *c, FILE *out, jf_run_summary *sum) {
         data[k].sigma = s->sigma ? blocks[k] + (nv + 1) * len : NULL;
     }
     if (s->p0_file && read_p0_file(c, &g, p0, p0_line) != 0) goto out;
-    /* A group whose start cannot be used gets a row with the reason (and the p0 file's line);
-     * the others are fitted. jf_fit_batch refuses such a fit too: its message is replaced. */
+    /* A group whose rows were all dropped, or whose start cannot be used, gets a row with the
+     * reason (and the p0 file's line); the others are fitted. jf_fit_batch refuses such a fit
+     * too: its message is replaced. */
+    for (size_t k = 0; k < g.n; k++)
+        if (!g.count[k] && !(pre_err[k] = jf_cli_strf("--nan-policy omit dropped every row of "
+                                                      "this group (NaN in the used columns)")))
+            goto nomem;
     for (size_t k = 0; k < g.n; k++)
         for (size_t j = 0; j < np && !pre_err[k]; j++)
             if (p0[k * np + j] < c->lo[j] || p0[k * np + j] > c->hi[j] || !isfinite(p0[k * np + j])) {

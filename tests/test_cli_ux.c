@@ -197,14 +197,21 @@ static void test_nan_policy(void) {
     free(out);
     free(err);
     /* With --group, each group's rows_dropped counts its own rows; a group left with no rows
-     * is named on stderr. */
+     * gets an error entry (after the others) and the exit status 1: no group is lost. */
     const char *g = tmp(".csv", "g,x,y\nA,0,1\nA,1,3\nA,2,nan\nA,3,7\nA,4,9\nB,0,1\nB,1,nan\n"
                                 "B,2,5\nB,3,nan\nB,4,9\nB,5,11\nC,0,nan\n");
     snprintf(buf, sizeof buf, "fit --json --group g --nan-policy omit 'a*x+b' '%s'", g);
-    CHECK(jf(buf, &out, &err) == 0);
+    CHECK(jf(buf, &out, &err) == 1);
     CHECK_CONTAINS(out, "\"group\": \"A\",\n  \"rows_dropped\": 1,");
     CHECK_CONTAINS(out, "\"group\": \"B\",\n  \"rows_dropped\": 2,");
-    CHECK_CONTAINS(err, "1 group had every row dropped (first 'C'): no fit for it");
+    CHECK_CONTAINS(out, "{\"group\": \"C\", \"success\": false, \"error\": \"--nan-policy omit "
+                        "dropped every row of this group");
+    CHECK_CONTAINS(err, "1 of 3 group fits did not converge or could not run");
+    free(out);
+    free(err);
+    snprintf(buf, sizeof buf, "fit --group g --nan-policy omit 'a*x+b' '%s'", g);
+    CHECK(jf(buf, &out, &err) == 1);
+    CHECK_CONTAINS(out, "  C      0  error: --nan-policy omit dropped every row");
     free(out);
     free(err);
     /* an empty group cell: an error naming it, or with omit a dropped row */
@@ -647,7 +654,7 @@ static void test_verbose_and_batch(void) {
     jf(buf, &out, &err);
     CHECK(out && !strstr(out, "nan"));
     CHECK_CONTAINS(out, "1 rows with NaN dropped");
-    CHECK(err && !strstr(err, "every row dropped")); /* said: 1 group (first 'nan') */
+    CHECK(out && !strstr(out, "dropped every row")); /* said: 1 group (first 'nan') */
     free(out);
     free(err);
     /* int64 labels beyond 2^53: as doubles 2^62 and 2^62 + 1 were one group of both's rows */
