@@ -312,7 +312,13 @@ int jf_batch_run(jf_fitctx *c, FILE *out, jf_run_summary *sum) {
         for (size_t j = 0; j < np; j++)
             fprintf(out, "  %14s %-11s", jf_model_param_name(m, j), "+/- error");
         fprintf(out, "  %12s %5s\n", s->sigma ? "chi2/dof" : "SSR", "iter");
-        for (size_t k = 0; k < g.n; k++) {
+        /* One reason for every group (no GPU, an option the solver refuses) is said once, not
+         * once per group of thousands. */
+        int same = g.n > 1;
+        for (size_t k = 0; k < g.n && same; k++)
+            same = !res[k] && errs[k] && strcmp(errs[k], errs[0]) == 0;
+        if (same) fprintf(out, "  all %zu groups: error: %s\n", g.n, errs[0]);
+        for (size_t k = 0; k < g.n && !same; k++) {
             /* a label longer than the column is printed whole: cut, two could read the same */
             fprintf(out, "  %-*s %6zu  ", gw, g.label[k], g.count[k]);
             if (!res[k]) {

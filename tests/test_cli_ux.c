@@ -416,6 +416,18 @@ static void test_json_utf8(void) {
     free(err);
 }
 
+/* One reason for every group (here: all tolerances 0) is said once, not once per group. */
+static void test_batch_same_error(void) {
+    const char *g = tmp(".csv", "g,x,y\nA,0,1\nA,1,3\nA,2,5\nB,0,1\nB,1,3\nB,2,5\nC,0,2\nC,1,3\nC,2,4\n");
+    char buf[1024], *out = NULL, *err = NULL;
+    snprintf(buf, sizeof buf, "fit --group g --ftol 0 --xtol 0 --gtol 0 'a*x+b' '%s'", g);
+    CHECK(jf(buf, &out, &err) == 1);
+    CHECK_CONTAINS(out, "  all 3 groups: error: ");
+    CHECK(out && !strstr(out, "\n  A "));
+    free(out);
+    free(err);
+}
+
 static void test_job_errors(void) {
     static const struct {
         const char *text; /* job file */
@@ -768,6 +780,7 @@ int main(void) {
     test_output();
     test_plot();
     test_job_errors();
+    test_batch_same_error();
     test_json_utf8();
     test_missing_model_file();
     test_job_checks();
