@@ -119,9 +119,12 @@ int jf_emu_alloc(jf_devptr *p, size_t bytes, char *why, size_t n) {
             emu_used -= bytes;
             pthread_mutex_unlock(&emu_mu);
         }
+        char limit[80] = "";
+        if (bytes > emu_alloc_limit())
+            snprintf(limit, sizeof limit, ", JITFIT_CUDA_EMULATE_FAIL=alloc>%zu refuses %zu",
+                     emu_alloc_limit(), bytes);
         snprintf(why, n, "cannot allocate device memory: out of memory (emulated device: %zu of "
-                 "%zu bytes in use%s)", emu_used, emu_total,
-                 bytes > emu_alloc_limit() ? ", JITFIT_CUDA_EMULATE_FAIL=alloc>" : "");
+                 "%zu bytes in use%s)", emu_used, emu_total, limit);
         return JF_ERR_NOMEM;
     }
     memcpy(mem, &bytes, sizeof bytes);

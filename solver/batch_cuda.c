@@ -1069,7 +1069,7 @@ int jf_batch_cuda_run(const struct jf_model *m, const jf_jit_options *jo, jf_los
             char refused[200];
             snprintf(refused, sizeof refused, "%s", why);
             snprintf(why, n, "not enough GPU memory: the GPU refused even chunks of one fit "
-                     "(%.1f MiB): %s", (double)need / 1048576.0, refused);
+                     "(%zu bytes): %s", need, refused);
             goto done;
         }
         nchunks = plan_batch(&z, fits, nfits, total, fixed, need / 2, 0.0, at, &cf, &cp, &need);

@@ -290,8 +290,9 @@ static int check_data(const fit_setup *s, const jf_data *d, double **w, char **e
     size_t np = m->np, n = d->n;
     if (n <= np)
         return fail(errmsg, JF_ERR_ARG,
-                    "%zu data points for %zu parameters: a fit needs more points than parameters",
-                    n, np);
+                    "%zu data point%s for %zu parameter%s: a fit needs more points than "
+                    "parameters",
+                    n, n == 1 ? "" : "s", np, np == 1 ? "" : "s");
     if (!d->y) return fail(errmsg, JF_ERR_ARG, "no response values (y is NULL)");
     size_t ldx = d->ldx ? d->ldx : n;
     if (m->nv > 0 && !d->x) return fail(errmsg, JF_ERR_ARG, "no values of the variables (x is NULL)");

@@ -714,7 +714,7 @@ static void test_batch_report(void) {
     const char *jp = tmp(".ini", job);
     snprintf(buf, sizeof buf, "run --json '%s'", jp);
     CHECK(jf(buf, &out, &err) == 1);
-    CHECK_CONTAINS(out, "\"group\": \"short\", \"success\": false, \"error\": \"1 data points");
+    CHECK_CONTAINS(out, "\"group\": \"short\", \"success\": false, \"error\": \"1 data point for 2 parameters");
     CHECK_CONTAINS(out, "a fit needs more points than parameters\", \"name\": \"lines\"}");
     free(out);
     free(err);
