@@ -246,7 +246,11 @@ size_t jf_gpu_usable_memory(size_t limit) {
 size_t jf_gpu_problem_bytes(size_t n, size_t np, size_t nv, int weighted) {
     size_t nacc = np * (np + 1) / 2 + np + 1;
     size_t per_point = nv + 1 + (weighted ? 1 : 0);
-    return (n * per_point + (size_t)grid_for(n) * nacc + 2 * nacc + np + 1024) * sizeof(double) +
+    /* a fit small enough for the polish may materialize J and r on the device (op_jacobian),
+     * at most 2^17 + n doubles: counted whatever the loss, so a limit holds for the finish too */
+    size_t polish = n * np <= JF_LM_MATERIALIZE_MAX ? n * np + n : 0;
+    return (n * per_point + (size_t)grid_for(n) * nacc + 2 * nacc + np + polish + 1024) *
+               sizeof(double) +
            (jf_lmc_ws_doubles(np) * sizeof(double) + jf_lmc_ws_ints(np) * sizeof(int) +
             sizeof(jf_lmc)) + (jf_gpu_large_p(np) ? lp_bytes(n, np) : 0);
 }

@@ -354,8 +354,8 @@ typedef struct jf_gpu_problem {
  * max_gpu_mem; 0: none) or $JITFIT_MAX_GPU_MEM bytes if smaller (SIZE_MAX when the driver
  * cannot say and no limit is set). */
 JF_INTERNAL size_t jf_gpu_usable_memory(size_t limit);
-/* Device memory a fit of n points needs (data, partials, loop state), for the out-of-memory
- * decision before anything is allocated. */
+/* Device memory a fit of n points needs (data, partials, loop state, the polish's J and r when
+ * n·np <= JF_LM_MATERIALIZE_MAX), for the out-of-memory decision before anything is allocated. */
 JF_INTERNAL size_t jf_gpu_problem_bytes(size_t n, size_t np, size_t nv, int weighted);
 /* Copies prob's data to the device once and makes prob's passes run there (prob->ops).
  * JF_OK, or JF_ERR_NOMEM (device memory: fall back) / JF_ERR_UNAVAILABLE with gp->why. */

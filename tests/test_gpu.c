@@ -1300,6 +1300,36 @@ static void test_cli(void) {
     free(gpu);
 }
 
+/* The memory limits through the CLI, on the emulator (whose device memory
+ * JITFIT_CUDA_EMULATE_MEM sets): a small linear-loss fit polishes on J materialized on the
+ * device, so a device just large enough for what jf_gpu_problem_bytes says must hold that J
+ * too; the fit runs there, not on the CPU after a refused allocation. */
+static void test_limits(void) {
+    enum { N = 4000 };
+    char *csv = malloc(N * 64 + 16), cmd[2048], *out = NULL;
+    if (!CHECK(csv != NULL)) return;
+    size_t len = (size_t)snprintf(csv, 16, "x,y\n");
+    for (int i = 0; i < N; i++) {
+        double x = 0.005 * i;
+        len += (size_t)snprintf(csv + len, 64, "%.17g,%.17g\n", x,
+                                2.0 * exp(-0.25 * x) * sin(1.5 * x + 0.3) + 0.5 +
+                                    0.03 * sin(12.9898 * (double)i));
+    }
+    char *data = jf_test_tmpfile(".csv", csv);
+    free(csv);
+    size_t need = jf_gpu_problem_bytes(N, 5, 1, 0);
+    snprintf(cmd, sizeof cmd,
+             "JITFIT_CUDA_EMULATE_MEM=%zu '%s' fit --device gpu --json "
+             "--p0 a=1.8,b=0.2,c=1.45,d=0.2,e=0.4 'a*exp(-b*x)*sin(c*x+d)+e' '%s'",
+             need / 9 * 10 + 4096, jf_test_cli(), data);
+    CHECK(jf_test_run(cmd, &out, NULL) == 0);
+    CHECK_CONTAINS(out, "\"device_note\": \"gpu: requested");
+    CHECK_CONTAINS(out, "Gauss-Newton polish step");
+    free(out);
+    remove(data);
+    free(data);
+}
+
 int main(int argc, char **argv) {
     char status[512];
     if (!jf_device_have_gpu_solver()) return jf_test_skip("built without the CUDA headers");
@@ -1310,8 +1340,12 @@ int main(int argc, char **argv) {
         test_batch_chunks();
         return jf_test_finish();
     }
+    if (argc > 1 && strcmp(argv[1], "limits") == 0) {
+        if (jf_cuda_emulated()) test_limits();
+        return jf_test_finish();
+    }
     if (argc > 1) {
-        fprintf(stderr, "test_gpu: unknown test '%s' (known: batch-chunks)\n", argv[1]);
+        fprintf(stderr, "test_gpu: unknown test '%s' (known: batch-chunks, limits)\n", argv[1]);
         return 2;
     }
     test_auto_compile();
@@ -1337,6 +1371,7 @@ int main(int argc, char **argv) {
     unsetenv("JITFIT_GPU_LP_CHUNK");
     unsetenv("JITFIT_GPU_FACTOR_ROUNDS");
     if (jf_cuda_emulated()) test_while_refused();
+    if (jf_cuda_emulated()) test_limits();
     test_peaks();
     test_batch();
     test_batch_chunks();
