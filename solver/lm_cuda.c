@@ -551,12 +551,19 @@ int jf_gpu_problem_init_streamed(jf_gpu_problem *gp, jf_problem *prob,
                 (rows < rows_cap ? rows : rows_cap) * gp->nacc * sizeof(double);
     }
     size_t chunk = avail > fixed ? (avail - fixed) / per_point : 0;
+    size_t min_chunk = (n + JF_CUDA_GRAPH_MAX_DEPS - 1) / JF_CUDA_GRAPH_MAX_DEPS;
     const char *force = getenv("JITFIT_GPU_CHUNK");
     if (force && *force) {
         unsigned long long v = strtoull(force, NULL, 10);
+        if (v > 0 && v < min_chunk && chunk >= min_chunk && chunk > 0) {
+            /* the memory would do: say that the forced chunk is what does not */
+            snprintf(why, wn, "JITFIT_GPU_CHUNK=%llu would make %zu chunks of the %zu points, "
+                     "more than the %d a pass holds (at least %zu points per chunk)", v,
+                     (size_t)((n + v - 1) / v), n, JF_CUDA_GRAPH_MAX_DEPS, min_chunk);
+            return JF_ERR_NOMEM;
+        }
         if (v > 0 && v < chunk) chunk = (size_t)v;
     }
-    size_t min_chunk = (n + JF_CUDA_GRAPH_MAX_DEPS - 1) / JF_CUDA_GRAPH_MAX_DEPS;
     if (chunk < min_chunk || chunk == 0) {
         snprintf(why, wn, "even streaming needs %.1f MiB of GPU memory, %.1f MiB are usable",
                  (double)(fixed + min_chunk * per_point) / 1048576.0, (double)avail / 1048576.0);

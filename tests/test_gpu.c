@@ -1303,7 +1303,8 @@ static void test_cli(void) {
 /* The memory limits through the CLI, on the emulator (whose device memory
  * JITFIT_CUDA_EMULATE_MEM sets): a small linear-loss fit polishes on J materialized on the
  * device, so a device just large enough for what jf_gpu_problem_bytes says must hold that J
- * too; the fit runs there, not on the CPU after a refused allocation. */
+ * too; the fit runs there, not on the CPU after a refused allocation. A $JITFIT_GPU_CHUNK too
+ * small for a pass is named as the reason of the fallback. */
 static void test_limits(void) {
     enum { N = 4000 };
     char *csv = malloc(N * 64 + 16), cmd[2048], *out = NULL;
@@ -1325,6 +1326,24 @@ static void test_limits(void) {
     CHECK(jf_test_run(cmd, &out, NULL) == 0);
     CHECK_CONTAINS(out, "\"device_note\": \"gpu: requested");
     CHECK_CONTAINS(out, "Gauss-Newton polish step");
+    free(out);
+    /* streamed (a robust loss: no polish) in chunks of at most 10 points, 400 chunks where a
+     * pass holds 64: the fallback's note names the setting, not the memory, which would do */
+    snprintf(cmd, sizeof cmd,
+             "JITFIT_GPU_CHUNK=10 '%s' fit --device gpu --json --loss huber --max-gpu-mem %zu "
+             "--p0 a=1.8,b=0.2,c=1.45,d=0.2,e=0.4 'a*exp(-b*x)*sin(c*x+d)+e' '%s'",
+             jf_test_cli(), need / 2, data);
+    CHECK(jf_test_run(cmd, &out, NULL) == 0);
+    CHECK_CONTAINS(out, "\"device_note\": \"cpu: fell back from the GPU: ");
+    CHECK_CONTAINS(out, "JITFIT_GPU_CHUNK=10 would make 400 chunks of the 4000 points, more than "
+                        "the 64 a pass holds (at least 63 points per chunk)");
+    free(out);
+    snprintf(cmd, sizeof cmd,
+             "JITFIT_GPU_CHUNK=63 '%s' fit --device gpu --json --loss huber --max-gpu-mem %zu "
+             "--p0 a=1.8,b=0.2,c=1.45,d=0.2,e=0.4 'a*exp(-b*x)*sin(c*x+d)+e' '%s'",
+             jf_test_cli(), need / 2, data);
+    CHECK(jf_test_run(cmd, &out, NULL) == 0);
+    CHECK_CONTAINS(out, "data streamed: 64 chunks of 63 points per pass");
     free(out);
     remove(data);
     free(data);
