@@ -485,7 +485,9 @@ static int run_single(jf_fitctx *c, FILE *out, jf_run_summary *sum) {
     r.time_model_ms = c->time_model_ms;
     r.name = s->name;
     r.rows_dropped = c->rows_dropped;
-    r.show_device = s->verbose || (s->device_given && s->opts.device == JF_DEVICE_AUTO);
+    /* a --device gpu fit that ran on the CPU says why (the note's "cpu: fell back ...") */
+    r.show_device = s->verbose || (s->device_given && s->opts.device == JF_DEVICE_AUTO) ||
+                    (s->opts.device == JF_DEVICE_GPU && res->backend != JF_BACKEND_CUDA);
     if (s->json) jf_report_json(out, &r);
     else jf_report_text(out, &r);
     fflush(out);

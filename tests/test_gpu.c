@@ -1304,7 +1304,8 @@ static void test_cli(void) {
  * JITFIT_CUDA_EMULATE_MEM sets): a small linear-loss fit polishes on J materialized on the
  * device, so a device just large enough for what jf_gpu_problem_bytes says must hold that J
  * too; the fit runs there, not on the CPU after a refused allocation. A $JITFIT_GPU_CHUNK too
- * small for a pass is named as the reason of the fallback. */
+ * small for a pass is named as the reason of the fallback, and the text report of a fit that
+ * fell back shows the device line. */
 static void test_limits(void) {
     enum { N = 4000 };
     char *csv = malloc(N * 64 + 16), cmd[2048], *out = NULL;
@@ -1344,6 +1345,14 @@ static void test_limits(void) {
              jf_test_cli(), need / 2, data);
     CHECK(jf_test_run(cmd, &out, NULL) == 0);
     CHECK_CONTAINS(out, "data streamed: 64 chunks of 63 points per pass");
+    free(out);
+    /* the human report of a --device gpu fit that fell back says so and why */
+    snprintf(cmd, sizeof cmd,
+             "'%s' fit --device gpu --max-gpu-mem 1K "
+             "--p0 a=1.8,b=0.2,c=1.45,d=0.2,e=0.4 'a*exp(-b*x)*sin(c*x+d)+e' '%s'",
+             jf_test_cli(), data);
+    CHECK(jf_test_run(cmd, &out, NULL) == 0);
+    CHECK_CONTAINS(out, "  device         cpu: fell back from the GPU: the data need ");
     free(out);
     remove(data);
     free(data);
