@@ -146,7 +146,9 @@ static unsigned grid_for(size_t npts) {
 
 int jf_gpu_large_p(size_t np) {
     const char *e = getenv("JITFIT_GPU_LARGE_P");
-    long v = e && *e ? strtol(e, NULL, 10) : JF_GPU_LARGE_P;
+    char *end = NULL;
+    long v = e && *e ? strtol(e, &end, 10) : JF_GPU_LARGE_P;
+    if (e && *e && end == e) v = JF_GPU_LARGE_P; /* no number (as JITFIT_LARGE_P): the default */
     return v < 0 || np > (size_t)v;
 }
 

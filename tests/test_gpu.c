@@ -1305,7 +1305,7 @@ static void test_cli(void) {
  * device, so a device just large enough for what jf_gpu_problem_bytes says must hold that J
  * too; the fit runs there, not on the CPU after a refused allocation. A $JITFIT_GPU_CHUNK too
  * small for a pass is named as the reason of the fallback, and the text report of a fit that
- * fell back shows the device line. */
+ * fell back shows the device line; a $JITFIT_GPU_LARGE_P that is no number keeps the default. */
 static void test_limits(void) {
     enum { N = 4000 };
     char *csv = malloc(N * 64 + 16), cmd[2048], *out = NULL;
@@ -1345,6 +1345,16 @@ static void test_limits(void) {
              jf_test_cli(), need / 2, data);
     CHECK(jf_test_run(cmd, &out, NULL) == 0);
     CHECK_CONTAINS(out, "data streamed: 64 chunks of 63 points per pass");
+    free(out);
+    /* a $JITFIT_GPU_LARGE_P that is no number keeps the default threshold (it was read as 0:
+     * every model on the many-parameter path) */
+    snprintf(cmd, sizeof cmd,
+             "JITFIT_GPU_LARGE_P=abc '%s' fit --device gpu --json "
+             "--p0 a=1.8,b=0.2,c=1.45,d=0.2,e=0.4 'a*exp(-b*x)*sin(c*x+d)+e' '%s'",
+             jf_test_cli(), data);
+    CHECK(jf_test_run(cmd, &out, NULL) == 0);
+    CHECK_CONTAINS(out, "\"device_note\": \"gpu: requested");
+    CHECK(out && !strstr(out, "JᵀJ and Jᵀr by cuBLAS"));
     free(out);
     /* the human report of a --device gpu fit that fell back says so and why */
     snprintf(cmd, sizeof cmd,
