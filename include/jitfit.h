@@ -309,7 +309,9 @@ typedef struct jf_fit_options {
                               whose data need more is streamed through the GPU in chunks; a
                               GPU batch that needs more runs in chunks of fits (on the CPU when
                               one fit's chunk is too much). $JITFIT_MAX_GPU_MEM
-                              (bytes), when smaller, also applies */
+                              (bytes, or K, M, G, T / kB, MB, GB, TB as
+                              jitfit's --max-gpu-mem), when smaller, also
+                              applies */
 } jf_fit_options;
 
 /* The default options. */

@@ -21,6 +21,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "../codegen/emit.h"
 #include "../runtime/cublas_api.h"
@@ -232,16 +233,32 @@ static chunk_args chunk_at(const jf_gpu_problem *gp, size_t k, jf_devptr buf, in
     return a;
 }
 
+/* $JITFIT_MAX_GPU_MEM in bytes, or -1 when unset or not a size. Units as --max-gpu-mem reads
+ * them (cli/spec.c): K, M, G, T (KiB ...) powers of 1024, kB, MB, GB, TB powers of 1000; a
+ * value with anything else after the number is ignored, not cut at the number ('2M' was 2 bytes). */
+static double env_gpu_mem(void) {
+    static const struct {
+        const char *unit;
+        double factor;
+    } units[] = {{"", 1}, {"b", 1}, {"k", 0x1p10}, {"kib", 0x1p10}, {"kb", 1e3},
+                 {"m", 0x1p20}, {"mib", 0x1p20}, {"mb", 1e6}, {"g", 0x1p30}, {"gib", 0x1p30},
+                 {"gb", 1e9}, {"t", 0x1p40}, {"tib", 0x1p40}, {"tb", 1e12}};
+    const char *lim = getenv("JITFIT_MAX_GPU_MEM");
+    if (!lim || !*lim) return -1.0;
+    char *end;
+    double v = strtod(lim, &end);
+    if (end == lim || !(v >= 0) || !isfinite(v)) return -1.0;
+    for (size_t i = 0; i < sizeof units / sizeof units[0]; i++)
+        if (strcasecmp(end, units[i].unit) == 0) return floor(v * units[i].factor);
+    return -1.0;
+}
+
 size_t jf_gpu_usable_memory(size_t limit) {
     size_t fr = 0, tot = 0;
     size_t avail = jf_cuda_mem_info(&fr, &tot) == JF_OK ? fr / 10 * 9 : (size_t)-1;
     if (limit && limit < avail) avail = limit;
-    const char *lim = getenv("JITFIT_MAX_GPU_MEM");
-    if (lim && *lim) {
-        char *end;
-        double v = strtod(lim, &end);
-        if (end != lim && v >= 0 && (double)avail > v) avail = (size_t)v;
-    }
+    double v = env_gpu_mem();
+    if (v >= 0 && (double)avail > v) avail = (size_t)v;
     return avail;
 }
 

@@ -351,7 +351,7 @@ typedef struct jf_gpu_problem {
 } jf_gpu_problem;
 
 /* Device memory a fit may use: 90 % of what is free now, or limit bytes (jf_fit_options.
- * max_gpu_mem; 0: none) or $JITFIT_MAX_GPU_MEM bytes if smaller (SIZE_MAX when the driver
+ * max_gpu_mem; 0: none) or $JITFIT_MAX_GPU_MEM (bytes, or with --max-gpu-mem's units) if smaller (SIZE_MAX when the driver
  * cannot say and no limit is set). */
 JF_INTERNAL size_t jf_gpu_usable_memory(size_t limit);
 /* Device memory a fit of n points needs (data, partials, loop state, the polish's J and r when

@@ -1305,7 +1305,8 @@ static void test_cli(void) {
  * device, so a device just large enough for what jf_gpu_problem_bytes says must hold that J
  * too; the fit runs there, not on the CPU after a refused allocation. A $JITFIT_GPU_CHUNK too
  * small for a pass is named as the reason of the fallback, and the text report of a fit that
- * fell back shows the device line; a $JITFIT_GPU_LARGE_P that is no number keeps the default. */
+ * fell back shows the device line; a $JITFIT_GPU_LARGE_P that is no number keeps the default;
+ * $JITFIT_MAX_GPU_MEM takes units. */
 static void test_limits(void) {
     enum { N = 4000 };
     char *csv = malloc(N * 64 + 16), cmd[2048], *out = NULL;
@@ -1345,6 +1346,15 @@ static void test_limits(void) {
              jf_test_cli(), need / 2, data);
     CHECK(jf_test_run(cmd, &out, NULL) == 0);
     CHECK_CONTAINS(out, "data streamed: 64 chunks of 63 points per pass");
+    free(out);
+    /* $JITFIT_MAX_GPU_MEM with a unit as --max-gpu-mem reads it ('2M' was 2 bytes: every fit
+     * went to the CPU) */
+    snprintf(cmd, sizeof cmd,
+             "JITFIT_MAX_GPU_MEM=%zuK '%s' fit --device gpu --json --loss huber "
+             "--p0 a=1.8,b=0.2,c=1.45,d=0.2,e=0.4 'a*exp(-b*x)*sin(c*x+d)+e' '%s'",
+             need / 2048, jf_test_cli(), data);
+    CHECK(jf_test_run(cmd, &out, NULL) == 0);
+    CHECK_CONTAINS(out, "data streamed: ");
     free(out);
     /* a $JITFIT_GPU_LARGE_P that is no number keeps the default threshold (it was read as 0:
      * every model on the many-parameter path) */
