@@ -103,34 +103,13 @@ static int parse_count(const char *s, unsigned long long max, unsigned long long
     return 0;
 }
 
-/* A memory size: a positive number of bytes with an optional unit, as GNU tools read them:
- * K, M, G, T (or KiB, MiB, GiB, TiB) are powers of 1024, kB, MB, GB, TB powers of 1000
- * (case-insensitive, except that a lone B or none means bytes). At least one byte. */
+/* A memory size as the library reads one (jf_memory_size_from_text: K, M, G, T powers of 1024,
+ * kB, MB, GB, TB powers of 1000, as GNU tools read them), at least one byte. */
 static int parse_size(const char *s, size_t *out) {
-    static const struct {
-        const char *unit;
-        double factor;
-    } units[] = {{"", 1}, {"b", 1}, {"k", 0x1p10}, {"kib", 0x1p10}, {"kb", 1e3},
-                 {"m", 0x1p20}, {"mib", 0x1p20}, {"mb", 1e6}, {"g", 0x1p30}, {"gib", 0x1p30},
-                 {"gb", 1e9}, {"t", 0x1p40}, {"tib", 0x1p40}, {"tb", 1e12}};
-    size_t len = strlen(s), u = len;
-    while (u > 0 && ((s[u - 1] >= 'a' && s[u - 1] <= 'z') || (s[u - 1] >= 'A' && s[u - 1] <= 'Z')))
-        u--;
-    if (u == 0 || u > 63) return -1;
-    char num[64];
-    memcpy(num, s, u);
-    num[u] = '\0';
-    if (strspn(num, "0123456789.eE+-") != u) return -1; /* decimal only: no hex, no spaces */
-    double v;
-    if (jf_cli_parse_double(num, &v) != 0 || !isfinite(v) || v <= 0) return -1;
-    for (size_t i = 0; i < sizeof units / sizeof units[0]; i++)
-        if (strcasecmp(s + u, units[i].unit) == 0) {
-            double bytes = floor(v * units[i].factor);
-            if (!(bytes >= 1) || bytes >= 0x1p63) return -1;
-            *out = (size_t)bytes;
-            return 0;
-        }
-    return -1;
+    size_t bytes;
+    if (jf_memory_size_from_text(s, &bytes) != 0 || bytes == 0) return -1;
+    *out = bytes;
+    return 0;
 }
 
 static int parse_bool(const char *v, int *out) {

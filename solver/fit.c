@@ -11,12 +11,15 @@
  * caller frees with jf_free. A fit that ran but did not converge is not an error: its result
  * carries the status.
  */
+#include <ctype.h>
+#include <locale.h>
 #include <math.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <time.h>
 
 #include "../codegen/model.h"
@@ -93,6 +96,40 @@ int jf_loss_from_name(const char *name) {
     if (!name) return -1;
     for (int i = 0; i < 5; i++)
         if (strcmp(name, names[i]) == 0) return i;
+    return -1;
+}
+
+int jf_memory_size_from_text(const char *text, size_t *bytes) {
+    static const struct {
+        const char *unit;
+        double factor;
+    } units[] = {{"", 1}, {"b", 1}, {"k", 0x1p10}, {"kib", 0x1p10}, {"kb", 1e3},
+                 {"m", 0x1p20}, {"mib", 0x1p20}, {"mb", 1e6}, {"g", 0x1p30}, {"gib", 0x1p30},
+                 {"gb", 1e9}, {"t", 0x1p40}, {"tib", 0x1p40}, {"tb", 1e12}};
+    if (!text) return -1;
+    size_t len = strlen(text), u = len;
+    while (u > 0 && isalpha((unsigned char)text[u - 1])) u--;
+    /* decimal only: no hex, no blanks, no "inf" or "nan" (those end in letters anyway) */
+    if (u == 0 || u > 63 || strspn(text, "0123456789.eE+-") != u) return -1;
+    char num[64], *end;
+    memcpy(num, text, u);
+    num[u] = '\0';
+    /* the "C" locale for this thread only: a host program's locale may use ',' */
+    locale_t c_loc = newlocale(LC_ALL_MASK, "C", (locale_t)0);
+    locale_t old = c_loc ? uselocale(c_loc) : (locale_t)0;
+    double v = strtod(num, &end);
+    if (c_loc) {
+        uselocale(old);
+        freelocale(c_loc);
+    }
+    if (end != num + u || !(v >= 0) || !isfinite(v)) return -1;
+    for (size_t i = 0; i < sizeof units / sizeof units[0]; i++)
+        if (strcasecmp(text + u, units[i].unit) == 0) {
+            double b = floor(v * units[i].factor);
+            if (!(b < 0x1p63)) return -1;
+            *bytes = (size_t)b;
+            return 0;
+        }
     return -1;
 }
 

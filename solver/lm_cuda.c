@@ -21,7 +21,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 
 #include "../codegen/emit.h"
 #include "../runtime/cublas_api.h"
@@ -233,24 +232,12 @@ static chunk_args chunk_at(const jf_gpu_problem *gp, size_t k, jf_devptr buf, in
     return a;
 }
 
-/* $JITFIT_MAX_GPU_MEM in bytes, or -1 when unset or not a size. Units as --max-gpu-mem reads
- * them (cli/spec.c): K, M, G, T (KiB ...) powers of 1024, kB, MB, GB, TB powers of 1000; a
- * value with anything else after the number is ignored, not cut at the number ('2M' was 2 bytes). */
+/* $JITFIT_MAX_GPU_MEM in bytes (jf_memory_size_from_text: --max-gpu-mem's units; '2M' was read
+ * as 2 bytes), or -1 when unset or not a size. */
 static double env_gpu_mem(void) {
-    static const struct {
-        const char *unit;
-        double factor;
-    } units[] = {{"", 1}, {"b", 1}, {"k", 0x1p10}, {"kib", 0x1p10}, {"kb", 1e3},
-                 {"m", 0x1p20}, {"mib", 0x1p20}, {"mb", 1e6}, {"g", 0x1p30}, {"gib", 0x1p30},
-                 {"gb", 1e9}, {"t", 0x1p40}, {"tib", 0x1p40}, {"tb", 1e12}};
+    size_t bytes;
     const char *lim = getenv("JITFIT_MAX_GPU_MEM");
-    if (!lim || !*lim) return -1.0;
-    char *end;
-    double v = strtod(lim, &end);
-    if (end == lim || !(v >= 0) || !isfinite(v)) return -1.0;
-    for (size_t i = 0; i < sizeof units / sizeof units[0]; i++)
-        if (strcasecmp(end, units[i].unit) == 0) return floor(v * units[i].factor);
-    return -1.0;
+    return lim && jf_memory_size_from_text(lim, &bytes) == 0 ? (double)bytes : -1.0;
 }
 
 size_t jf_gpu_usable_memory(size_t limit) {
