@@ -689,6 +689,23 @@ static int run_fit(const fit_setup *s, const jf_data *d, const double *w, const 
                      "the residuals or the Jacobian are not finite at the starting point");
             if (prob.k) {
                 note_nonfinite(b->message, &prob, r->params, m);
+            } else if (!s->o.single_precision) {
+                /* a GPU fit has no CPU kernels: the interpreter (no compile) finds the point,
+                 * as the CPU's would (in fp64; an fp32 overflow it would not see) */
+                jf_kernels *ik = NULL;
+                char *iw = NULL;
+                jf_jit_options jo;
+                memset(&jo, 0, sizeof jo);
+                if (jf_kernels_get(m, JF_BACKEND_INTERP, &jo, &ik, &iw) == JF_OK) {
+                    jf_problem ip = prob;
+                    ip.k = ik;
+                    ip.ops = NULL;
+                    note_nonfinite(b->message, &ip, r->params, m);
+                }
+                jf_kernels_free(ik);
+                free(iw);
+            }
+            {
                 /* the statistics of the start (the result holds p0) when its residuals are
                  * finite (only a derivative is not): SSR must agree with the cost then */
                 double sums[2];

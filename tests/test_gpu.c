@@ -1158,6 +1158,43 @@ static void test_batch_unused(void) {
     jf_model_free(m);
 }
 
+/* A single GPU fit not finite at its start says where, as the CPU does (the host has no CPU
+ * kernels for it: the interpreter looks), and a start whose residuals are finite (only a
+ * derivative is not: sqrt(x - b) at x = b) gets the same SSR. */
+static void test_single_nonfinite(void) {
+    jf_model *m = NULL;
+    if (!CHECK(jf_model_compile("param a = 1\nparam b = 1\nvar x\ny ~ a*sqrt(x - b)\n",
+                                (size_t)-1, NULL, &m, NULL) == JF_OK))
+        return;
+    enum { N = 40 };
+    static double x[N], y[N];
+    for (int i = 0; i < N; i++) {
+        x[i] = 0.05 * i;
+        y[i] = 2 * sqrt(x[i]) + 0.01 * sin(12.9898 * i);
+    }
+    jf_data d = {N, x, 0, y, NULL};
+    const double starts[2][2] = {{1, 1}, {1, 0}}; /* residual NaN at x = 0; ∂/∂b = -inf there */
+    for (int c = 0; c < 2; c++) {
+        jf_fit_options o = jf_fit_options_default();
+        o.p0 = starts[c];
+        jf_fit_result *rc = NULL, *rg = NULL;
+        o.device = JF_DEVICE_CPU;
+        CHECK(jf_fit(m, &d, &o, &rc, NULL) == JF_OK);
+        o.device = JF_DEVICE_GPU;
+        CHECK(jf_fit(m, &d, &o, &rg, NULL) == JF_OK);
+        if (CHECK(rc && rg)) {
+            CHECK(rc->status == JF_FIT_NONFINITE && rg->status == JF_FIT_NONFINITE);
+            if (!CHECK(strcmp(rc->message, rg->message) == 0))
+                fprintf(stderr, "  CPU: %s\n  GPU: %s\n", rc->message, rg->message);
+            CHECK_CONTAINS(rg->message, "first at point 0 (0-based, x = 0)");
+            CHECK(c == 0 ? isnan(rg->ssr) : fabs(rg->ssr - rc->ssr) <= 1e-12 * rc->ssr);
+        }
+        jf_fit_result_free(rc);
+        jf_fit_result_free(rg);
+    }
+    jf_model_free(m);
+}
+
 /* A column that vanishes only at the solution (b once a sits on its bound 0) leaves the
  * device's statistics to the host, which finds the column non-zero at the start: converged, as
  * single CPU fits, with b's standard error infinite; the fits without a vanished column keep
@@ -1425,6 +1462,7 @@ int main(int argc, char **argv) {
     test_batch_chunks();
     test_batch_unused();
     test_batch_vanished();
+    test_single_nonfinite();
     test_batch_normal_stats();
     test_batch_layouts();
     test_batch_nist();
