@@ -365,6 +365,17 @@ static const c_module *get_c(const struct jf_model *m, const jf_jit_options *o, 
         return NULL;
     }
     free(log);
+    void *h = jf_cc_load_file(so, why, sizeof why);
+    c_module *nm = h ? module_from_handle(h, m, chunked, why, sizeof why) : NULL;
+    if (!nm) {
+        jf_cc_tmpdir_remove(tmp);
+        snprintf(msg, sizeof msg, "%s; using the interpreter", why);
+        jf_warning_append(warn, wn, msg);
+        return NULL;
+    }
+    /* Stored only once it has loaded and matched the model: a compiler that exits 0 without
+     * writing a usable object must not leave an entry that every later process reads, fails to
+     * load and rewrites. */
     if (dir.state == JF_CACHE_DIR_OK) {
         unsigned char *bytes;
         size_t size;
@@ -377,14 +388,7 @@ static const c_module *get_c(const struct jf_model *m, const jf_jit_options *o, 
             free(bytes);
         }
     }
-    void *h = jf_cc_load_file(so, why, sizeof why);
     jf_cc_tmpdir_remove(tmp);
-    c_module *nm = h ? module_from_handle(h, m, chunked, why, sizeof why) : NULL;
-    if (!nm) {
-        snprintf(msg, sizeof msg, "%s; using the interpreter", why);
-        jf_warning_append(warn, wn, msg);
-        return NULL;
-    }
     nm->vec_isa = (int)isa;
     *cache = JF_CACHE_MISS;
     return remember(&key, &fk, nm);

@@ -472,6 +472,41 @@ static void test_identity_remembered(void) {
     (void)dir;
 }
 
+/* A compiler that exits 0 but leaves no loadable object: the fit falls back to the interpreter
+ * and nothing is stored (an entry would be read, fail to load and be rewritten by every later
+ * process). */
+static void test_broken_compiler_not_stored(void) {
+    static const char *const bodies[] = {
+        /* writes garbage where the object should go */
+        "while [ $# -gt 0 ]; do if [ \"$1\" = -o ]; then echo 'not an object' > \"$2\"; fi; "
+        "shift; done\n",
+        /* writes nothing at all */
+        ":\n",
+    };
+    for (size_t i = 0; i < sizeof bodies / sizeof bodies[0]; i++) {
+        const char *dir = fresh_dir();
+        char wrapper[512];
+        snprintf(wrapper, sizeof wrapper, "%s/broken-cc%zu.sh", root, i);
+        FILE *f = fopen(wrapper, "w");
+        if (!CHECK(f != NULL)) return;
+        fprintf(f, "#!/bin/sh\nif [ \"$1\" = --version ]; then echo 'broken-cc 1.0'; exit 0; fi\n%s"
+                   "exit 0\n", bodies[i]);
+        fclose(f);
+        chmod(wrapper, 0755);
+        setenv("JITFIT_CC", wrapper, 1);
+        outcome o = in_child(model_a);
+        CHECK(o.ok && o.backend == JF_BACKEND_INTERP && o.value_ok);
+        CHECK_CONTAINS(o.warning, "cannot load");
+        int tmps;
+        CHECK(count_files(dir, &tmps) == 0 && tmps == 0);
+        unsetenv("JITFIT_CC");
+        /* the real compiler then fills the entry as usual */
+        o = in_child(model_a);
+        CHECK(o.ok && o.backend == JF_BACKEND_C && o.cache == JF_CACHE_MISS);
+        CHECK(count_files(dir, NULL) == 1);
+    }
+}
+
 static void test_disabled(void) {
     const char *dir = fresh_dir();
     setenv("JITFIT_NO_CACHE", "1", 1);
@@ -620,6 +655,7 @@ int main(void) {
     test_bad_permissions();
     test_concurrency();
     test_identity_remembered();
+    test_broken_compiler_not_stored();
     test_disabled();
     test_cli();
     test_dir_resolution();
