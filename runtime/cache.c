@@ -164,6 +164,26 @@ static int make_dirs(const char *path) {
     return 0;
 }
 
+/* For a directory that does not exist yet: 0 when make_dirs could create it (its nearest
+ * existing ancestor is a directory we may write and search), else the errno it would meet. */
+static int creatable(const char *path) {
+    char buf[4096];
+    snprintf(buf, sizeof buf, "%s", path);
+    for (;;) {
+        char *slash = strrchr(buf, '/');
+        if (!slash) snprintf(buf, sizeof buf, ".");
+        else if (slash == buf) buf[1] = '\0';
+        else *slash = '\0';
+        struct stat st;
+        if (stat(buf, &st) == 0) {
+            if (!S_ISDIR(st.st_mode)) return ENOTDIR;
+            return access(buf, W_OK | X_OK) == 0 ? 0 : errno;
+        }
+        if (errno != ENOENT) return errno;
+        if (strcmp(buf, ".") == 0 || strcmp(buf, "/") == 0) return ENOENT;
+    }
+}
+
 jf_cache_state jf_cache_dir_open(const char *override, int no_cache, int create,
                                  jf_cache_dir *out) {
     memset(out, 0, sizeof *out);
@@ -202,8 +222,10 @@ jf_cache_state jf_cache_dir_open(const char *override, int no_cache, int create,
         if (err == ENOENT && create) err = make_dirs(out->path);
         if (err == 0 && stat(out->path, &st) != 0) err = errno;
         if (err != 0) {
-            if (err == ENOENT && !create) {
-                /* Not there yet and not asked to create it: usable, simply empty. */
+            /* Not there yet and not asked to create it: usable, simply empty, if a fit could
+             * create it (else `jitfit cache info` and doctor would say "ok" while every fit
+             * warns that it cannot). */
+            if (err == ENOENT && !create && (err = creatable(out->path)) == 0) {
                 out->state = JF_CACHE_DIR_OK;
                 return out->state;
             }

@@ -82,7 +82,8 @@ typedef struct jf_cache_dir {
 /* Resolves the cache directory: `override` if not NULL, else $JITFIT_CACHE_DIR, else
  * $XDG_CACHE_HOME/jitfit (an absolute XDG_CACHE_HOME only, as the XDG spec says), else
  * ~/.cache/jitfit. no_cache (or JITFIT_NO_CACHE set to a value other than "" and "0") disables
- * it. With create, a missing directory is created with mode 0700 (parents too). Then the
+ * it. With create, a missing directory is created with mode 0700 (parents too); without, a
+ * missing directory is OK (empty) when it could be created, else refused. Then the
  * directory's ownership and mode are checked. Always fills *out; returns its state. */
 JF_INTERNAL jf_cache_state jf_cache_dir_open(const char *override, int no_cache, int create,
                                              jf_cache_dir *out);

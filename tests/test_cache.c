@@ -538,10 +538,18 @@ static void test_dir_resolution(void) {
     const char *h = getenv("HOME");
     if (h) snprintf(saved_home, sizeof saved_home, "%s", h);
     unsetenv("JITFIT_CACHE_DIR");
+    char xdg[512], want[600];
+    snprintf(xdg, sizeof xdg, "%s/absent-xdg", root);
+    snprintf(want, sizeof want, "%s/jitfit", xdg);
+    setenv("XDG_CACHE_HOME", xdg, 1);
+    jf_cache_dir_open(NULL, 0, 0, &d);
+    CHECK_STREQ(d.path, want);
+    CHECK(d.state == JF_CACHE_DIR_OK); /* absent and not created: usable, empty */
+    struct stat st;
+    CHECK(stat(xdg, &st) != 0); /* looking created nothing */
     setenv("XDG_CACHE_HOME", "/nonexistent-xdg", 1);
     jf_cache_dir_open(NULL, 0, 0, &d);
     CHECK_STREQ(d.path, "/nonexistent-xdg/jitfit");
-    CHECK(d.state == JF_CACHE_DIR_OK); /* absent and not created: usable, empty */
     setenv("XDG_CACHE_HOME", "relative/ignored", 1);
     setenv("HOME", "/nonexistent-home", 1);
     jf_cache_dir_open(NULL, 0, 0, &d);
@@ -559,11 +567,47 @@ static void test_dir_resolution(void) {
     snprintf(deep, sizeof deep, "%s/deep/er/cache", root);
     setenv("JITFIT_CACHE_DIR", deep, 1);
     CHECK(jf_cache_dir_open(NULL, 0, 1, &d) == JF_CACHE_DIR_OK);
-    struct stat st;
     char mid[512];
     snprintf(mid, sizeof mid, "%s/deep/er", root);
     CHECK(stat(deep, &st) == 0 && (st.st_mode & 07777) == 0700);
     CHECK(stat(mid, &st) == 0 && (st.st_mode & 07777) == 0700);
+}
+
+/* A missing directory that could not be created (no write permission on its nearest existing
+ * ancestor, or a file in the way) is refused when only looked at too, as a fit would find it:
+ * `jitfit cache info` and doctor must not say "ok" there. */
+static void test_dir_not_creatable(void) {
+    char file[512], below[600];
+    snprintf(file, sizeof file, "%s/plain-file", root);
+    FILE *f = fopen(file, "w");
+    if (f) fclose(f);
+    snprintf(below, sizeof below, "%s/sub/cache", file);
+    jf_cache_dir d;
+    CHECK(jf_cache_dir_open(below, 0, 0, &d) == JF_CACHE_DIR_REFUSED);
+    CHECK_CONTAINS(d.reason, "cannot create");
+    /* an unwritable ancestor: only a user other than root meets it */
+    char ro[512], path[600];
+    snprintf(ro, sizeof ro, "%s/read-only", root);
+    snprintf(path, sizeof path, "%s/home/.cache/jitfit", ro);
+    CHECK(mkdir(ro, 0755) == 0);
+    CHECK(chmod(root, 0711) == 0); /* nobody may pass through, to meet read-only itself */
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid == 0) {
+        /* as root, become nobody (the directory belongs to root then) */
+        if (geteuid() == 0 && (setgid(65534) != 0 || setuid(65534) != 0)) _exit(3);
+        if (chmod(ro, 0555) != 0 && geteuid() != 65534) _exit(3);
+        jf_cache_dir c;
+        int open_st = jf_cache_dir_open(path, 0, 0, &c);
+        int create_st = jf_cache_dir_open(path, 0, 1, &c);
+        _exit(open_st == JF_CACHE_DIR_REFUSED && create_st == JF_CACHE_DIR_REFUSED &&
+                      strstr(c.reason, "cannot create")
+                  ? 0
+                  : 1);
+    }
+    int ws = 0;
+    CHECK(pid > 0 && waitpid(pid, &ws, 0) == pid && WIFEXITED(ws) && WEXITSTATUS(ws) == 0);
+    CHECK(chmod(root, 0700) == 0);
 }
 
 static void test_keys(void) {
@@ -659,6 +703,7 @@ int main(void) {
     test_disabled();
     test_cli();
     test_dir_resolution();
+    test_dir_not_creatable();
     test_memory(); /* last: it fills this process's memory cache */
     char cmd[256];
     snprintf(cmd, sizeof cmd, "chmod -R u+rwx %s 2>/dev/null; rm -rf %s", root, root);
