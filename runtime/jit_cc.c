@@ -6,13 +6,16 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <poll.h>
 #include <pthread.h>
+#include <signal.h>
 #include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 #include <dirent.h>
 #include <stdint.h>
@@ -78,10 +81,31 @@ static void av_free(argvec *a) {
 
 /* ---- running a program ----------------------------------------------------------------------- */
 
+/* The compiler's time limit in seconds ($JITFIT_CC_TIMEOUT; 0: none). A compiler that hangs
+ * (a toolchain on a dead network mount, a licence server) must not hang the fit: past the
+ * limit it is killed and the fit falls back to the interpreter. The default is far above the
+ * slowest compile measured (14 s, a model with hundreds of parameters, docs/PERFORMANCE.md). */
+#define JF_CC_DEFAULT_TIMEOUT_S 300.0
+
+double jf_cc_timeout_s(void) {
+    const char *e = getenv("JITFIT_CC_TIMEOUT");
+    if (!e || !*e) return JF_CC_DEFAULT_TIMEOUT_S;
+    char *end;
+    double v = strtod(e, &end);
+    return end != e && !*end && v >= 0 && v < 1e9 ? v : JF_CC_DEFAULT_TIMEOUT_S;
+}
+
+static double mono_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
 /* Runs argv[0] (searched in PATH) with stdin from /dev/null; captures the output of file
  * descriptor `capture` (1 or 2) into *out (malloc'd, NUL-terminated, at most 64 KiB kept) and
- * sends the other to /dev/null. Returns 0 and the exit status in *status, or an errno value
- * when it could not be started. */
+ * sends the other to /dev/null. Returns 0 and the exit status in *status, an errno value when
+ * it could not be started, or ETIMEDOUT when it ran past jf_cc_timeout_s() and was killed (its
+ * own children, if any, are left to finish or die on their own). */
 static int run_capture(char **argv, int capture, char **out, int *status) {
     int p[2];
     *out = NULL;
@@ -102,10 +126,24 @@ static int run_capture(char **argv, int capture, char **out, int *status) {
         close(p[0]);
         return err;
     }
+    const double timeout = jf_cc_timeout_s();
+    const double deadline = timeout > 0 ? mono_s() + timeout : 0.0;
+    int timed_out = 0;
     size_t cap = 4096, len = 0, limit = 64 * 1024;
     char *buf = malloc(cap);
     char sink[4096];
     for (;;) {
+        if (deadline > 0) {
+            double left = deadline - mono_s();
+            struct pollfd pf = {p[0], POLLIN, 0};
+            int pr = left > 0 ? poll(&pf, 1, left * 1e3 > INT_MAX ? INT_MAX : (int)(left * 1e3) + 1)
+                              : 0;
+            if (pr < 0 && errno == EINTR) continue;
+            if (pr == 0) {
+                timed_out = 1;
+                break;
+            }
+        }
         char *dst = sink;
         size_t room = sizeof sink;
         if (buf && len + 1 < limit) {
@@ -129,9 +167,23 @@ static int run_capture(char **argv, int capture, char **out, int *status) {
     close(p[0]);
     if (buf) buf[len] = '\0';
     *out = buf;
+    /* Its output closed: it has (almost always) exited. One that lives on past the deadline
+     * with its output closed is killed too. */
     int ws;
-    while (waitpid(pid, &ws, 0) < 0)
-        if (errno != EINTR) return errno;
+    long nap_ns = 100000;
+    for (;;) {
+        if (timed_out) kill(pid, SIGKILL);
+        pid_t r = waitpid(pid, &ws, timed_out || deadline <= 0 ? 0 : WNOHANG);
+        if (r == pid) break;
+        if (r < 0 && errno != EINTR) return errno;
+        if (r == 0 && mono_s() >= deadline) timed_out = 1;
+        else if (r == 0) {
+            struct timespec nap = {0, nap_ns};
+            nanosleep(&nap, NULL);
+            if (nap_ns < 10000000) nap_ns *= 2;
+        }
+    }
+    if (timed_out) return ETIMEDOUT;
     *status = WIFEXITED(ws) ? WEXITSTATUS(ws) : 128 + (WIFSIGNALED(ws) ? WTERMSIG(ws) : 0);
     return 0;
 }
@@ -259,7 +311,10 @@ static void compute_identity(ident *id, const char *cache_dir) {
     int status;
     err = a.nomem ? ENOMEM : run_capture(a.v, 1, &out, &status);
     if (err || status != 0 || !out) {
-        if (err) snprintf(why, sizeof why, "cannot run C compiler '%s': %s", a.v[0], strerror(err));
+        if (err == ETIMEDOUT)
+            snprintf(why, sizeof why, "C compiler '%s --version' did not finish within %g s, "
+                     "see JITFIT_CC_TIMEOUT", a.v[0], jf_cc_timeout_s());
+        else if (err) snprintf(why, sizeof why, "cannot run C compiler '%s': %s", a.v[0], strerror(err));
         else snprintf(why, sizeof why, "C compiler '%s --version' failed (exit status %d)", a.v[0],
                       status);
         id->why = strdup(why);
@@ -432,7 +487,10 @@ int jf_cc_compile_libs(const char *cc, const char *extra_flags, const char *libs
         st = JF_ERR_UNAVAILABLE;
         if (log) {
             char m[512];
-            snprintf(m, sizeof m, "cannot run C compiler '%s': %s", a.v[0], strerror(err));
+            if (err == ETIMEDOUT)
+                snprintf(m, sizeof m, "did not finish within %g s, see JITFIT_CC_TIMEOUT",
+                         jf_cc_timeout_s());
+            else snprintf(m, sizeof m, "cannot run C compiler '%s': %s", a.v[0], strerror(err));
             *log = strdup(m);
         }
     } else if (status != 0) {

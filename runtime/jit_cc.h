@@ -20,6 +20,11 @@
  * See docs/PERFORMANCE.md ("JIT and cache") for the measurements behind this choice. */
 #define JF_CC_DEFAULT_FLAGS "-O2 -fPIC -shared -std=gnu11 -ffp-contract=off -fno-math-errno -fopenmp-simd"
 
+/* The compiler's time limit in seconds: $JITFIT_CC_TIMEOUT when it is a number >= 0 (0: no
+ * limit), else 300. A compiler (or its --version probe) running longer is killed and the fit
+ * uses the interpreter, with a warning saying so. */
+JF_INTERNAL double jf_cc_timeout_s(void);
+
 /* The compiler command to use: cc if not NULL/empty, else $JITFIT_CC if set and non-empty,
  * else "cc". The string is returned as is (it may hold several words). */
 JF_INTERNAL const char *jf_cc_command(const char *cc);

@@ -507,6 +507,40 @@ static void test_broken_compiler_not_stored(void) {
     }
 }
 
+/* A compiler that hangs (in the compile or in the --version probe) is killed after
+ * $JITFIT_CC_TIMEOUT seconds and the fit goes on with the interpreter. */
+static void test_compiler_timeout(void) {
+    static const char *const scripts[] = {
+        "#!/bin/sh\nif [ \"$1\" = --version ]; then echo 'slow-cc 1.0'; exit 0; fi\nsleep 5\n",
+        "#!/bin/sh\nif [ \"$1\" = --version ]; then sleep 5; fi\nexec cc \"$@\"\n",
+    };
+    static const char *const want[] = {"did not finish within 1 s",
+                                       "--version' did not finish within 1 s"};
+    for (size_t i = 0; i < sizeof scripts / sizeof scripts[0]; i++) {
+        const char *dir = fresh_dir();
+        char wrapper[512];
+        snprintf(wrapper, sizeof wrapper, "%s/slow-cc%zu.sh", root, i);
+        FILE *f = fopen(wrapper, "w");
+        if (!CHECK(f != NULL)) return;
+        fputs(scripts[i], f);
+        fclose(f);
+        chmod(wrapper, 0755);
+        setenv("JITFIT_CC", wrapper, 1);
+        setenv("JITFIT_CC_TIMEOUT", "1", 1);
+        struct timespec t0, t1;
+        clock_gettime(CLOCK_MONOTONIC, &t0);
+        outcome o = in_child(model_a);
+        clock_gettime(CLOCK_MONOTONIC, &t1);
+        double s = (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec);
+        CHECK(o.ok && o.backend == JF_BACKEND_INTERP && o.value_ok);
+        CHECK(s < 4.0);
+        CHECK_CONTAINS(o.warning, want[i]);
+        CHECK(count_files(dir, NULL) == 0);
+        unsetenv("JITFIT_CC");
+        unsetenv("JITFIT_CC_TIMEOUT");
+    }
+}
+
 static void test_disabled(void) {
     const char *dir = fresh_dir();
     setenv("JITFIT_NO_CACHE", "1", 1);
@@ -700,6 +734,7 @@ int main(void) {
     test_concurrency();
     test_identity_remembered();
     test_broken_compiler_not_stored();
+    test_compiler_timeout();
     test_disabled();
     test_cli();
     test_dir_resolution();
