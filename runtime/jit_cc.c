@@ -391,6 +391,16 @@ void jf_cc_tmpdir_remove(const char *dir) {
     rmdir(dir);
 }
 
+/* A name for a shared object that no earlier one in this process had. glibc's dlopen hands
+ * back the object already loaded under the same path without opening the file, and the private
+ * directories are removed after each load, so mkdtemp may give a directory's name out again:
+ * with a fixed file name in it, a new model would silently get an old model's kernels. */
+static void object_path(const char *dir, char *buf, size_t n) {
+    static unsigned long counter;
+    unsigned long id = __atomic_add_fetch(&counter, 1, __ATOMIC_RELAXED);
+    snprintf(buf, n, "%s/kernels-%lu.so", dir, id);
+}
+
 static int write_file(const char *path, const void *data, size_t size) {
     int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
     if (fd < 0) return errno;
@@ -453,7 +463,7 @@ int jf_cc_compile_libs(const char *cc, const char *extra_flags, const char *libs
     if (log) *log = NULL;
     char src[PATH_MAX];
     snprintf(src, sizeof src, "%s/kernels.c", dir);
-    snprintf(so_path, n, "%s/kernels.so", dir);
+    object_path(dir, so_path, n);
     int err = write_file(src, source, strlen(source));
     if (err) {
         if (log) {
@@ -522,7 +532,7 @@ void *jf_cc_load_bytes(const unsigned char *bytes, size_t size, char *why, size_
         snprintf(why, n, "cannot create a temporary directory: %s", strerror(errno));
         return NULL;
     }
-    snprintf(path, sizeof path, "%s/kernels.so", dir);
+    object_path(dir, path, sizeof path);
     int err = write_file(path, bytes, size);
     void *h = NULL;
     if (err) snprintf(why, n, "cannot write %s: %s", path, strerror(err));

@@ -47,8 +47,9 @@ JF_INTERNAL int jf_cc_tmpdir(char *buf, size_t n);
 /* Removes the files in a directory made by jf_cc_tmpdir, then the directory. */
 JF_INTERNAL void jf_cc_tmpdir_remove(const char *dir);
 
-/* Compiles source with `cc flags extra_flags` into the shared object dir/kernels.so (dir from
- * jf_cc_tmpdir); its path goes to so_path. JF_OK, JF_ERR_UNAVAILABLE (the compiler could not be
+/* Compiles source with `cc flags extra_flags` into the shared object dir/kernels-N.so (dir from
+ * jf_cc_tmpdir; N counts the objects of this process, so no two loaded objects ever share a path,
+ * which dlopen would take for the same object); its path goes to so_path. JF_OK, JF_ERR_UNAVAILABLE (the compiler could not be
  * started) or JF_ERR_COMPILE (it failed); then *log (if not NULL) receives the compiler's stderr
  * or the reason (caller frees with free()). extra_flags may be NULL. */
 JF_INTERNAL int jf_cc_compile(const char *cc, const char *extra_flags, const char *source,
