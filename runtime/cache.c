@@ -285,8 +285,9 @@ jf_cache_lookup_result jf_cache_disk_load(const jf_cache_dir *dir, const jf_cach
     *size = 0;
     if (why && n) why[0] = '\0';
     jf_cache_entry_path(dir, key, path, sizeof path);
-    /* O_NOFOLLOW: an entry is a plain file we wrote; a link is never followed. */
-    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+    /* O_NOFOLLOW: an entry is a plain file we wrote; a link is never followed. O_NONBLOCK: a
+     * FIFO in its place must not block the open (it is then refused as not a regular file). */
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
     if (fd < 0) {
         if (errno == ENOENT) return JF_CACHE_ENTRY_ABSENT;
         if (why) snprintf(why, n, "cannot open cache entry %s: %s", path, strerror(errno));

@@ -249,10 +249,17 @@ static void identity_file(const char *dir, const char *cc, const char *path, cha
 /* The identity remembered in file for signature sig, or NULL (malloc'd). */
 static char *read_identity(const char *file, const char *sig) {
     char buf[2048];
-    FILE *f = fopen(file, "re");
-    if (!f) return NULL;
-    size_t got = fread(buf, 1, sizeof buf - 1, f);
-    fclose(f);
+    /* a plain file only: a FIFO or device in its place must not block or be read */
+    int fd = open(file, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+    if (fd < 0) return NULL;
+    struct stat st;
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+        close(fd);
+        return NULL;
+    }
+    ssize_t r = read(fd, buf, sizeof buf - 1);
+    close(fd);
+    size_t got = r > 0 ? (size_t)r : 0;
     buf[got] = '\0';
     char *nl = strchr(buf, '\n');
     if (!nl || (size_t)(nl - buf) != strlen(sig) || strncmp(buf, sig, strlen(sig)) != 0) return NULL;

@@ -541,6 +541,40 @@ static void test_compiler_timeout(void) {
     }
 }
 
+/* A FIFO in place of an entry or of the remembered compiler identity is not read (opening it
+ * would block until a writer came): the kernels are rebuilt and the FIFOs replaced. A new
+ * process each time (the CLI), as the identity is remembered per process too. */
+static void test_fifo_entries(void) {
+    const char *dir = fresh_dir();
+    char cmd[4096], *out = NULL;
+    snprintf(cmd, sizeof cmd,
+             "timeout 60 '%s' eval 'f1*cos(f2*x)+f3' --params f1=1,f2=2,f3=3 --at x=0.5 "
+             "--backend c",
+             jf_test_cli());
+    CHECK(jf_test_run(cmd, &out, NULL) == 0);
+    free(out);
+    DIR *d = opendir(dir);
+    int fifos = 0;
+    if (CHECK(d != NULL)) {
+        struct dirent *e;
+        while ((e = readdir(d)) != NULL) {
+            if (e->d_name[0] == '.') continue;
+            char path[600];
+            snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+            if (CHECK(unlink(path) == 0 && mkfifo(path, 0600) == 0)) fifos++;
+        }
+        closedir(d);
+    }
+    if (!CHECK(fifos == 2)) fprintf(stderr, "  %d files replaced\n", fifos); /* entry, cc-*.id */
+    int rc = jf_test_run(cmd, &out, NULL); /* 124: it blocked on a FIFO */
+    CHECK(rc == 0);
+    CHECK_CONTAINS(out, "value: 3.5403023058681398");
+    free(out);
+    struct stat st;
+    CHECK(count_files(dir, NULL) == 1);
+    if (entry_path(dir, cmd, sizeof cmd)) CHECK(stat(cmd, &st) == 0 && S_ISREG(st.st_mode));
+}
+
 static void test_disabled(void) {
     const char *dir = fresh_dir();
     setenv("JITFIT_NO_CACHE", "1", 1);
@@ -735,6 +769,7 @@ int main(void) {
     test_identity_remembered();
     test_broken_compiler_not_stored();
     test_compiler_timeout();
+    test_fifo_entries();
     test_disabled();
     test_cli();
     test_dir_resolution();
