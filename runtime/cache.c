@@ -396,16 +396,29 @@ int jf_cache_disk_store(const jf_cache_dir *dir, const jf_cache_key *key, uint32
     return JF_OK;
 }
 
-/* 1 for names of entries ("<32 hex digits>.jfc"), 2 for our temporary files and remembered
- * compiler identities (runtime/jit_cc.c: cc-<hash>.id), else 0. */
-static int classify(const char *name) {
-    if (strncmp(name, tmp_prefix, sizeof tmp_prefix - 1) == 0) return 2;
-    if (strncmp(name, "cc-", 3) == 0 && strstr(name, ".id")) return 2;
-    size_t len = strlen(name);
-    if (len != 32 + sizeof entry_suffix - 1 || strcmp(name + 32, entry_suffix) != 0) return 0;
-    for (int i = 0; i < 32; i++)
-        if (!((name[i] >= '0' && name[i] <= '9') || (name[i] >= 'a' && name[i] <= 'f'))) return 0;
+/* Whether s starts with n lowercase hex digits. */
+static int hex_run(const char *s, size_t n) {
+    for (size_t i = 0; i < n; i++)
+        if (!((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'f'))) return 0;
     return 1;
+}
+
+/* 1 for names of entries ("<32 hex digits>.jfc"), 2 for our temporary files
+ * (".tmp-<32 hex>-XXXXXX") and remembered compiler identities (runtime/jit_cc.c:
+ * "cc-<16 hex>.id", written through "cc-<16 hex>.id.tmp-XXXXXX"), else 0. Exact patterns:
+ * `jitfit cache clear` deletes what this says is ours, and the directory may be one the user
+ * shares with other files. */
+static int classify(const char *name) {
+    size_t len = strlen(name), tp = sizeof tmp_prefix - 1, es = sizeof entry_suffix - 1;
+    if (len == 32 + es && hex_run(name, 32) && strcmp(name + 32, entry_suffix) == 0) return 1;
+    if (len == tp + 32 + 7 && strncmp(name, tmp_prefix, tp) == 0 && hex_run(name + tp, 32) &&
+        name[tp + 32] == '-')
+        return 2;
+    if (len >= 3 + 16 + 3 && strncmp(name, "cc-", 3) == 0 && hex_run(name + 3, 16) &&
+        strncmp(name + 19, ".id", 3) == 0 &&
+        (len == 22 || (len == 22 + 5 + 6 && strncmp(name + 22, ".tmp-", 5) == 0)))
+        return 2;
+    return 0;
 }
 
 int jf_cache_disk_info(const jf_cache_dir *dir, size_t *entries, uint64_t *bytes) {

@@ -678,6 +678,43 @@ static void test_dir_not_creatable(void) {
     CHECK(chmod(root, 0700) == 0);
 }
 
+/* `jitfit cache clear` removes entries, its temporaries and identity files, and nothing else:
+ * the directory may hold other files (JITFIT_CACHE_DIR=$HOME by mistake). */
+static void test_clear_only_ours(void) {
+    const char *dir = fresh_dir();
+    in_child("a*x + b");
+    static const char *const theirs[] = {".tmp-notes", "cc-notes.identity", "cc-1.id",
+                                         "notes.jfc", ".tmp-0123456789abcdef0123456789abcdef"};
+    static const char *const ours[] = {".tmp-0123456789abcdef0123456789abcdef-Ab3dE9",
+                                       "cc-0123456789abcdef.id", "cc-0123456789abcdef.id.tmp-Xy12Z9"};
+    char path[600];
+    for (size_t i = 0; i < 5; i++) {
+        snprintf(path, sizeof path, "%s/%s", dir, theirs[i]);
+        FILE *f = fopen(path, "w");
+        if (f) fclose(f);
+    }
+    for (size_t i = 0; i < 3; i++) {
+        snprintf(path, sizeof path, "%s/%s", dir, ours[i]);
+        FILE *f = fopen(path, "w");
+        if (f) fclose(f);
+    }
+    char cmd[4096], *out = NULL;
+    snprintf(cmd, sizeof cmd, "'%s' cache clear", jf_test_cli());
+    CHECK(jf_test_run(cmd, &out, NULL) == 0);
+    CHECK_CONTAINS(out, "removed 1 entry");
+    free(out);
+    struct stat st;
+    for (size_t i = 0; i < 5; i++) {
+        snprintf(path, sizeof path, "%s/%s", dir, theirs[i]);
+        if (!CHECK(stat(path, &st) == 0)) fprintf(stderr, "  %s was removed\n", theirs[i]);
+    }
+    for (size_t i = 0; i < 3; i++) {
+        snprintf(path, sizeof path, "%s/%s", dir, ours[i]);
+        if (!CHECK(stat(path, &st) != 0)) fprintf(stderr, "  %s was kept\n", ours[i]);
+    }
+    CHECK(count_files(dir, NULL) == 1); /* notes.jfc */
+}
+
 static void test_keys(void) {
     jf_cache_key_parts base = {"c", "src", "gcc 12", "-O2", ""};
     jf_cache_key k0 = jf_cache_key_make(&base);
@@ -772,6 +809,7 @@ int main(void) {
     test_fifo_entries();
     test_disabled();
     test_cli();
+    test_clear_only_ours();
     test_dir_resolution();
     test_dir_not_creatable();
     test_memory(); /* last: it fills this process's memory cache */
