@@ -1,8 +1,10 @@
 /* `jitfit cache dir|info|clear`: where the kernel cache lives, what state it is in, and a way
  * to empty it (runtime/cache.c). Nothing here creates the directory: looking must not write. */
+#include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "../runtime/cache.h"
 #include "commands.h"
@@ -44,7 +46,14 @@ int jf_cmd_cache(int argc, char **argv) {
         return 0;
     }
     if (strcmp(what, "clear") == 0) {
-        /* A refused directory may belong to someone else: its files are not ours to delete. */
+        /* A refused directory may belong to someone else: its files are not ours to delete.
+         * One that does not exist (refused because it could not be created) holds nothing. */
+        struct stat st;
+        if (dir.state == JF_CACHE_DIR_REFUSED && dir.path[0] && stat(dir.path, &st) != 0 &&
+            (errno == ENOENT || errno == ENOTDIR)) {
+            printf("removed 0 entries from %s\n", dir.path);
+            return 0;
+        }
         if (dir.state == JF_CACHE_DIR_REFUSED) {
             jf_cli_error("cache: not clearing: %s", dir.reason);
             return 1;

@@ -653,6 +653,16 @@ static void test_dir_not_creatable(void) {
     jf_cache_dir d;
     CHECK(jf_cache_dir_open(below, 0, 0, &d) == JF_CACHE_DIR_REFUSED);
     CHECK_CONTAINS(d.reason, "cannot create");
+    /* nothing there, so nothing to clear: not an error */
+    char cmd[2048], *out = NULL;
+    snprintf(cmd, sizeof cmd, "JITFIT_CACHE_DIR='%s' '%s' cache clear", below, jf_test_cli());
+    CHECK(jf_test_run(cmd, &out, NULL) == 0);
+    CHECK_CONTAINS(out, "removed 0 entries");
+    free(out);
+    snprintf(cmd, sizeof cmd, "JITFIT_CACHE_DIR='%s' '%s' cache clear 2>&1", file, jf_test_cli());
+    CHECK(jf_test_run(cmd, &out, NULL) == 1); /* a file in its place is still refused */
+    CHECK_CONTAINS(out, "not a directory");
+    free(out);
     /* an unwritable ancestor: only a user other than root meets it */
     char ro[512], path[600];
     snprintf(ro, sizeof ro, "%s/read-only", root);
