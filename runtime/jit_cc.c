@@ -104,8 +104,8 @@ static double mono_s(void) {
 /* Runs argv[0] (searched in PATH) with stdin from /dev/null; captures the output of file
  * descriptor `capture` (1 or 2) into *out (malloc'd, NUL-terminated, at most 64 KiB kept) and
  * sends the other to /dev/null. Returns 0 and the exit status in *status, an errno value when
- * it could not be started, or ETIMEDOUT when it ran past jf_cc_timeout_s() and was killed (its
- * own children, if any, are left to finish or die on their own). */
+ * it could not be started, or ETIMEDOUT when it ran past jf_cc_timeout_s() and was killed with
+ * the processes it started (it runs in a process group of its own). */
 static int run_capture(char **argv, int capture, char **out, int *status) {
     int p[2];
     *out = NULL;
@@ -118,8 +118,14 @@ static int run_capture(char **argv, int capture, char **out, int *status) {
     posix_spawn_file_actions_addopen(&fa, capture == 1 ? 2 : 1, "/dev/null", O_WRONLY, 0);
     posix_spawn_file_actions_adddup2(&fa, p[1], capture);
     posix_spawn_file_actions_addclose(&fa, p[1]);
+    /* its own process group, so that a timeout kills what it started too (cc1, as, ld) */
+    posix_spawnattr_t attr;
+    posix_spawnattr_init(&attr);
+    posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP);
+    posix_spawnattr_setpgroup(&attr, 0);
     pid_t pid;
-    int err = posix_spawnp(&pid, argv[0], &fa, NULL, argv, environ);
+    int err = posix_spawnp(&pid, argv[0], &fa, &attr, argv, environ);
+    posix_spawnattr_destroy(&attr);
     posix_spawn_file_actions_destroy(&fa);
     close(p[1]);
     if (err != 0) {
@@ -172,7 +178,7 @@ static int run_capture(char **argv, int capture, char **out, int *status) {
     int ws;
     long nap_ns = 100000;
     for (;;) {
-        if (timed_out) kill(pid, SIGKILL);
+        if (timed_out) kill(-pid, SIGKILL); /* the group: the compiler and its children */
         pid_t r = waitpid(pid, &ws, timed_out || deadline <= 0 ? 0 : WNOHANG);
         if (r == pid) break;
         if (r < 0 && errno != EINTR) return errno;
