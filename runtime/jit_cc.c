@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -78,6 +79,12 @@ static void av_free(argvec *a) {
     free(a->v);
     memset(a, 0, sizeof *a);
 }
+
+/* statvfs's flag for a file system mounted noexec: Linux's (glibc declares it only with
+ * _GNU_SOURCE, which the build does not define) */
+#ifndef ST_NOEXEC
+#define ST_NOEXEC 8
+#endif
 
 /* ---- running a program ----------------------------------------------------------------------- */
 
@@ -534,7 +541,12 @@ void *jf_cc_load_file(const char *path, char *why, size_t n) {
     void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
     if (!h) {
         const char *e = dlerror();
-        snprintf(why, n, "cannot load %s: %s", path, e ? e : "unknown error");
+        size_t len = (size_t)snprintf(why, n, "cannot load %s: %s", path, e ? e : "unknown error");
+        /* hardened systems mount /tmp noexec; dlerror only says "failed to map segment" */
+        struct statvfs fs;
+        if (len < n && statvfs(path, &fs) == 0 && (fs.f_flag & ST_NOEXEC))
+            snprintf(why + len, n - len, " (its file system is mounted noexec: set TMPDIR to a "
+                     "directory where programs may run)");
     }
     return h;
 }
