@@ -39,7 +39,8 @@ typedef struct jf_cache_key_parts {
     const char *source;   /* the generated source text */
     const char *compiler; /* compiler identity: resolved path and version line, or NVRTC version */
     const char *flags;    /* the compiler flags exactly as passed */
-    const char *arch;     /* GPU architecture ("sm_90", "compute_80") or "" for the C backend */
+    const char *arch;     /* GPU architecture ("sm_90", "compute_80"), or the host ABI of a C
+                             module ("x86_64-le") */
 } jf_cache_key_parts;
 
 /* The key of the given parts (NULL members count as ""). */

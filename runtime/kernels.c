@@ -45,6 +45,30 @@
 #include "cache.h"
 #include "jit_cc.h"
 
+/* The ABI a C module must have to load into this process: a cache directory shared by hosts
+ * of different architectures (an NFS home) gives each its own entries, where compiler path and
+ * version line alone (the same on every architecture on some distributions) would not. */
+#if defined(__x86_64__)
+#define HOST_ARCH "x86_64"
+#elif defined(__aarch64__)
+#define HOST_ARCH "aarch64"
+#elif defined(__powerpc64__)
+#define HOST_ARCH "ppc64"
+#elif defined(__riscv) && __riscv_xlen == 64
+#define HOST_ARCH "riscv64"
+#elif defined(__i386__)
+#define HOST_ARCH "i386"
+#elif defined(__arm__)
+#define HOST_ARCH "arm"
+#else
+#define HOST_ARCH "other"
+#endif
+#if __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+#define HOST_ABI HOST_ARCH "-be"
+#else
+#define HOST_ABI HOST_ARCH "-le"
+#endif
+
 /* loss.h speaks in numbers; they must be the public enum's. */
 _Static_assert(JF_LOSS_LINEAR == 0 && JF_LOSS_SOFT_L1 == 1 && JF_LOSS_HUBER == 2 &&
                    JF_LOSS_CAUCHY == 3 && JF_LOSS_ARCTAN == 4,
@@ -311,7 +335,7 @@ static const c_module *get_c(const struct jf_model *m, const jf_jit_options *o, 
         jf_warning_append(warn, wn, "compiler flags too long; using the interpreter");
         return NULL;
     }
-    jf_cache_key_parts parts = {"c", src, identity, flags, ""};
+    jf_cache_key_parts parts = {"c", src, identity, flags, HOST_ABI};
     jf_cache_key key = jf_cache_key_make(&parts);
     if ((mod = jf_cache_mem_get(&key)) != NULL) {
         free(src);
