@@ -1,5 +1,6 @@
-/* `jitfit cache dir|info|clear`: where the kernel cache lives, what state it is in, and a way
- * to empty it (runtime/cache.c). Nothing here creates the directory: looking must not write. */
+/* `jitfit cache dir|info|clear|prune`: where the kernel cache lives, what state it is in, and
+ * ways to empty or trim it (runtime/cache.c). Nothing here creates the directory: looking must
+ * not write. */
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -12,17 +13,79 @@
 
 static int usage(void) {
     fprintf(stderr, "usage: jitfit cache dir|info|clear\n"
+                    "       jitfit cache prune [--older-than DAYS] [--max-size SIZE]\n"
                     "  dir    print the cache directory\n"
                     "  info   directory, state, number of entries and their size\n"
-                    "  clear  remove every entry\n");
+                    "  clear  remove every entry\n"
+                    "  prune  remove the entries not used for DAYS days, then the least recently\n"
+                    "         used until the rest take at most SIZE (512M, 2G, ...)\n");
     return 2;
 }
 
+/* prune's options into *age_s (-1: none) and *bytes (0: none); 0, or 2 after a usage error. */
+static int prune_options(int argc, char **argv, double *age_s, uint64_t *bytes) {
+    *age_s = -1;
+    *bytes = 0;
+    for (int i = 2; i < argc; i += 2) {
+        const char *v = i + 1 < argc ? argv[i + 1] : NULL;
+        double days;
+        size_t size;
+        if (strcmp(argv[i], "--older-than") == 0 && v) {
+            if (jf_cli_parse_double(v, &days) != 0 || !(days >= 0) || days > 1e6) {
+                jf_cli_error("cache prune: --older-than: '%s' is not a number of days", v);
+                return 2;
+            }
+            *age_s = days * 86400.0;
+        } else if (strcmp(argv[i], "--max-size") == 0 && v) {
+            if (jf_memory_size_from_text(v, &size) != 0) {
+                jf_cli_error("cache prune: --max-size: '%s' is not a size (bytes, or a number "
+                             "with K, M, G, T or kB, MB, GB, TB)", v);
+                return 2;
+            }
+            *bytes = size ? size : 1; /* 0: keep nothing (0 itself means no limit below) */
+        } else {
+            jf_cli_error("cache prune: %s '%s'", v ? "unknown option" : "missing value for",
+                         argv[i]);
+            return usage();
+        }
+    }
+    if (*age_s < 0 && !*bytes) {
+        jf_cli_error("cache prune: give --older-than DAYS, --max-size SIZE or both");
+        return usage();
+    }
+    return 0;
+}
+
 int jf_cmd_cache(int argc, char **argv) {
-    if (argc != 2) return usage();
+    if (argc < 2 || (argc != 2 && strcmp(argv[1], "prune") != 0)) return usage();
     const char *what = argv[1];
     jf_cache_dir dir;
     jf_cache_dir_open(NULL, 0, 0, &dir);
+    if (strcmp(what, "prune") == 0) {
+        double age_s;
+        uint64_t max_bytes;
+        int u = prune_options(argc, argv, &age_s, &max_bytes);
+        if (u) return u;
+        struct stat st;
+        if (dir.state == JF_CACHE_DIR_REFUSED && dir.path[0] && stat(dir.path, &st) != 0 &&
+            (errno == ENOENT || errno == ENOTDIR)) {
+            printf("removed 0 entries from %s\n", dir.path);
+            return 0;
+        }
+        if (dir.state != JF_CACHE_DIR_OK) {
+            jf_cli_error("cache: not pruning: %s", dir.reason);
+            return 1;
+        }
+        size_t removed, kept;
+        uint64_t kept_bytes;
+        if (jf_cache_disk_prune(&dir, age_s, max_bytes, &removed, &kept, &kept_bytes) != JF_OK) {
+            jf_cli_error("cache: could not prune %s", dir.path);
+            return 1;
+        }
+        printf("removed %zu entr%s from %s; %zu left, %" PRIu64 " bytes\n", removed,
+               removed == 1 ? "y" : "ies", dir.path, kept, kept_bytes);
+        return 0;
+    }
     if (strcmp(what, "dir") == 0) {
         if (!dir.path[0]) {
             jf_cli_error("cache: %s", dir.reason);

@@ -28,7 +28,7 @@ static const command commands[] = {
     {"eval", jf_cmd_eval, "eval MODEL --params a=1 --at x=2  value and gradient at a point"},
     {"diff", jf_cmd_diff, "diff MODEL [--param NAME]        print the simplified derivatives"},
     {"codegen", jf_cmd_codegen, "codegen MODEL --target c|cuda    print generated kernel code"},
-    {"cache", jf_cmd_cache, "cache dir|info|clear             inspect or clear the kernel cache"},
+    {"cache", jf_cmd_cache, "cache dir|info|clear|prune       inspect, clear or trim the kernel cache"},
     {"fit", jf_cmd_fit, "fit MODEL DATA [options]         fit a model to data"},
     {"run", jf_cmd_run, "run JOB [options]                run the fits of a job file (INI)"},
     {"doctor", jf_cmd_doctor, "doctor                           what this machine offers; self-test fits"},

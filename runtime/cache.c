@@ -22,6 +22,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include <pwd.h>
@@ -318,6 +319,10 @@ jf_cache_lookup_result jf_cache_disk_load(const jf_cache_dir *dir, const jf_cach
         if (r <= 0) break;
         got += (size_t)r;
     }
+    /* Mark the entry used (its mtime), for `jitfit cache prune`'s age and least-recently-used
+     * order: at most once an hour, so a fit loop does not write metadata on every load. A
+     * failure (a read-only mount) only costs prune's accuracy. */
+    if (difftime(time(NULL), st.st_mtime) > 3600) (void)futimens(fd, NULL);
     close(fd);
     const char *bad = NULL;
     if (got != fsize) bad = "could not be read in full";
@@ -453,6 +458,80 @@ int jf_cache_disk_clear(const jf_cache_dir *dir, size_t *removed) {
             (*removed)++;
         }
     }
+    closedir(d);
+    return st;
+}
+
+/* One entry as prune sees it. */
+typedef struct prune_entry {
+    char name[40]; /* "<32 hex>.jfc" */
+    time_t used;   /* mtime: written, or last loaded (to the hour) */
+    uint64_t bytes;
+} prune_entry;
+
+static int by_use(const void *a, const void *b) {
+    const prune_entry *x = a, *y = b;
+    if (x->used != y->used) return x->used < y->used ? -1 : 1;
+    return strcmp(x->name, y->name); /* a fixed order for equal times */
+}
+
+int jf_cache_disk_prune(const jf_cache_dir *dir, double max_age_s, uint64_t max_bytes,
+                        size_t *removed, size_t *kept, uint64_t *kept_bytes) {
+    *removed = *kept = 0;
+    *kept_bytes = 0;
+    DIR *d = opendir(dir->path);
+    if (!d) return errno == ENOENT ? JF_OK : JF_ERR_IO;
+    prune_entry *e = NULL;
+    size_t n = 0, cap = 0;
+    int st = JF_OK;
+    time_t now = time(NULL);
+    struct dirent *de;
+    while ((de = readdir(d)) != NULL) {
+        int c = classify(de->d_name);
+        struct stat sb;
+        if (c == 0 || fstatat(dirfd(d), de->d_name, &sb, AT_SYMLINK_NOFOLLOW) != 0) continue;
+        if (c == 2) { /* a temporary an interrupted write left a day ago or more */
+            if (strstr(de->d_name, ".tmp-") && difftime(now, sb.st_mtime) > 86400)
+                unlinkat(dirfd(d), de->d_name, 0);
+            continue;
+        }
+        if (n == cap) {
+            cap = cap ? 2 * cap : 64;
+            prune_entry *ne = realloc(e, cap * sizeof *ne);
+            if (!ne) {
+                st = JF_ERR_NOMEM;
+                break;
+            }
+            e = ne;
+        }
+        memcpy(e[n].name, de->d_name, 32 + sizeof entry_suffix); /* classify: 36 bytes + NUL */
+        e[n].used = sb.st_mtime;
+        e[n].bytes = (uint64_t)sb.st_size;
+        n++;
+    }
+    if (st == JF_OK) {
+        qsort(e, n, sizeof *e, by_use);
+        uint64_t total = 0;
+        for (size_t i = 0; i < n; i++) total += e[i].bytes;
+        for (size_t i = 0; i < n; i++) { /* oldest first */
+            int old = max_age_s >= 0 && difftime(now, e[i].used) > max_age_s;
+            int over = max_bytes && total > max_bytes;
+            if (!old && !over) {
+                (*kept)++;
+                *kept_bytes += e[i].bytes;
+                continue;
+            }
+            if (unlinkat(dirfd(d), e[i].name, 0) != 0 && errno != ENOENT) {
+                st = JF_ERR_IO;
+                (*kept)++;
+                *kept_bytes += e[i].bytes;
+                continue;
+            }
+            total -= e[i].bytes;
+            (*removed)++;
+        }
+    }
+    free(e);
     closedir(d);
     return st;
 }

@@ -124,6 +124,15 @@ JF_INTERNAL int jf_cache_disk_info(const jf_cache_dir *dir, size_t *entries, uin
  * left alone. *removed (if not NULL) receives the number of entries removed. */
 JF_INTERNAL int jf_cache_disk_clear(const jf_cache_dir *dir, size_t *removed);
 
+/* Removes the entries not used for more than max_age_s seconds (negative: no age limit), then,
+ * least recently used first, as many as it takes to bring the entries' total size to at most
+ * max_bytes (0: no size limit); also temporaries of writes interrupted a day ago or more. An
+ * entry's use time is its mtime: when it was written, or last loaded (to the hour). *removed,
+ * *kept and *kept_bytes receive the counts. JF_OK, JF_ERR_IO (the directory cannot be listed,
+ * or an entry not removed) or JF_ERR_NOMEM. */
+JF_INTERNAL int jf_cache_disk_prune(const jf_cache_dir *dir, double max_age_s, uint64_t max_bytes,
+                                    size_t *removed, size_t *kept, uint64_t *kept_bytes);
+
 /* Size of the entry header in bytes (for tests that damage entries on purpose). */
 #define JF_CACHE_HEADER_SIZE 64u
 

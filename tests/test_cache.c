@@ -725,6 +725,83 @@ static void test_clear_only_ours(void) {
     CHECK(count_files(dir, NULL) == 1); /* notes.jfc */
 }
 
+/* Sets path's mtime to days ago. */
+static void age(const char *path, double days) {
+    struct timespec t[2];
+    clock_gettime(CLOCK_REALTIME, &t[0]);
+    t[0].tv_sec -= (time_t)(days * 86400);
+    t[1] = t[0];
+    CHECK(utimensat(AT_FDCWD, path, t, AT_SYMLINK_NOFOLLOW) == 0);
+}
+
+/* `jitfit cache prune`: entries older than --older-than go, then the least recently used until
+ * --max-size holds; a load marks an entry used; other files, and temporaries of writes still
+ * running, stay. */
+static void test_prune(void) {
+    const char *dir = fresh_dir();
+    jf_cache_dir cd;
+    CHECK(jf_cache_dir_open(NULL, 0, 1, &cd) == JF_CACHE_DIR_OK);
+    jf_cache_key keys[4];
+    char paths[4][600], why[512];
+    unsigned char payload[1000] = {0};
+    const double days[4] = {30, 10, 2, 1};
+    for (int i = 0; i < 4; i++) {
+        char src[16];
+        snprintf(src, sizeof src, "source %d", i);
+        jf_cache_key_parts parts = {"c", src, "cc 1.0", "-O2", ""};
+        keys[i] = jf_cache_key_make(&parts);
+        CHECK(jf_cache_disk_store(&cd, &keys[i], JF_CACHE_KIND_C_SO, payload, 100 * (size_t)(i + 1),
+                                  why, sizeof why) == JF_OK);
+        jf_cache_entry_path(&cd, &keys[i], paths[i], sizeof paths[i]);
+        age(paths[i], days[i]);
+    }
+    /* loading entry 0 (30 days old) makes it the most recently used */
+    unsigned char *got = NULL;
+    size_t size = 0;
+    CHECK(jf_cache_disk_load(&cd, &keys[0], JF_CACHE_KIND_C_SO, &got, &size, why, sizeof why) ==
+          JF_CACHE_ENTRY_HIT);
+    free(got);
+    struct stat st;
+    CHECK(stat(paths[0], &st) == 0 && difftime(time(NULL), st.st_mtime) < 60);
+    char other[700], tmp_old[700], tmp_new[700];
+    snprintf(other, sizeof other, "%s/notes.txt", dir);
+    snprintf(tmp_old, sizeof tmp_old, "%s/.tmp-0123456789abcdef0123456789abcdef-Ab3dE9", dir);
+    snprintf(tmp_new, sizeof tmp_new, "%s/.tmp-0123456789abcdef0123456789abcdef-Zz3dE9", dir);
+    const char *made[] = {other, tmp_old, tmp_new};
+    for (int i = 0; i < 3; i++) {
+        FILE *f = fopen(made[i], "w");
+        if (f) fclose(f);
+    }
+    age(other, 100);
+    age(tmp_old, 3);
+    char cmd[4096], *out = NULL, *err = NULL;
+    /* older than 5 days: entry 1 (10 days) goes; 0 was just used */
+    snprintf(cmd, sizeof cmd, "'%s' cache prune --older-than 5", jf_test_cli());
+    CHECK(jf_test_run(cmd, &out, NULL) == 0);
+    CHECK_CONTAINS(out, "removed 1 entry");
+    CHECK_CONTAINS(out, "3 left, 992 bytes"); /* 100, 300 and 400 bytes, each with its header */
+    free(out);
+    CHECK(stat(paths[1], &st) != 0 && stat(paths[0], &st) == 0);
+    CHECK(stat(tmp_old, &st) != 0 && stat(tmp_new, &st) == 0 && stat(other, &st) == 0);
+    /* at most 500 bytes of entries: the least recently used go first (entry 2, then 3), the
+     * just-used entry 0 stays */
+    snprintf(cmd, sizeof cmd, "'%s' cache prune --max-size 500", jf_test_cli());
+    CHECK(jf_test_run(cmd, &out, NULL) == 0);
+    CHECK_CONTAINS(out, "removed 2 entries");
+    free(out);
+    CHECK(stat(paths[0], &st) == 0 && stat(paths[2], &st) != 0 && stat(paths[3], &st) != 0);
+    /* usage errors */
+    static const char *const bad[] = {"", "--older-than", "--older-than x", "--max-size 1Q",
+                                      "--keep 3"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        snprintf(cmd, sizeof cmd, "'%s' cache prune %s", jf_test_cli(), bad[i]);
+        if (!CHECK(jf_test_run(cmd, NULL, &err) == 2)) fprintf(stderr, "  prune %s\n", bad[i]);
+        CHECK_CONTAINS(err, "cache prune");
+        free(err);
+        err = NULL;
+    }
+}
+
 static void test_keys(void) {
     jf_cache_key_parts base = {"c", "src", "gcc 12", "-O2", ""};
     jf_cache_key k0 = jf_cache_key_make(&base);
@@ -820,6 +897,7 @@ int main(void) {
     test_disabled();
     test_cli();
     test_clear_only_ours();
+    test_prune();
     test_dir_resolution();
     test_dir_not_creatable();
     test_memory(); /* last: it fills this process's memory cache */
