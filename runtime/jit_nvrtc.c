@@ -148,7 +148,7 @@ int jf_nvrtc_compile(const char *source, int arch, int want_cubin, unsigned char
     char archopt[64];
     snprintf(archopt, sizeof archopt, "--gpu-architecture=%s_%d", want_cubin ? "sm" : "compute",
              arch);
-    const char *opts[] = {archopt, "--std=c++17", "--fmad=false"};
+    const char *opts[] = {archopt, JF_NVRTC_STD, JF_NVRTC_FMAD};
     nvrtcProgram prog;
     nvrtcResult r = nv.nvrtcCreateProgram(&prog, source, "jitfit_kernels.cu", 0, NULL, NULL);
     if (r != NVRTC_SUCCESS) {

@@ -18,8 +18,11 @@
 
 #include "kernels.h"
 
-/* Options always passed to NVRTC besides the architecture (they enter the cache key). */
-#define JF_NVRTC_FLAGS "--std=c++17 --fmad=false"
+/* Options always passed to NVRTC besides the architecture, one by one and as the text that
+ * enters the cache key (one definition, so the key cannot miss a change). */
+#define JF_NVRTC_STD "--std=c++17"
+#define JF_NVRTC_FMAD "--fmad=false"
+#define JF_NVRTC_FLAGS JF_NVRTC_STD " " JF_NVRTC_FMAD
 
 /* Loads libnvrtc (once, thread-safe). JF_OK, or JF_ERR_UNAVAILABLE with "unavailable: <reason>"
  * in why (built without the CUDA headers, or no libnvrtc.so* found). */
