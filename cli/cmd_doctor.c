@@ -136,9 +136,10 @@ static void print_driver(const jf_device_info *di) {
         printf("cuda driver: %s\n", di->gpu_why);
         return;
     }
-    printf("cuda driver: loaded, version %d.%d (%d)%s%s\n", di->driver_version / 1000,
-           di->driver_version % 1000 / 10, di->driver_version, di->gpu_ok ? "" : "; ",
-           di->gpu_ok ? "" : di->gpu_why);
+    printf("cuda driver: %s, version %d.%d (%d)%s%s\n",
+           jf_cuda_emulated() ? "the CUDA emulator (JITFIT_CUDA_EMULATE; no libcuda)" : "loaded",
+           di->driver_version / 1000, di->driver_version % 1000 / 10, di->driver_version,
+           di->gpu_ok ? "" : "; ", di->gpu_ok ? "" : di->gpu_why);
     printf("gpus: %d\n", di->ngpus);
     for (int i = 0; i < di->ndescribed; i++) {
         const jf_gpu_info *g = &di->gpu[i];

@@ -73,7 +73,10 @@ static void test_doctor(const jf_device_info *di) {
         CHECK_CONTAINS(line_of(out, "cuda driver: "), "cuda driver: unavailable: ");
         CHECK_CONTAINS(line_of(out, "self-test cuda: "), "unavailable: ");
     } else {
-        CHECK_CONTAINS(line_of(out, "cuda driver: "), "cuda driver: loaded, version ");
+        CHECK_CONTAINS(line_of(out, "cuda driver: "),
+                       jf_cuda_emulated() ? "cuda driver: the CUDA emulator (JITFIT_CUDA_EMULATE; "
+                                            "no libcuda), version "
+                                          : "cuda driver: loaded, version ");
         for (int i = 0; i < di->ndescribed; i++) {
             char p[64];
             snprintf(p, sizeof p, "gpu %d: ", i);
