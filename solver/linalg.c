@@ -215,9 +215,14 @@ int jf_linalg_triangle(const double *J, const double *r, size_t n, size_t np, do
         for (size_t a = 0; a < np; a++) A[a * n + i] = J[i * np + a];
         A[np * n + i] = r ? -r[i] : 0.0;
     }
-    double tau[JF_LSQ_MAX + 1];
-    lapack_int info = LAPACKE_dgeqrf(LAPACK_COL_MAJOR, (lapack_int)n, (lapack_int)cols, A,
-                                     (lapack_int)n, tau);
+    /* The _work driver with the workspace LAPACKE_dgeqrf would query (cols × 32, ilaenv's
+     * block size; at most 17 columns dgeqrf takes its unblocked path either way), on the
+     * stack: LAPACKE_dgeqrf also scans all of A for NaN first, and J and r are already known
+     * to be finite (lm.c checks each evaluation). The same factorization, without an n·cols
+     * scan and a malloc per call. */
+    double tau[JF_LSQ_MAX + 1], work[(JF_LSQ_MAX + 1) * 32];
+    lapack_int info = LAPACKE_dgeqrf_work(LAPACK_COL_MAJOR, (lapack_int)n, (lapack_int)cols, A,
+                                          (lapack_int)n, tau, work, (lapack_int)(cols * 32));
     if (info == LAPACK_WORK_MEMORY_ERROR) return JF_ERR_NOMEM;
     if (info != 0) return JF_ERR_INTERNAL;
     for (size_t i = 0; i < np; i++) {
