@@ -89,6 +89,10 @@ JF_INTERNAL void jf_problem_normal_eq(jf_problem *prob, const double *p, jf_loss
 JF_INTERNAL void jf_problem_jacobian(jf_problem *prob, const double *p, double *r, double *J);
 /* sums[0] = Σ (f - y)², sums[1] = Σ (w (f - y))² at p (no robust loss). */
 JF_INTERNAL void jf_problem_residual_sums(jf_problem *prob, const double *p, double sums[2]);
+/* The same sums from residuals r (n) already evaluated at p without weights (the polish's
+ * final r), added chunk by chunk as the pass adds them: bit-identical, without the pass. */
+JF_INTERNAL void jf_problem_residual_sums_of(const jf_problem *prob, const double *r,
+                                            double sums[2]);
 
 /* ---- linalg.c ------------------------------------------------------------------------------ */
 

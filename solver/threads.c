@@ -277,3 +277,15 @@ void jf_problem_residual_sums(jf_problem *prob, const double *p, double sums[2])
         sums[1] += prob->partial[c * prob->nacc + 1];
     }
 }
+
+void jf_problem_residual_sums_of(const jf_problem *prob, const double *r, double sums[2]) {
+    sums[0] = 0;
+    for (size_t c = 0; c < prob->nchunks; c++) {
+        size_t b, e;
+        chunk_range(prob, c, &b, &e);
+        double su = 0;
+        for (size_t i = b; i < e; i++) su += r[i] * r[i];
+        sums[0] += su;
+    }
+    sums[1] = sums[0];
+}
