@@ -12,9 +12,11 @@
  * else is.
  */
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "solver.h"
@@ -24,16 +26,24 @@
 /* Most chunks per pass: bounds the per-chunk accumulator memory for huge n. */
 #define JF_CHUNKS_MAX ((size_t)1024)
 
+/* How long a worker keeps polling for the next job, and the caller for the workers' end,
+ * before sleeping on a condition variable (ns). A small fit's passes take 0.1–0.2 ms each with
+ * microseconds of p×p work between them; waking a sleeping thread on an idle core (a futex
+ * wake, an IPI, on a VM a halted vCPU) took as long as half a pass, so at N = 1e4 two threads
+ * were no faster than one. The polish's QR between its passes takes ≈ 0.1 ms at N = 1e4. */
+#define JF_POOL_SPIN_NS 200000L
+
 struct jf_pool {
     int nthreads;             /* threads including the caller */
     pthread_t *threads;       /* nthreads - 1 workers */
-    pthread_mutex_t mu;       /* guards everything below except next */
+    pthread_mutex_t mu;       /* guards sleeping and the condition variables */
     pthread_cond_t cv_work;   /* a new job or shutdown */
     pthread_cond_t cv_done;   /* the last worker finished the job */
-    unsigned long generation; /* bumped for every job */
-    int stop;                 /* 1: workers exit */
-    int busy;                 /* workers still inside the current job */
-    void (*fn)(void *, size_t, int); /* current job */
+    atomic_ulong generation;  /* bumped for every job (under mu) */
+    atomic_int stop;          /* 1: workers exit */
+    atomic_int busy;          /* workers still inside the current job */
+    int sleeping;             /* workers waiting on cv_work; guarded by mu */
+    void (*fn)(void *, size_t, int); /* current job (written before generation is bumped) */
     void *ctx;                /* its context */
     size_t ntasks;            /* its number of tasks */
     atomic_size_t next;       /* next unclaimed task */
@@ -61,23 +71,68 @@ static void run_tasks(jf_pool *pool, int worker) {
     }
 }
 
+static long elapsed_ns(const struct timespec *t0) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (t.tv_sec - t0->tv_sec) * 1000000000L + (t.tv_nsec - t0->tv_nsec);
+}
+
+static void cpu_relax(void) {
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#elif defined(__aarch64__)
+    __asm__ __volatile__("yield");
+#endif
+}
+
+/* Polls until cond(pool, arg) holds or JF_POOL_SPIN_NS have passed; returns cond. */
+static int spin_until(jf_pool *pool, int (*cond)(jf_pool *, unsigned long), unsigned long arg) {
+    struct timespec t0;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    for (unsigned i = 1;; i++) {
+        if (cond(pool, arg)) return 1;
+        cpu_relax();
+        if (i % 64 == 0) {
+            if (elapsed_ns(&t0) > JF_POOL_SPIN_NS) return cond(pool, arg);
+            /* more threads than free cores (nthreads above the core count, other processes):
+             * let a runnable thread, perhaps one of this job's, have the core */
+            sched_yield();
+        }
+    }
+}
+
+static int new_job(jf_pool *pool, unsigned long seen) {
+    return atomic_load(&pool->stop) || atomic_load(&pool->generation) != seen;
+}
+
+static int job_done(jf_pool *pool, unsigned long unused) {
+    (void)unused;
+    return atomic_load(&pool->busy) == 0;
+}
+
 static void *worker_main(void *arg) {
     worker_arg *wa = arg;
     jf_pool *pool = wa->pool;
     int id = wa->id;
     free(wa);
     unsigned long seen = 0;
-    pthread_mutex_lock(&pool->mu);
     for (;;) {
-        while (!pool->stop && pool->generation == seen) pthread_cond_wait(&pool->cv_work, &pool->mu);
-        if (pool->stop) break;
-        seen = pool->generation;
-        pthread_mutex_unlock(&pool->mu);
+        if (!spin_until(pool, new_job, seen)) {
+            pthread_mutex_lock(&pool->mu);
+            pool->sleeping++;
+            while (!new_job(pool, seen)) pthread_cond_wait(&pool->cv_work, &pool->mu);
+            pool->sleeping--;
+            pthread_mutex_unlock(&pool->mu);
+        }
+        if (atomic_load(&pool->stop)) break;
+        seen = atomic_load(&pool->generation);
         run_tasks(pool, id);
-        pthread_mutex_lock(&pool->mu);
-        if (--pool->busy == 0) pthread_cond_signal(&pool->cv_done);
+        if (atomic_fetch_sub(&pool->busy, 1) == 1) {
+            pthread_mutex_lock(&pool->mu);
+            pthread_cond_signal(&pool->cv_done);
+            pthread_mutex_unlock(&pool->mu);
+        }
     }
-    pthread_mutex_unlock(&pool->mu);
     return NULL;
 }
 
@@ -94,6 +149,9 @@ jf_pool *jf_pool_create(int nthreads) {
     pthread_cond_init(&pool->cv_work, NULL);
     pthread_cond_init(&pool->cv_done, NULL);
     atomic_init(&pool->next, 0);
+    atomic_init(&pool->generation, 0);
+    atomic_init(&pool->stop, 0);
+    atomic_init(&pool->busy, 0);
     pool->nthreads = 1;
     for (int i = 1; i < nthreads; i++) {
         worker_arg *wa = malloc(sizeof *wa);
@@ -118,7 +176,7 @@ jf_pool *jf_pool_create(int nthreads) {
 void jf_pool_free(jf_pool *pool) {
     if (!pool) return;
     pthread_mutex_lock(&pool->mu);
-    pool->stop = 1;
+    atomic_store(&pool->stop, 1);
     pthread_cond_broadcast(&pool->cv_work);
     pthread_mutex_unlock(&pool->mu);
     for (int i = 1; i < pool->nthreads; i++) pthread_join(pool->threads[i - 1], NULL);
@@ -137,19 +195,23 @@ void jf_pool_run(jf_pool *pool, size_t ntasks, void (*fn)(void *ctx, size_t task
         for (size_t t = 0; t < ntasks; t++) fn(ctx, t, 0);
         return;
     }
-    pthread_mutex_lock(&pool->mu);
+    /* The job's fields before the generation bump (a sequentially consistent store): a worker
+     * that sees the new generation, polling or woken, sees them too. */
     pool->fn = fn;
     pool->ctx = ctx;
     pool->ntasks = ntasks;
     atomic_store(&pool->next, 0);
-    pool->busy = pool->nthreads - 1;
-    pool->generation++;
-    pthread_cond_broadcast(&pool->cv_work);
+    atomic_store(&pool->busy, pool->nthreads - 1);
+    pthread_mutex_lock(&pool->mu);
+    atomic_fetch_add(&pool->generation, 1);
+    if (pool->sleeping) pthread_cond_broadcast(&pool->cv_work);
     pthread_mutex_unlock(&pool->mu);
     run_tasks(pool, 0);
-    pthread_mutex_lock(&pool->mu);
-    while (pool->busy > 0) pthread_cond_wait(&pool->cv_done, &pool->mu);
-    pthread_mutex_unlock(&pool->mu);
+    if (!spin_until(pool, job_done, 0)) {
+        pthread_mutex_lock(&pool->mu);
+        while (atomic_load(&pool->busy) > 0) pthread_cond_wait(&pool->cv_done, &pool->mu);
+        pthread_mutex_unlock(&pool->mu);
+    }
 }
 
 /* ---- passes over the data ------------------------------------------------------------------- */
