@@ -720,7 +720,7 @@ static int run_fit(const fit_setup *s, const jf_data *d, const double *w, const 
             }
         } else {
             if (pre && pre->finished) jf_covar_triangle(pre->R, n, np, r->covariance, unident);
-            else if (st.J) code = jf_covar_jacobian(st.J, n, np, r->covariance, unident);
+            else if (st.J) code = jf_covar_jacobian(st.J, n, np, r->covariance, unident, st.work);
             else code = jf_covar_normal(st.A, np, r->covariance, unident);
         }
     }

@@ -349,8 +349,9 @@ static int polish(jf_problem *prob, const jf_lm_config *cfg, double *x, jf_lm_st
     st->polish = (size_t)P.steps;
     free(J2);
     free(r2);
-    free(W);
     free(b);
+    if (np <= JF_LSQ_MAX) st->work = W; /* the covariance's QR runs in it */
+    else free(W);
     st->J = J;
     st->r = r;
     from_jacobian(w, J, r, n, x, cfg, st);
@@ -515,5 +516,6 @@ void jf_lm_state_free(jf_lm_state *st) {
     free(st->g);
     free(st->J);
     free(st->r);
-    st->A = st->g = st->J = st->r = NULL;
+    free(st->work);
+    st->A = st->g = st->J = st->r = st->work = NULL;
 }

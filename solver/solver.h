@@ -138,8 +138,10 @@ JF_INTERNAL int jf_linalg_triangle(const double *J, const double *r, size_t n, s
 
 /* cov = (JᵀJ)⁺ (np × np, row-major) from the materialized Jacobian (n × np row-major), by an
  * SVD of the column-scaled J. unident[k] = 1 marks parameters the data do not determine (zero
- * column, or part of a direction dropped as singular): their rows and columns are infinite. */
-JF_INTERNAL int jf_covar_jacobian(const double *J, size_t n, size_t np, double *cov, int *unident);
+ * column, or part of a direction dropped as singular): their rows and columns are infinite. work: NULL, or n·(np + 1) doubles of scratch for np <= JF_LSQ_MAX
+ * (the polish's, already in memory: a fresh buffer costs page faults). */
+JF_INTERNAL int jf_covar_jacobian(const double *J, size_t n, size_t np, double *cov, int *unident,
+                                  double *work);
 /* The same from JᵀJ (np × np full storage) by an eigen-decomposition of the Jacobi-scaled
  * matrix, for when J is not materialized. */
 JF_INTERNAL int jf_covar_normal(const double *A, size_t np, double *cov, int *unident);
@@ -194,6 +196,8 @@ typedef struct jf_lm_state {
     double *J;         /* n × np row-major Jacobian at the solution when it was materialized
                           (linear loss, small n·np), else NULL */
     double *r;         /* n residuals at the solution alongside J, else NULL */
+    double *work;      /* n·(np + 1) doubles the polish's QR used (np <= JF_LSQ_MAX and
+                          steps run), handed on to the covariance's QR, else NULL */
 } jf_lm_state;
 
 /* Largest n·np for which the Jacobian is materialized (polish, covariance by SVD): the polish

@@ -167,7 +167,7 @@ static void test_random(void) {
             for (size_t k = 0; k < p; k++) CHECK(!unident[k]);
             d = cov_diff(cov, cref, p);
             if (d > worst_cov) worst_cov = d;
-            CHECK(jf_covar_jacobian(J, n, p, cov, unident) == JF_OK);
+            CHECK(jf_covar_jacobian(J, n, p, cov, unident, NULL) == JF_OK);
             for (size_t k = 0; k < p; k++) CHECK(!unident[k]);
             d = cov_diff(cov, cref, p);
             if (d > worst_cov) worst_cov = d;
