@@ -564,16 +564,40 @@ static int no_column(const jf_datafile *f, const char *name, char **err) {
     return rc;
 }
 
+/* A copy of the n bytes at s (at most n; a NUL ends them) for a message, with control bytes
+ * (escape sequences of a terminal, line breaks) shown as '?' as column_list does: the text of a
+ * data file must not act on the terminal that reads the error. NULL when out of memory. */
+static char *shown_text(const char *s, size_t n) {
+    char *d = malloc(n + 1);
+    if (!d) return NULL;
+    size_t i = 0;
+    for (; i < n && s[i]; i++) {
+        unsigned char c = (unsigned char)s[i];
+        d[i] = c < 0x20 || c == 0x7f ? '?' : (char)c;
+    }
+    d[i] = '\0';
+    return d;
+}
+
 /* The message for a cell [fs, fe) of column col (0-based) on line that is not a number. */
 static char *cell_message(const jf_datafile *f, size_t line, size_t col, const char *fs,
                           const char *fe) {
     size_t n = (size_t)(fe - fs);
-    if (n == 0)
-        return jf_cli_strf("%s:%zu: column %zu ('%s'): missing value", f->path, line, col + 1,
-                   f->names[col]);
     int cut = n > CELL_QUOTE_MAX;
-    return jf_cli_strf("%s:%zu: column %zu ('%s'): '%.*s%s' is not a number", f->path, line, col + 1,
-               f->names[col], (int)(cut ? CELL_QUOTE_MAX : n), fs, cut ? "..." : "");
+    char *name = shown_text(f->names[col], strlen(f->names[col]));
+    char *cell = shown_text(fs, cut ? CELL_QUOTE_MAX : n);
+    char *msg = NULL;
+    if (name && cell) {
+        if (n == 0)
+            msg = jf_cli_strf("%s:%zu: column %zu ('%s'): missing value", f->path, line, col + 1,
+                              name);
+        else
+            msg = jf_cli_strf("%s:%zu: column %zu ('%s'): '%s%s' is not a number", f->path, line,
+                              col + 1, name, cell, cut ? "..." : "");
+    }
+    free(name);
+    free(cell);
+    return msg;
 }
 
 /* Appends the run (row, line) to t. */

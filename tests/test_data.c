@@ -172,6 +172,8 @@ static void test_errors(void) {
         {"x,y,x\n1,2,3\n", "F:1: column 'x' appears twice in the header (columns 1 and 3)"},
         {"x\ty\n1,5\t2\n", "F:2: column 1 ('x'): '1,5' is not a number"},
         {"a,x,y\n1,2,3\n1,2\n", "F:3: expected 3 fields, found 2"},
+        /* A cell's control bytes (a terminal's escape sequence) are not echoed raw. */
+        {"x,y\n1,\x1b[2J\x07z\n", "F:2: column 2 ('y'): '?[2J?z' is not a number"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         jf_table t;
