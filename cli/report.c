@@ -152,7 +152,8 @@ void jf_report_text(FILE *f, const jf_report *r) {
                 double v = res->correlation[i * np + j];
                 int flag = i != j && fabs(v) > JF_REPORT_HIGH_CORRELATION;
                 high |= flag;
-                if (isfinite(v)) fprintf(f, "  %7.4f%c", v, flag ? '*' : ' ');
+                if (isfinite(v) && j == i) fprintf(f, "  %7.4f", v); /* last: no flag slot */
+                else if (isfinite(v)) fprintf(f, "  %7.4f%c", v, flag ? '*' : ' ');
                 else fprintf(f, "  %8s", num(a, sizeof a, v, 4));
             }
             fprintf(f, "\n");

@@ -154,6 +154,9 @@ static void test_example(void) {
     CHECK_CONTAINS(out, "std. error");
     CHECK_CONTAINS(out, "correlation");
     CHECK_CONTAINS(out, "R^2");
+    /* No line of the report ends in a blank (the correlation matrix's rows did: the slot of the
+     * '*' flag after the diagonal). */
+    CHECK(out && !strstr(out, " \n"));
     if (rc != 0) fprintf(stderr, "stderr: %s\n", err ? err : "");
     free(out);
     free(err);
