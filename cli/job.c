@@ -164,9 +164,8 @@ static int handler(void *user, const char *section, const char *name, const char
         entry *last = &r->e[r->n - 1];
         if (strcmp(name, "model") != 0) {
             /* inih would glue it to the value ("o.csv\nftol = 1e-3" as a file name) */
-            fprintf(stderr,
-                    "jitfit: %s:%zu: an indented line continues '%s' (only a model may span "
-                    "lines; start a key at the beginning of its line)\n",
+            jf_cli_error("%s:%zu: an indented line continues '%s' (only a model may span "
+                    "lines; start a key at the beginning of its line)",
                     r->path, r->line, name);
             r->errors++;
             return 1;
@@ -236,10 +235,10 @@ static void unknown_key(const char *path, const entry *e) {
         if (d < bd) bd = d, best = jf_spec_keys[i];
     }
     if (best)
-        fprintf(stderr, "jitfit: %s:%zu: unknown key '%s' (did you mean '%s'?)\n", path, e->line,
+        jf_cli_error("%s:%zu: unknown key '%s' (did you mean '%s'?)", path, e->line,
                 e->key, best);
     else
-        fprintf(stderr, "jitfit: %s:%zu: unknown key '%s' (keys: see `jitfit help run`)\n", path,
+        jf_cli_error("%s:%zu: unknown key '%s' (keys: see `jitfit help run`)", path,
                 e->line, e->key);
 }
 
@@ -257,7 +256,7 @@ static int apply(reader *r, const char *section, jf_spec *s, const char *base) {
         for (size_t j = 0; j < i; j++)
             if (strcmp(r->e[j].section, section) == 0 && strcmp(r->e[j].key, e->key) == 0 &&
                 !repeatable(e->key)) {
-                fprintf(stderr, "jitfit: %s:%zu: '%s' is given twice in [%s] (first on line %zu)\n",
+                jf_cli_error("%s:%zu: '%s' is given twice in [%s] (first on line %zu)",
                         r->path, e->line, e->key, section, r->e[j].line);
                 errors++;
             }
@@ -268,7 +267,7 @@ static int apply(reader *r, const char *section, jf_spec *s, const char *base) {
             unknown_key(r->path, e);
             errors++;
         } else if (rc == JF_SPEC_BAD) {
-            fprintf(stderr, "jitfit: %s: %s: %s\n", origin, e->key, msg);
+            jf_cli_error("%s: %s: %s", origin, e->key, msg);
             errors++;
         } else if (rc == JF_SPEC_NOMEM) {
             r->nomem = 1;
@@ -306,13 +305,13 @@ int jf_job_read(const char *path, jf_job *job) {
         jf_cli_error("out of memory");
         errors++;
     } else if (r.too_long) {
-        fprintf(stderr, "jitfit: %s:%d: line longer than %d characters, or a section name "
-                        "longer than %d\n",
+        jf_cli_error("%s:%d: line longer than %d characters, or a section name "
+                        "longer than %d",
                 path, r.too_long, JOB_MAX_LINE - 2, JOB_MAX_SECTION);
         errors++;
     } else if (bad_line > 0) {
-        fprintf(stderr, "jitfit: %s:%d: syntax error: expected [section], key = value, or a "
-                        "comment\n",
+        jf_cli_error("%s:%d: syntax error: expected [section], key = value, or a "
+                        "comment",
                 path, bad_line);
         errors++;
     }
@@ -325,23 +324,30 @@ int jf_job_read(const char *path, jf_job *job) {
         const char *sec = r.h[i].name;
         if (strcmp(sec, "defaults") == 0) continue;
         if (strncmp(sec, "fit ", 4) != 0 || !sec[4]) {
-            fprintf(stderr, "jitfit: %s:%zu: unknown section [%s] (use [defaults] or "
-                            "[fit NAME])\n",
+            jf_cli_error("%s:%zu: unknown section [%s] (use [defaults] or "
+                            "[fit NAME])",
                     path, r.h[i].line, sec);
             errors++;
             continue;
         }
         for (size_t j = 0; j < i; j++)
             if (strcmp(r.h[j].name, sec) == 0) {
-                fprintf(stderr, "jitfit: %s:%zu: a second [%s] (the first is on line %zu): fit "
-                                "names must differ\n",
+                jf_cli_error("%s:%zu: a second [%s] (the first is on line %zu): fit "
+                                "names must differ",
                         path, r.h[i].line, sec, r.h[j].line);
                 errors++;
                 break;
             }
+        for (const char *c = sec; *c; c++)
+            if ((unsigned char)*c < 0x20 || *c == 0x7f) {
+                jf_cli_error("%s:%zu: a fit name cannot hold control characters", path,
+                             r.h[i].line);
+                errors++;
+                break;
+            }
         if (strchr(sec, ',')) {
-            fprintf(stderr, "jitfit: %s:%zu: [%s]: a fit name cannot hold ',' (--only "
-                            "separates names with commas)\n",
+            jf_cli_error("%s:%zu: [%s]: a fit name cannot hold ',' (--only "
+                            "separates names with commas)",
                     path, r.h[i].line, sec);
             errors++;
         }
@@ -368,15 +374,16 @@ int jf_job_read(const char *path, jf_job *job) {
         s->name = strdup(name);
         errors += apply(&r, "defaults", s, base);
         errors += apply(&r, sec, s, base);
-        if (!errors && (!s->model || !s->data))
-            fprintf(stderr, "jitfit: %s:%zu: [fit %s] needs %s\n", path, r.h[i].line, name,
-                    !s->model && !s->data ? "a model and data"
-                    : !s->model           ? "a model"
-                                          : "data"),
-                errors++;
+        if (!errors && (!s->model || !s->data)) {
+            jf_cli_error("%s:%zu: [fit %s] needs %s", path, r.h[i].line, name,
+                         !s->model && !s->data ? "a model and data"
+                         : !s->model           ? "a model"
+                                               : "data");
+            errors++;
+        }
     }
     if (!errors && job->nfits == 0) {
-        fprintf(stderr, "jitfit: %s: no [fit NAME] sections: nothing to run\n", path);
+        jf_cli_error("%s: no [fit NAME] sections: nothing to run", path);
         errors++;
     }
     free(base);

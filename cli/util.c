@@ -52,6 +52,10 @@ void jf_cli_error(const char *fmt, ...) {
     va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
+    /* A message quotes the user's text (a job file's value, a column name): its control bytes,
+     * an escape sequence say, must not reach the terminal. Messages are one line. */
+    for (char *c = msg; *c; c++)
+        if ((unsigned char)*c < 0x20 || *c == 0x7f) *c = '?';
     if (error_fit) fprintf(stderr, "jitfit: [fit %s]: %s\n", error_fit, msg);
     else fprintf(stderr, "jitfit: %s\n", msg);
     jf_cli_note_error(msg);

@@ -447,6 +447,9 @@ static void test_job_errors(void) {
         {"[fit a]\nmodel = a*x+b\ndata = d.csv\nparam a = 5 in [0, 1]\n", 2, ":4: parameter 'a': the starting value 5 is outside its bounds [0, 1]"},
         {"[fit a]\nmodel = a*x+b\ndata = d.csv\noutput = -\n", 2, ": [fit a]: output '-' (standard output) is for jitfit fit"},
         {"[fit a]\nmodel = a*x+b\ndata = d.csv\nparam a = nan\n", 2, ":4: param a: 'nan' is not a number (for parameter 'a')"},
+        /* control bytes (an escape sequence) never reach the terminal */
+        {"[fit a]\nmodel = a*x+b\ndata = d.csv\nftol = 1\x1b[2J\n", 2, ":4: ftol: '1?[2J' is not a non-negative number"},
+        {"[fit \x1b[2J]\nmodel = a*x+b\ndata = d.csv\n", 2, ":1: a fit name cannot hold control characters"},
     };
     const char *data = tmp(".csv", "x,y\n" LINE_ROWS);
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
