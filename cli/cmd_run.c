@@ -56,8 +56,8 @@ static int check_fits(const jf_job *job, const char *only) {
         if (!selected(only, s->name)) continue;
         char *why = NULL;
         if (jf_spec_check(s, &why)) {
-            fprintf(stderr, "jitfit: %s:%zu: [fit %s]: %s\n", job->path, job->lines[k], s->name,
-                    why ? why : "out of memory");
+            jf_cli_error("%s:%zu: [fit %s]: %s", job->path, job->lines[k], s->name,
+                         why ? why : "out of memory");
             rc = 2;
         }
         free(why);

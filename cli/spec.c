@@ -3,6 +3,7 @@
 #include "spec.h"
 
 #include <errno.h>
+#include <float.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdint.h>
@@ -403,6 +404,10 @@ int jf_spec_check(const jf_spec *s, char **msg) {
         *msg = jf_cli_strf("--plot draws one fit; it cannot be used with --group");
     else if (s->p0_file && !s->group)
         *msg = jf_cli_strf("--p0-file gives starting values per group; it needs --group");
+    else if (s->opts.ftol < DBL_EPSILON && s->opts.xtol < DBL_EPSILON &&
+             s->opts.gtol < DBL_EPSILON)
+        *msg = jf_cli_strf("ftol, xtol and gtol are all below machine epsilon (%.2g): at least "
+                           "one must stop the solver", DBL_EPSILON);
     else if (jf_spec_same_file(s->output, s->data))
         what = "output";
     else if (jf_spec_same_file(s->plot, s->data))

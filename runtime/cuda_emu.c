@@ -320,7 +320,9 @@ int jf_emu_launch(void *fn, unsigned grid, unsigned block, void **args, char *wh
     int refused = emu_launch_refused();
     int r = refused ? -1 : f->mod->launch(f->body, args, grid, block, why, n);
     pthread_mutex_unlock(&emu_mu);
-    if (refused) snprintf(why, n, "kernel launch failed: refused (JITFIT_CUDA_EMULATE_FAIL=launch#)");
+    if (refused)
+        snprintf(why, n, "kernel launch failed: refused (JITFIT_CUDA_EMULATE_FAIL=%.40s)",
+                 getenv("JITFIT_CUDA_EMULATE_FAIL"));
     return r == 0 ? JF_OK : JF_ERR_INTERNAL;
 }
 

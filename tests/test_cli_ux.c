@@ -416,14 +416,25 @@ static void test_json_utf8(void) {
     free(err);
 }
 
-/* One reason for every group (here: all tolerances 0) is said once, not once per group. */
+/* One reason for every group (here: the emulated GPU refuses the batch's launch) is said once,
+ * not once per group. */
 static void test_batch_same_error(void) {
     const char *g = tmp(".csv", "g,x,y\nA,0,1\nA,1,3\nA,2,5\nB,0,1\nB,1,3\nB,2,5\nC,0,2\nC,1,3\nC,2,4\n");
-    char buf[1024], *out = NULL, *err = NULL;
-    snprintf(buf, sizeof buf, "fit --group g --ftol 0 --xtol 0 --gtol 0 'a*x+b' '%s'", g);
-    CHECK(jf(buf, &out, &err) == 1);
-    CHECK_CONTAINS(out, "  all 3 groups: error: ");
+    char cmd[4096], *out = NULL, *err = NULL;
+    snprintf(cmd, sizeof cmd,
+             "JITFIT_CUDA_EMULATE=1 JITFIT_CUDA_EMULATE_FAIL='launch#1' '%s' fit --group g "
+             "--device gpu 'a*x+b' '%s'",
+             jf_test_cli(), g);
+    CHECK(jf_test_run(cmd, &out, &err) == 1);
+    CHECK_CONTAINS(out, "  all 3 groups: error: kernel launch failed: refused "
+                        "(JITFIT_CUDA_EMULATE_FAIL=launch#1)");
     CHECK(out && !strstr(out, "\n  A "));
+    free(out);
+    free(err);
+    /* tolerances that can never stop the solver are a usage error, before any fit */
+    snprintf(cmd, sizeof cmd, "fit --group g --ftol 0 --xtol 0 --gtol 0 'a*x+b' '%s'", g);
+    CHECK(jf(cmd, &out, &err) == 2);
+    CHECK_CONTAINS(err, "jitfit: fit: ftol, xtol and gtol are all below machine epsilon");
     free(out);
     free(err);
 }
