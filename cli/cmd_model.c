@@ -77,6 +77,10 @@ static int take_model(const char *cmd, const char *arg, const char **model) {
     return 0;
 }
 
+static const char eval_usage[] =
+    "usage: jitfit eval [--params a=1,b=2] [--at x=0.5] [--backend interp|c|cuda] [--json] [--] "
+    "MODEL\n";
+
 int jf_cmd_eval(int argc, char **argv) {
     const char *model = NULL, *params = NULL, *at = NULL, *backend = "interp";
     int json = 0, options = 1; /* options: cleared by "--", so a formula may start with '-' */
@@ -97,8 +101,7 @@ int jf_cmd_eval(int argc, char **argv) {
         }
     }
     if (!model || (params && !*params) || (at && !*at)) {
-        fprintf(stderr, "usage: jitfit eval [--params a=1,b=2] [--at x=0.5] "
-                        "[--backend interp|c|cuda] [--json] [--] MODEL\n");
+        fputs(eval_usage, stderr);
         return 2;
     }
     int be;
@@ -124,6 +127,8 @@ int jf_cmd_eval(int argc, char **argv) {
         p[k] = jf_model_param_initial(m, k);
         pset[k] = !isnan(p[k]);
     }
+    /* values that do not fit the model are usage errors (exit 2), as fit's --p0 */
+    rc = 2;
     if (params && jf_cli_assign_by_name(m, 0, params, "--params", p, pset) != 0) goto done;
     if (at && jf_cli_assign_by_name(m, 1, at, "--at", x, xset) != 0) goto done;
     for (size_t k = 0; k < np; k++)
@@ -138,6 +143,7 @@ int jf_cmd_eval(int argc, char **argv) {
                          jf_model_var_name(m, j));
             goto done;
         }
+    rc = 1;
     double value;
     char *err = NULL;
     int st = jf_model_eval_backend(m, be, p, x, &value, g, &err);
@@ -171,6 +177,7 @@ int jf_cmd_eval(int argc, char **argv) {
     }
     rc = 0;
 done:
+    if (rc == 2) fputs(eval_usage, stderr);
     free(p);
     free(x);
     free(g);

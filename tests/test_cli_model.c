@@ -61,15 +61,16 @@ static void test_eval(void) {
     free(out);
     free(err);
 
-    CHECK(run("eval 'a*x' --params a=1,zz=2 --at x=1", &out, &err) == 1);
+    /* values that do not fit the model are usage errors, as fit's --p0 */
+    CHECK(run("eval 'a*x' --params a=1,zz=2 --at x=1", &out, &err) == 2);
     CHECK_CONTAINS(err, "no parameter 'zz'");
     free(out);
     free(err);
-    CHECK(run("eval 'a*x' --params a=1", &out, &err) == 1);
+    CHECK(run("eval 'a*x' --params a=1", &out, &err) == 2);
     CHECK_CONTAINS(err, "no value for variable 'x'");
     free(out);
     free(err);
-    CHECK(run("eval 'a*x' --params a=abc --at x=1", &out, &err) == 1);
+    CHECK(run("eval 'a*x' --params a=abc --at x=1", &out, &err) == 2);
     CHECK_CONTAINS(err, "'abc' is not a number");
     free(out);
     free(err);
