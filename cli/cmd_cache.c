@@ -96,7 +96,9 @@ int jf_cmd_cache(int argc, char **argv) {
     }
     if (strcmp(what, "info") == 0) {
         printf("directory: %s\n", dir.path[0] ? dir.path : "(none)");
-        if (dir.state == JF_CACHE_DIR_OK) printf("state: ok\n");
+        struct stat dst;
+        if (dir.state == JF_CACHE_DIR_OK)
+            printf("state: ok%s\n", stat(dir.path, &dst) != 0 ? " (not created yet)" : "");
         else if (dir.state == JF_CACHE_DIR_DISABLED) printf("state: %s\n", dir.reason);
         else printf("state: refused: %s\n", dir.reason);
         size_t entries = 0;
