@@ -100,14 +100,20 @@ const jf_op_info *jf_op_get_info(jf_op op) { return &op_table[op]; }
  * texts jf_model_derivative_text prints must compile as models; `pi` is a constant the parser makes;
  * `e` is deliberately not a constant, so it stays free for parameter names. */
 static const jf_builtin builtin_table[] = {
-    {"exp", JF_OP_EXP, 1},     {"log", JF_OP_LOG, 1},     {"log10", JF_OP_LOG10, 1},
-    {"sqrt", JF_OP_SQRT, 1},   {"cbrt", JF_OP_CBRT, 1},   {"pow", JF_OP_POW, 2},
-    {"abs", JF_OP_ABS, 1},     {"sin", JF_OP_SIN, 1},     {"cos", JF_OP_COS, 1},
-    {"tan", JF_OP_TAN, 1},     {"asin", JF_OP_ASIN, 1},   {"acos", JF_OP_ACOS, 1},
-    {"atan", JF_OP_ATAN, 1},   {"atan2", JF_OP_ATAN2, 2}, {"sinh", JF_OP_SINH, 1},
-    {"cosh", JF_OP_COSH, 1},   {"tanh", JF_OP_TANH, 1},   {"erf", JF_OP_ERF, 1},
-    {"erfc", JF_OP_ERFC, 1},   {"min", JF_OP_MIN, 2},     {"max", JF_OP_MAX, 2},
-    {"hypot", JF_OP_HYPOT, 2}, {"if", JF_OP_SELECT, 3},     {"sign", JF_OP_SIGN, 1},
+    {"exp", JF_OP_EXP, 1, JF_SHAPE_NONE}, {"log", JF_OP_LOG, 1, JF_SHAPE_NONE},
+    {"log10", JF_OP_LOG10, 1, JF_SHAPE_NONE}, {"sqrt", JF_OP_SQRT, 1, JF_SHAPE_NONE},
+    {"cbrt", JF_OP_CBRT, 1, JF_SHAPE_NONE}, {"pow", JF_OP_POW, 2, JF_SHAPE_NONE},
+    {"abs", JF_OP_ABS, 1, JF_SHAPE_NONE}, {"sin", JF_OP_SIN, 1, JF_SHAPE_NONE},
+    {"cos", JF_OP_COS, 1, JF_SHAPE_NONE}, {"tan", JF_OP_TAN, 1, JF_SHAPE_NONE},
+    {"asin", JF_OP_ASIN, 1, JF_SHAPE_NONE}, {"acos", JF_OP_ACOS, 1, JF_SHAPE_NONE},
+    {"atan", JF_OP_ATAN, 1, JF_SHAPE_NONE}, {"atan2", JF_OP_ATAN2, 2, JF_SHAPE_NONE},
+    {"sinh", JF_OP_SINH, 1, JF_SHAPE_NONE}, {"cosh", JF_OP_COSH, 1, JF_SHAPE_NONE},
+    {"tanh", JF_OP_TANH, 1, JF_SHAPE_NONE}, {"erf", JF_OP_ERF, 1, JF_SHAPE_NONE},
+    {"erfc", JF_OP_ERFC, 1, JF_SHAPE_NONE}, {"min", JF_OP_MIN, 2, JF_SHAPE_NONE},
+    {"max", JF_OP_MAX, 2, JF_SHAPE_NONE}, {"hypot", JF_OP_HYPOT, 2, JF_SHAPE_NONE},
+    {"if", JF_OP_SELECT, 3, JF_SHAPE_NONE}, {"sign", JF_OP_SIGN, 1, JF_SHAPE_NONE},
+    {"gauss", JF_OP_COUNT, 3, JF_SHAPE_GAUSS}, {"lorentz", JF_OP_COUNT, 3, JF_SHAPE_LORENTZ},
+    {"pvoigt", JF_OP_COUNT, 4, JF_SHAPE_PVOIGT},
 };
 
 const jf_builtin *jf_builtin_find(const char *name, size_t len) {
@@ -612,4 +618,44 @@ size_t jf_dag_count_reachable(const jf_dag *d, const jf_ref *roots, size_t nroot
     }
     free(mark);
     return count;
+}
+
+/* ---- peak shapes (builtins defined by formula) ----------------------------------------------- */
+
+/* u = (x - c)/w, the shapes' reduced distance from the centre. */
+static jf_ref reduced(jf_dag *d, jf_ref x, jf_ref c, jf_ref w) {
+    return jf_dag_binary(d, JF_OP_DIV, jf_dag_binary(d, JF_OP_SUB, x, c), w);
+}
+
+static jf_ref gauss_of(jf_dag *d, jf_ref u) { /* exp(-(u*u)/2) */
+    jf_ref half_sq = jf_dag_binary(d, JF_OP_DIV, jf_dag_binary(d, JF_OP_MUL, u, u),
+                                   jf_dag_const(d, 2.0));
+    return jf_dag_unary(d, JF_OP_EXP, jf_dag_unary(d, JF_OP_NEG, half_sq));
+}
+
+static jf_ref lorentz_of(jf_dag *d, jf_ref u) { /* 1/(1 + u*u) */
+    jf_ref one = jf_dag_const(d, 1.0);
+    return jf_dag_binary(d, JF_OP_DIV, one,
+                         jf_dag_binary(d, JF_OP_ADD, one, jf_dag_binary(d, JF_OP_MUL, u, u)));
+}
+
+jf_ref jf_dag_shape(jf_dag *d, jf_shape shape, const jf_ref *args) {
+    switch (shape) {
+    case JF_SHAPE_GAUSS: return gauss_of(d, reduced(d, args[0], args[1], args[2]));
+    case JF_SHAPE_LORENTZ: return lorentz_of(d, reduced(d, args[0], args[1], args[2]));
+    case JF_SHAPE_PVOIGT: {
+        /* the Gaussian's standard deviation for half width w at half maximum: w/sqrt(2 ln 2);
+         * dividing u by that constant is multiplying it by sqrt(2 ln 2) = 1.1774100225154747 */
+        jf_ref u = reduced(d, args[0], args[1], args[2]);
+        jf_ref ug = jf_dag_binary(d, JF_OP_MUL, u, jf_dag_const(d, 1.1774100225154747));
+        jf_ref eta = args[3];
+        jf_ref l = jf_dag_binary(d, JF_OP_MUL, eta, lorentz_of(d, u));
+        jf_ref g = jf_dag_binary(d, JF_OP_MUL,
+                                 jf_dag_binary(d, JF_OP_SUB, jf_dag_const(d, 1.0), eta),
+                                 gauss_of(d, ug));
+        return jf_dag_binary(d, JF_OP_ADD, l, g);
+    }
+    case JF_SHAPE_NONE: break;
+    }
+    return fail(d, JF_ERR_ARG);
 }

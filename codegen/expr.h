@@ -96,12 +96,28 @@ typedef struct jf_op_info {
 /* Facts about op; op must be < JF_OP_COUNT. */
 JF_INTERNAL const jf_op_info *jf_op_get_info(jf_op op);
 
+/* Peak shapes: builtins defined by a formula of other operations (jf_dag_shape), so their
+ * derivatives, code and simplification come from those. */
+typedef enum jf_shape {
+    JF_SHAPE_NONE = 0,
+    JF_SHAPE_GAUSS,   /* gauss(x, c, s) = exp(-((x - c)/s)^2/2): height 1 at c, std. dev. s */
+    JF_SHAPE_LORENTZ, /* lorentz(x, c, w) = 1/(1 + ((x - c)/w)^2): height 1 at c, HWHM w */
+    JF_SHAPE_PVOIGT   /* pvoigt(x, c, w, eta) = eta lorentz(x, c, w) + (1 - eta) gauss(x, c,
+                         w/sqrt(2 ln 2)): both parts with the half width w at half maximum */
+} jf_shape;
+
+/* Most arguments a builtin takes. */
+#define JF_BUILTIN_MAX_ARGS 4
+
 /* A builtin function as the DSL spells it. */
 typedef struct jf_builtin {
     const char *name; /* "exp", "pow", "if", ... */
-    jf_op op;         /* the operation it builds ("if" builds JF_OP_SELECT) */
+    jf_op op;         /* the operation it builds ("if" builds JF_OP_SELECT); JF_OP_COUNT for
+                         a shape */
     uint8_t arity;    /* number of arguments it takes */
+    uint8_t shape;    /* a jf_shape, or JF_SHAPE_NONE */
 } jf_builtin;
+
 
 /* The builtin called `name` (len bytes, not necessarily NUL-terminated), or NULL. */
 JF_INTERNAL const jf_builtin *jf_builtin_find(const char *name, size_t len);
@@ -131,6 +147,9 @@ JF_INTERNAL jf_ref jf_dag_binary(jf_dag *d, jf_op op, jf_ref a, jf_ref b);
 JF_INTERNAL jf_ref jf_dag_select(jf_dag *d, jf_ref cond, jf_ref a, jf_ref b);
 /* Generic constructor by arity: args has jf_op_get_info(op)->arity entries. */
 JF_INTERNAL jf_ref jf_dag_make(jf_dag *d, jf_op op, const jf_ref *args);
+/* The expression of a shape builtin (jf_shape) over its argument nodes args, built from the
+ * operations its formula names. */
+JF_INTERNAL jf_ref jf_dag_shape(jf_dag *d, jf_shape shape, const jf_ref *args);
 
 /* 1 when r is a constant node with value v (compared bitwise-equal as doubles, so -0 != 0). */
 JF_INTERNAL int jf_dag_is_const(const jf_dag *d, jf_ref r, double v);

@@ -563,10 +563,11 @@ static jf_ref build_node(resolver *r, const jf_ast *n) {
     case JF_AST_CALL: {
         jf_span sp = call_name(r, n);
         const jf_builtin *b = jf_builtin_find(span_text(r, sp), sp.end - sp.begin);
-        jf_ref args[3] = {JF_NOREF, JF_NOREF, JF_NOREF};
+        jf_ref args[JF_BUILTIN_MAX_ARGS] = {JF_NOREF, JF_NOREF, JF_NOREF, JF_NOREF};
         size_t i = 0;
-        for (const jf_ast *a = n->a; a && i < 3; a = a->next) args[i++] = a->ref;
-        return b ? jf_dag_make(d, b->op, args) : JF_NOREF;
+        for (const jf_ast *a = n->a; a && i < JF_BUILTIN_MAX_ARGS; a = a->next) args[i++] = a->ref;
+        if (!b) return JF_NOREF;
+        return b->shape ? jf_dag_shape(d, (jf_shape)b->shape, args) : jf_dag_make(d, b->op, args);
     }
     }
     return JF_NOREF;

@@ -60,12 +60,17 @@ static void test_builtins(void) {
     const char *names[] = {"exp",  "log",  "log10", "sqrt", "cbrt", "pow",  "abs",   "sin",
                            "cos",  "tan",  "asin",  "acos", "atan", "atan2", "sinh", "cosh",
                            "tanh", "erf",  "erfc",  "min",  "max",  "hypot", "if",   "sign"};
+    const char *shapes[] = {"gauss", "lorentz", "pvoigt"}; /* built by formula (test_shapes) */
     size_t n = 0;
     const jf_builtin *all = jf_builtin_all(&n);
-    CHECK(n == sizeof names / sizeof names[0]);
+    CHECK(n == sizeof names / sizeof names[0] + sizeof shapes / sizeof shapes[0]);
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
         b = jf_builtin_find(names[i], strlen(names[i]));
-        CHECK(b != NULL && b->arity == jf_op_get_info(b->op)->arity);
+        CHECK(b != NULL && !b->shape && b->arity == jf_op_get_info(b->op)->arity);
+    }
+    for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
+        b = jf_builtin_find(shapes[i], strlen(shapes[i]));
+        CHECK(b != NULL && b->shape && b->op == JF_OP_COUNT && b->arity <= JF_BUILTIN_MAX_ARGS);
     }
     for (size_t i = 0; i < n; i++)
         CHECK(jf_builtin_find(all[i].name, strlen(all[i].name)) == &all[i]);
