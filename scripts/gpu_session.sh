@@ -6,7 +6,9 @@
 # streamed, its anchors NLSQ and scipy, bench_gpu_batch, bench_gpu_large_p). Every step has its
 # own time limit and the script goes on after a failure, so one run returns what it can.
 # One device call may run 600 s: the steps come in three parts, most needed first, and a step
-# that would start after DEADLINE seconds (default 560) is skipped with a line saying so.
+# that would start after DEADLINE seconds (default 560, counted from the script's start, the
+# unpacking and the library search included) is skipped with a line saying so, and a step that
+# outlives its limit is sent TERM, then KILL 10 s later.
 # PARTS picks them (default "tests single batch"); a session runs
 #   PARTS="tests single" bash scripts/gpu_session.sh      then
 #   PARTS=batch bash scripts/gpu_session.sh               (and sees what was skipped).
@@ -14,9 +16,10 @@
 # anywhere). STREAM_2E9=1 adds the issue's 2e9-point streamed-vs-in-memory run (32 GB of host
 # memory for the data, minutes to generate).
 set -u
+t0=$SECONDS # the deadline counts from here: the unpacking and the library search take time too
 root=$PWD
 OUT=${OUT:-$root/gpu-out}
-mkdir -p "$OUT"
+mkdir -p "$OUT" && OUT=$(cd "$OUT" && pwd) # absolute: the tests' steps run in build/tests
 tar xzf gpu-bundle.tar.gz || { echo "gpu_session: gpu-bundle.tar.gz missing (scripts/gpu_bundle.sh)"; exit 1; }
 src=$(cat gpu-bundle/SRC_DIR)
 # the tests look for their data and the CLI under the path they were built at
@@ -57,7 +60,6 @@ for t in test_gpu test_crosscheck test_doctor; do wrap "$t" "$src/build/tests/$t
 for t in bench_gpu bench_gpu_batch bench_gpu_large_p; do wrap "$t" "$src/build/bench/$t"; done
 export JITFIT_CACHE_DIR=${JITFIT_CACHE_DIR:-/tmp/jitfit-gpu-session-cache}
 B=$src/build
-t0=$SECONDS
 deadline=${DEADLINE:-560}
 parts=" ${PARTS:-tests single batch} "
 part() { [[ $parts == *" $1 "* ]]; }
@@ -68,11 +70,16 @@ step() { # step FILE LIMIT_S COMMAND...: appends the command's output and status
     echo "=== skipped (DEADLINE ${deadline} s reached): $*" | tee -a "$OUT/$file"
     return
   fi
-  [ "$limit" -gt "$left" ] && limit=$left
+  [ "$limit" -gt "$left" ] && limit=$((left - 10)) # room for timeout's KILL
+  # shellcheck disable=SC2094 # the file is read only after the step's writer has ended
   {
     echo "=== $* ($(date -u +%H:%M:%S), limit ${limit} s)"
-    timeout "$limit" "$@" 2>&1
-    echo "=== exit $? after $((SECONDS - t0)) s"
+    timeout -k 10 "$limit" "$@" 2>&1
+    local rc=$?
+    # a step killed mid-line must not glue its marker to that line
+    [ -n "$(tail -c 1 "$OUT/$file")" ] && echo
+    case $rc in 124 | 137) echo "=== exit $rc after $((SECONDS - t0)) s (killed at its limit)" ;;
+    *) echo "=== exit $rc after $((SECONDS - t0)) s" ;; esac
   } >>"$OUT/$file"
   tail -n 4 "$OUT/$file"
 }
