@@ -31,7 +31,9 @@ python3 -m pip download -q --no-deps --only-binary=:all: --python-version 3.12 \
   echo "gpu_bundle: NLSQ's wheel could not be fetched; the anchors will run without NLSQ"
 # the paths compiled into the tests (data, the CLI), which gpu_session.sh recreates there
 pwd > gpu-bundle/SRC_DIR
-git rev-parse HEAD > gpu-bundle/COMMIT 2>/dev/null || true
+# (+dirty: built from uncommitted changes to tracked files, which the hash alone would hide)
+{ git rev-parse HEAD && { git diff --quiet HEAD -- || echo +dirty; }; } 2>/dev/null |
+  paste -sd '' - > gpu-bundle/COMMIT || true
 tar czf gpu-bundle.tar.gz gpu-bundle
 rm -rf gpu-bundle
 echo "gpu-bundle.tar.gz: $(du -h gpu-bundle.tar.gz | cut -f1) ($(git rev-parse --short HEAD 2>/dev/null || echo '?'))"
