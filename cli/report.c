@@ -103,8 +103,11 @@ void jf_report_text(FILE *f, const jf_report *r) {
     }
     fprintf(f, "\n");
 
+    /* the message of a converged fit starts with "converged: ", which the line says already */
+    const char *msg = res->message ? res->message : "";
+    if (res->success && strncmp(msg, "converged: ", 11) == 0) msg += 11;
     snprintf(line, sizeof line, "%s (%s): %s", res->success ? "converged" : "NOT CONVERGED",
-             jf_report_status_name(res->status), res->message ? res->message : "");
+             jf_report_status_name(res->status), msg);
     stat_line(f, "status", line);
     stat_line(f, "cost", num(a, sizeof a, res->cost, 10));
     stat_line(f, "SSR", num(a, sizeof a, res->ssr, 10));
