@@ -151,7 +151,8 @@ static void test_example(void) {
     int rc = fit(EXAMPLE_JF " " EXAMPLE_CSV, &out, &err);
     CHECK(rc == 0);
     /* the status line says "converged" once (the message's own "converged: " is dropped) */
-    CHECK_CONTAINS(out, "  status         converged (ftol): relative reduction of the cost");
+    CHECK_CONTAINS(out, "  status         converged (");
+    CHECK(out && !strstr(out, "): converged: "));
     CHECK_CONTAINS(out, "std. error");
     CHECK_CONTAINS(out, "correlation");
     CHECK_CONTAINS(out, "R^2");
