@@ -440,19 +440,27 @@ static void test_concurrency(void) {
     CHECK(count_files(dir, &tmps) == 1 && tmps == 0);
 }
 
+/* Writes an executable script text as root/name and makes it $JITFIT_CC; 0 or -1. */
+static int use_cc_script(const char *name, const char *text, char *path, size_t n) {
+    snprintf(path, n, "%s/%s", root, name);
+    FILE *f = fopen(path, "w");
+    if (!CHECK(f != NULL)) return -1;
+    fputs(text, f);
+    fclose(f);
+    chmod(path, 0755);
+    setenv("JITFIT_CC", path, 1);
+    return 0;
+}
+
 /* A new process does not run `cc --version` again while the compiler binary is unchanged. */
 static void test_identity_remembered(void) {
     const char *dir = fresh_dir();
-    char wrapper[512], log[512];
-    snprintf(wrapper, sizeof wrapper, "%s/cc-wrapper.sh", root);
+    char wrapper[512], log[512], script[1024];
     snprintf(log, sizeof log, "%s/cc-wrapper.log", root);
-    FILE *f = fopen(wrapper, "w");
-    if (!CHECK(f != NULL)) return;
-    fprintf(f, "#!/bin/sh\nif [ \"$1\" = --version ]; then echo probe >> '%s'; fi\nexec cc \"$@\"\n",
-            log);
-    fclose(f);
-    chmod(wrapper, 0755);
-    setenv("JITFIT_CC", wrapper, 1);
+    snprintf(script, sizeof script,
+             "#!/bin/sh\nif [ \"$1\" = --version ]; then echo probe >> '%s'; fi\nexec cc \"$@\"\n",
+             log);
+    if (use_cc_script("cc-wrapper.sh", script, wrapper, sizeof wrapper) != 0) return;
     outcome o = in_child(model_a);
     CHECK(o.ok && o.backend == JF_BACKEND_C && o.cache == JF_CACHE_MISS);
     o = in_child(model_a);
@@ -485,15 +493,12 @@ static void test_broken_compiler_not_stored(void) {
     };
     for (size_t i = 0; i < sizeof bodies / sizeof bodies[0]; i++) {
         const char *dir = fresh_dir();
-        char wrapper[512];
-        snprintf(wrapper, sizeof wrapper, "%s/broken-cc%zu.sh", root, i);
-        FILE *f = fopen(wrapper, "w");
-        if (!CHECK(f != NULL)) return;
-        fprintf(f, "#!/bin/sh\nif [ \"$1\" = --version ]; then echo 'broken-cc 1.0'; exit 0; fi\n%s"
-                   "exit 0\n", bodies[i]);
-        fclose(f);
-        chmod(wrapper, 0755);
-        setenv("JITFIT_CC", wrapper, 1);
+        char wrapper[512], name[64], text[1024];
+        snprintf(name, sizeof name, "broken-cc%zu.sh", i);
+        snprintf(text, sizeof text,
+                 "#!/bin/sh\nif [ \"$1\" = --version ]; then echo 'broken-cc 1.0'; exit 0; fi\n%s"
+                 "exit 0\n", bodies[i]);
+        if (use_cc_script(name, text, wrapper, sizeof wrapper) != 0) return;
         outcome o = in_child(model_a);
         CHECK(o.ok && o.backend == JF_BACKEND_INTERP && o.value_ok);
         CHECK_CONTAINS(o.warning, "cannot load");
@@ -511,21 +516,16 @@ static void test_broken_compiler_not_stored(void) {
  * $JITFIT_CC_TIMEOUT seconds and the fit goes on with the interpreter. */
 static void test_compiler_timeout(void) {
     static const char *const scripts[] = {
-        "#!/bin/sh\nif [ \"$1\" = --version ]; then echo 'slow-cc 1.0'; exit 0; fi\nsleep 5\n",
-        "#!/bin/sh\nif [ \"$1\" = --version ]; then sleep 5; fi\nexec cc \"$@\"\n",
+        "#!/bin/sh\nif [ \"$1\" = --version ]; then echo 'slow-cc 1.0'; exit 0; fi\nsleep 60\n",
+        "#!/bin/sh\nif [ \"$1\" = --version ]; then sleep 60; fi\nexec cc \"$@\"\n",
     };
     static const char *const want[] = {"did not finish within 1 s",
                                        "--version' did not finish within 1 s"};
     for (size_t i = 0; i < sizeof scripts / sizeof scripts[0]; i++) {
         const char *dir = fresh_dir();
-        char wrapper[512];
-        snprintf(wrapper, sizeof wrapper, "%s/slow-cc%zu.sh", root, i);
-        FILE *f = fopen(wrapper, "w");
-        if (!CHECK(f != NULL)) return;
-        fputs(scripts[i], f);
-        fclose(f);
-        chmod(wrapper, 0755);
-        setenv("JITFIT_CC", wrapper, 1);
+        char wrapper[512], name[64];
+        snprintf(name, sizeof name, "slow-cc%zu.sh", i);
+        if (use_cc_script(name, scripts[i], wrapper, sizeof wrapper) != 0) return;
         setenv("JITFIT_CC_TIMEOUT", "1", 1);
         struct timespec t0, t1;
         clock_gettime(CLOCK_MONOTONIC, &t0);
@@ -533,7 +533,7 @@ static void test_compiler_timeout(void) {
         clock_gettime(CLOCK_MONOTONIC, &t1);
         double s = (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec);
         CHECK(o.ok && o.backend == JF_BACKEND_INTERP && o.value_ok);
-        CHECK(s < 4.0);
+        CHECK(s < 45.0); /* killed: not a timing check, the compiler would sleep 60 s */
         CHECK_CONTAINS(o.warning, want[i]);
         CHECK(count_files(dir, NULL) == 0);
         unsetenv("JITFIT_CC");

@@ -1116,9 +1116,55 @@ static void test_batch_normal_stats(void) {
     jf_model_free(m);
 }
 
+/* A GPU batch of m into columns against single CPU fits of the same data: the same code and
+ * status, parameters within 1e-10, standard errors within 1e-10 or infinite on both sides, R²
+ * within 1e-10, and expect(f, r) true of each CPU result r. Prints and checks the verdict. */
+static void columns_as_cpu(const jf_model *m, size_t nf, const jf_data *d,
+                           int (*expect)(size_t f, const jf_fit_result *r), const char *what) {
+    size_t np = jf_model_num_params(m);
+    double *p = calloc(nf * np, sizeof *p), *se = calloc(nf * np, sizeof *se);
+    double *r2 = calloc(nf, sizeof *r2);
+    int *code = calloc(nf, sizeof *code), *status = calloc(nf, sizeof *status);
+    if (!CHECK(p && se && r2 && code && status)) goto out;
+    jf_fit_options o = jf_fit_options_default();
+    o.device = JF_DEVICE_GPU;
+    jf_batch_columns cols = {code, status, p, se, NULL, NULL, r2, NULL, NULL};
+    CHECK(jf_fit_batch_columns(m, nf, d, NULL, &o, &cols) == JF_OK);
+    o.device = JF_DEVICE_CPU;
+    int same = 1;
+    for (size_t f = 0; f < nf; f++) {
+        jf_fit_result *r = NULL;
+        if (!CHECK(jf_fit(m, &d[f], &o, &r, NULL) == JF_OK)) continue;
+        if (code[f] != JF_OK || status[f] != r->status || !expect(f, r) ||
+            fabs(r2[f] - r->r_squared) > 1e-10)
+            same = 0;
+        for (size_t k = 0; k < np; k++) {
+            double e = r->std_errors[k], g = se[f * np + k];
+            if (fabs(p[f * np + k] - r->params[k]) > 1e-10 * fabs(r->params[k]) ||
+                (isinf(e) ? !(isinf(g) && g > 0) : fabs(g / e - 1) > 1e-10))
+                same = 0;
+        }
+        jf_fit_result_free(r);
+    }
+    printf("%s into columns: %s\n", what, same ? "as the CPU's" : "DIFFERENT");
+    CHECK(same);
+out:
+    free(p);
+    free(se);
+    free(r2);
+    free(code);
+    free(status);
+}
+
+/* c has no influence on a + b*x: JF_FIT_UNUSED_PARAM with c's standard error infinite and c at
+ * its start. */
+static int unused_c(size_t f, const jf_fit_result *r) {
+    (void)f;
+    return r->status == JF_FIT_UNUSED_PARAM && isinf(r->std_errors[2]) && r->params[2] == 1.0;
+}
+
 /* A parameter without influence (its Jacobian column zero): a GPU batch into columns says
- * JF_FIT_UNUSED_PARAM with an infinite standard error for it, from the device's statistics,
- * as single CPU fits do. */
+ * JF_FIT_UNUSED_PARAM with an infinite standard error for it, as single CPU fits do. */
 static void test_batch_unused(void) {
     jf_model *m = NULL;
     if (!CHECK(jf_model_compile("param a = 1\nparam b = 1\nparam c = 1\nvar x\ny ~ a + b*x\n",
@@ -1132,29 +1178,35 @@ static void test_batch_unused(void) {
         for (int i = 0; i < N; i++) y[f][i] = 2 + 0.1 * f + 3 * x[i] + 0.01 * sin(12.9898 * (i + 3 * f));
         d[f] = (jf_data){N, x, 0, y[f], NULL};
     }
-    jf_fit_options o = jf_fit_options_default();
-    o.device = JF_DEVICE_GPU;
-    static double p[NF * 3], se[NF * 3], r2[NF];
-    static int code[NF], status[NF];
-    jf_batch_columns cols = {code, status, p, se, NULL, NULL, r2, NULL, NULL};
-    CHECK(jf_fit_batch_columns(m, NF, d, NULL, &o, &cols) == JF_OK);
-    o.device = JF_DEVICE_CPU;
-    int same = 1;
-    for (int f = 0; f < NF; f++) {
-        jf_fit_result *r = NULL;
-        if (!CHECK(jf_fit(m, &d[f], &o, &r, NULL) == JF_OK)) continue;
-        if (code[f] != JF_OK || status[f] != JF_FIT_UNUSED_PARAM || r->status != JF_FIT_UNUSED_PARAM ||
-            !(isinf(se[f * 3 + 2]) && se[f * 3 + 2] > 0) || p[f * 3 + 2] != 1.0 ||
-            fabs(r2[f] - r->r_squared) > 1e-12)
-            same = 0;
-        for (int k = 0; k < 2; k++)
-            if (fabs(p[f * 3 + k] - r->params[k]) > 1e-10 * fabs(r->params[k]) ||
-                fabs(se[f * 3 + k] / r->std_errors[k] - 1) > 1e-10)
-                same = 0;
-        jf_fit_result_free(r);
+    columns_as_cpu(m, NF, d, unused_c, "batch with an unused parameter");
+    jf_model_free(m);
+}
+
+/* Even fits: a ends on its bound 0 and b's column vanishes there (not at the start): converged,
+ * b's standard error infinite; odd fits: an ordinary power law. */
+static int vanished_b(size_t f, const jf_fit_result *r) {
+    return r->success && (f % 2 == 0) == (isinf(r->std_errors[1]) && r->params[0] == 0.0);
+}
+
+/* A column that vanishes only at the solution (b once a sits on its bound 0) leaves the
+ * device's statistics to the host, which finds the column non-zero at the start: converged, as
+ * single CPU fits, with b's standard error infinite; the fits without a vanished column keep
+ * the device's numbers. */
+static void test_batch_vanished(void) {
+    jf_model *m = NULL;
+    if (!CHECK(jf_model_compile("param a = 1 in [0, inf]\nparam b = 1\nvar x\ny ~ a*x^b\n",
+                                (size_t)-1, NULL, &m, NULL) == JF_OK))
+        return;
+    enum { NF = 12, N = 16 };
+    static double x[N], y[NF][N];
+    static jf_data d[NF];
+    for (int i = 0; i < N; i++) x[i] = 0.1 + 0.2 * i;
+    for (int f = 0; f < NF; f++) { /* even fits: y < 0, a ends on 0; odd: y = 2 x^1.5 */
+        for (int i = 0; i < N; i++)
+            y[f][i] = (f % 2 ? 2 * pow(x[i], 1.5) : -0.5) + 0.01 * sin(12.9898 * (i + 3 * f));
+        d[f] = (jf_data){N, x, 0, y[f], NULL};
     }
-    printf("batch with an unused parameter into columns: %s\n", same ? "as the CPU's" : "DIFFERENT");
-    CHECK(same);
+    columns_as_cpu(m, NF, d, vanished_b, "batch with a column vanishing at the solution");
     jf_model_free(m);
 }
 
@@ -1192,51 +1244,6 @@ static void test_single_nonfinite(void) {
         jf_fit_result_free(rc);
         jf_fit_result_free(rg);
     }
-    jf_model_free(m);
-}
-
-/* A column that vanishes only at the solution (b once a sits on its bound 0) leaves the
- * device's statistics to the host, which finds the column non-zero at the start: converged, as
- * single CPU fits, with b's standard error infinite; the fits without a vanished column keep
- * the device's numbers. */
-static void test_batch_vanished(void) {
-    jf_model *m = NULL;
-    if (!CHECK(jf_model_compile("param a = 1 in [0, inf]\nparam b = 1\nvar x\ny ~ a*x^b\n",
-                                (size_t)-1, NULL, &m, NULL) == JF_OK))
-        return;
-    enum { NF = 12, N = 16 };
-    static double x[N], y[NF][N];
-    static jf_data d[NF];
-    for (int i = 0; i < N; i++) x[i] = 0.1 + 0.2 * i;
-    for (int f = 0; f < NF; f++) { /* even fits: y < 0, a ends on 0; odd: y = 2 x^1.5 */
-        for (int i = 0; i < N; i++)
-            y[f][i] = (f % 2 ? 2 * pow(x[i], 1.5) : -0.5) + 0.01 * sin(12.9898 * (i + 3 * f));
-        d[f] = (jf_data){N, x, 0, y[f], NULL};
-    }
-    jf_fit_options o = jf_fit_options_default();
-    o.device = JF_DEVICE_GPU;
-    static double p[NF * 2], se[NF * 2], r2[NF];
-    static int code[NF], status[NF];
-    jf_batch_columns cols = {code, status, p, se, NULL, NULL, r2, NULL, NULL};
-    CHECK(jf_fit_batch_columns(m, NF, d, NULL, &o, &cols) == JF_OK);
-    o.device = JF_DEVICE_CPU;
-    int same = 1;
-    for (int f = 0; f < NF; f++) {
-        jf_fit_result *r = NULL;
-        if (!CHECK(jf_fit(m, &d[f], &o, &r, NULL) == JF_OK)) continue;
-        if (code[f] != JF_OK || status[f] != r->status || !r->success ||
-            (f % 2 == 0) != (isinf(se[f * 2 + 1]) && isinf(r->std_errors[1])) ||
-            (f % 2 == 0 && p[f * 2] != 0.0) || fabs(r2[f] - r->r_squared) > 1e-10)
-            same = 0;
-        for (int k = 0; k < 2; k++)
-            if (fabs(p[f * 2 + k] - r->params[k]) > 1e-10 * fabs(r->params[k]) ||
-                (isfinite(r->std_errors[k]) && fabs(se[f * 2 + k] / r->std_errors[k] - 1) > 1e-10))
-                same = 0;
-        jf_fit_result_free(r);
-    }
-    printf("batch with a column vanishing at the solution into columns: %s\n",
-           same ? "as the CPU's" : "DIFFERENT");
-    CHECK(same);
     jf_model_free(m);
 }
 
