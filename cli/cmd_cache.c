@@ -22,6 +22,14 @@ static int usage(void) {
     return 2;
 }
 
+/* 1 for a directory refused because it does not exist (and could not be created): it holds
+ * nothing to remove. */
+static int missing(const jf_cache_dir *dir) {
+    struct stat st;
+    return dir->state == JF_CACHE_DIR_REFUSED && dir->path[0] && stat(dir->path, &st) != 0 &&
+           (errno == ENOENT || errno == ENOTDIR);
+}
+
 /* prune's options into *age_s (-1: none) and *bytes (0: none); 0, or 2 after a usage error. */
 static int prune_options(int argc, char **argv, double *age_s, uint64_t *bytes) {
     *age_s = -1;
@@ -66,9 +74,7 @@ int jf_cmd_cache(int argc, char **argv) {
         uint64_t max_bytes;
         int u = prune_options(argc, argv, &age_s, &max_bytes);
         if (u) return u;
-        struct stat st;
-        if (dir.state == JF_CACHE_DIR_REFUSED && dir.path[0] && stat(dir.path, &st) != 0 &&
-            (errno == ENOENT || errno == ENOTDIR)) {
+        if (missing(&dir)) {
             printf("removed 0 entries from %s\n", dir.path);
             return 0;
         }
@@ -113,9 +119,7 @@ int jf_cmd_cache(int argc, char **argv) {
     if (strcmp(what, "clear") == 0) {
         /* A refused directory may belong to someone else: its files are not ours to delete.
          * One that does not exist (refused because it could not be created) holds nothing. */
-        struct stat st;
-        if (dir.state == JF_CACHE_DIR_REFUSED && dir.path[0] && stat(dir.path, &st) != 0 &&
-            (errno == ENOENT || errno == ENOTDIR)) {
+        if (missing(&dir)) {
             printf("removed 0 entries from %s\n", dir.path);
             return 0;
         }
