@@ -6,7 +6,9 @@
  * the kernel cache), so doctor sees exactly what a fit would see; this file only prints. It
  * writes nothing: the cache is looked at, never created, and the compiler check and the
  * self-tests run uncached. A missing GPU is a fact, not an error: the exit status is 0 when the
- * CPU path works and 1 when a CPU self-test fails.
+ * CPU path works and 1 when the compiler check or a CPU self-test fails. A broken C compiler
+ * fails doctor even though fits still run (on the interpreter, far slower): a script that runs
+ * `jitfit doctor` before a job wants to hear about it.
  */
 #include <inttypes.h>
 #include <math.h>
@@ -74,8 +76,9 @@ static void print_cache(void) {
     else printf(")\n");
 }
 
-/* The compiler's identity and a real compile of a trivial model through jf_kernels_get. */
-static void print_compiler(void) {
+/* The compiler's identity and a real compile of a trivial model through jf_kernels_get.
+ * Returns 1 when the compile and load worked. */
+static int print_compiler(void) {
     const char *identity = NULL;
     char why[512];
     /* jf_cc_identity wants the command itself (it does not resolve NULL). */
@@ -87,7 +90,7 @@ static void print_compiler(void) {
     jf_model *m = NULL;
     if (jf_model_compile("k*x", (size_t)-1, NULL, &m, NULL) != JF_OK) {
         printf("c compiler check: FAILED: the check model did not compile\n");
-        return;
+        return 0;
     }
     jf_jit_options jo;
     memset(&jo, 0, sizeof jo);
@@ -97,6 +100,7 @@ static void print_compiler(void) {
     double t0 = now_ms();
     int st = jf_kernels_get(m, JF_BACKEND_C, &jo, &k, &warning);
     double ms = now_ms() - t0;
+    int ok = st == JF_OK && jf_kernels_backend(k) == JF_BACKEND_C;
     if (st != JF_OK)
         printf("c compiler check: FAILED: %s\n", warning ? warning : jf_status_string(st));
     else if (jf_kernels_backend(k) != JF_BACKEND_C)
@@ -106,6 +110,7 @@ static void print_compiler(void) {
     free(warning);
     jf_kernels_free(k);
     jf_model_free(m);
+    return ok;
 }
 
 static void print_nvrtc(const jf_device_info *di) {
@@ -165,7 +170,9 @@ static void print_driver(const jf_device_info *di) {
     if (di->gpu_errors[0]) printf("gpu query: %s\n", di->gpu_errors);
 }
 
-/* One self-test fit on a CPU backend. Returns 1 when it converged to the right parameters. */
+/* One self-test fit on a backend. Returns 1 when it converged to the right parameters on that
+ * backend: a fit that fell back (to the interpreter when the compiler fails, to the CPU when the
+ * GPU does) is a failure of the backend under test, however right its answer. */
 static int selftest(const jf_model *m, const double *x, const double *y, int backend) {
     jf_fit_options o = jf_fit_options_default();
     o.p0 = selftest_p0;
@@ -188,12 +195,15 @@ static int selftest(const jf_model *m, const double *x, const double *y, int bac
     for (size_t k = 0; k < 5; k++)
         if (!(fabs(r->params[k] - selftest_true[k]) <= 0.02 * (1 + fabs(selftest_true[k]))))
             right = 0;
-    int ok = r->success && right;
-    printf("self-test %s: %s (%s), %zu evaluations, %.1f ms (compile %.1f, solve %.1f)",
-           name,
-           !r->success ? "FAILED: did not converge" : right ? "converged" : "FAILED: wrong parameters",
+    int fell_back = r->backend != backend;
+    int ok = r->success && right && !fell_back;
+    printf("self-test %s: ", name);
+    if (fell_back) printf("FAILED: the fit fell back to %s", jf_backend_name(r->backend));
+    else printf("%s", !r->success ? "FAILED: did not converge"
+                      : !right    ? "FAILED: wrong parameters"
+                                  : "converged");
+    printf(" (%s), %zu evaluations, %.1f ms (compile %.1f, solve %.1f)",
            jf_report_status_name(r->status), r->nfev, ms, r->time_compile_ms, r->time_solve_ms);
-    if (r->backend != backend) printf("; ran on %s", jf_backend_name(r->backend));
     if (r->warning) printf("; %s", r->warning);
     if (backend == JF_BACKEND_CUDA) printf("; %zu host synchronization%s while iterating", r->host_syncs,
                                            r->host_syncs == 1 ? "" : "s");
@@ -213,7 +223,7 @@ int jf_cmd_doctor(int argc, char **argv) {
     long cores = sysconf(_SC_NPROCESSORS_ONLN);
     printf("jitfit: %s\n", JITFIT_VERSION);
     printf("cpu: %s, %ld core%s\n", cpu, cores, cores == 1 ? "" : "s");
-    print_compiler();
+    int ok = print_compiler();
     print_cache();
     fflush(stdout);
 
@@ -237,7 +247,6 @@ int jf_cmd_doctor(int argc, char **argv) {
         y[i] = p[0] * exp(-p[1] * x[i]) * sin(p[2] * x[i] + p[3]) + p[4] + noise;
     }
     jf_model *m = NULL;
-    int ok = 1;
     if (jf_model_compile(SELFTEST_MODEL, (size_t)-1, NULL, &m, NULL) != JF_OK) {
         printf("self-test: FAILED: the model %s did not compile\n", SELFTEST_MODEL);
         ok = 0;

@@ -130,6 +130,17 @@ static void test_doctor(const jf_device_info *di) {
     free(err);
     out = err = NULL;
 
+    /* a broken C compiler fails doctor: fits still run, on the interpreter, but far slower */
+    snprintf(env, sizeof env, "JITFIT_CACHE_DIR='%s' JITFIT_CC=/bin/false", dir);
+    rc = jf(env, "doctor", &out, &err);
+    CHECK(rc == 1);
+    CHECK_CONTAINS(line_of(out, "c compiler check: "), "FAILED");
+    CHECK_CONTAINS(line_of(out, "self-test c: "), "FAILED: the fit fell back to interp");
+    CHECK_CONTAINS(line_of(out, "self-test interp: "), "converged");
+    free(out);
+    free(err);
+    out = err = NULL;
+
     rc = jf("", "doctor extra", &out, &err);
     CHECK(rc == 2);
     CHECK_CONTAINS(err, "usage: jitfit doctor");
