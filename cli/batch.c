@@ -14,6 +14,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "../runtime/text.h"
 #include "fitrun.h"
 #include "output.h"
 #include "report.h"
@@ -319,8 +320,12 @@ int jf_batch_run(jf_fitctx *c, FILE *out, jf_run_summary *sum) {
             same = !res[k] && errs[k] && strcmp(errs[k], errs[0]) == 0;
         if (same) fprintf(out, "  all %zu groups: error: %s\n", g.n, errs[0]);
         for (size_t k = 0; k < g.n && !same; k++) {
-            /* a label longer than the column is printed whole: cut, two could read the same */
-            fprintf(out, "  %-*s %6zu  ", gw, g.label[k], g.count[k]);
+            /* a label longer than the column is printed whole: cut, two could read the same.
+             * It is the data file's text: its control bytes must not act on the terminal. */
+            char *shown = strdup(g.label[k]);
+            if (shown) jf_text_printable(shown, strlen(shown), 0);
+            fprintf(out, "  %-*s %6zu  ", gw, shown ? shown : "?", g.count[k]);
+            free(shown);
             if (!res[k]) {
                 fprintf(out, "error: %s\n", errs[k] ? errs[k] : "the fit could not run");
                 continue;

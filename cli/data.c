@@ -23,6 +23,7 @@
 #include <zlib.h>
 
 #include "../include/jitfit.h"
+#include "../runtime/text.h"
 #include "npy.h"
 #include "util.h"
 
@@ -542,10 +543,10 @@ static char *column_list(const jf_datafile *f) {
             break;
         }
         if (i) *p++ = ',', *p++ = ' ';
-        for (const unsigned char *c = (const unsigned char *)f->names[i]; *c && p - s <= CAP; c++)
-            *p++ = *c < 0x20 || *c == 0x7f ? '?' : (char)*c;
+        for (const char *c = f->names[i]; *c && p - s <= CAP; c++) *p++ = *c;
     }
     *p = '\0';
+    jf_text_printable(s, (size_t)(p - s), 0);
     return s;
 }
 
@@ -571,11 +572,9 @@ static char *shown_text(const char *s, size_t n) {
     char *d = malloc(n + 1);
     if (!d) return NULL;
     size_t i = 0;
-    for (; i < n && s[i]; i++) {
-        unsigned char c = (unsigned char)s[i];
-        d[i] = c < 0x20 || c == 0x7f ? '?' : (char)c;
-    }
+    for (; i < n && s[i]; i++) d[i] = s[i];
     d[i] = '\0';
+    jf_text_printable(d, i, 0);
     return d;
 }
 

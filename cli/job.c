@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../runtime/text.h"
 #include "util.h"
 
 /* Longest job-file line accepted. */
@@ -338,13 +339,13 @@ int jf_job_read(const char *path, jf_job *job) {
                 errors++;
                 break;
             }
-        for (const char *c = sec; *c; c++)
-            if ((unsigned char)*c < 0x20 || *c == 0x7f) {
-                jf_cli_error("%s:%zu: a fit name cannot hold control characters", path,
-                             r.h[i].line);
-                errors++;
-                break;
-            }
+        char *shown = strdup(sec);
+        if (shown) jf_text_printable(shown, strlen(shown), 0);
+        if (shown && strcmp(shown, sec) != 0) {
+            jf_cli_error("%s:%zu: a fit name cannot hold control characters", path, r.h[i].line);
+            errors++;
+        }
+        free(shown);
         if (strchr(sec, ',')) {
             jf_cli_error("%s:%zu: [%s]: a fit name cannot hold ',' (--only "
                             "separates names with commas)",

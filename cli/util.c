@@ -12,6 +12,8 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "../runtime/text.h"
+
 char *jf_cli_strf(const char *fmt, ...) {
     va_list ap;
     va_start(ap, fmt);
@@ -54,8 +56,7 @@ void jf_cli_error(const char *fmt, ...) {
     va_end(ap);
     /* A message quotes the user's text (a job file's value, a column name): its control bytes,
      * an escape sequence say, must not reach the terminal. Messages are one line. */
-    for (char *c = msg; *c; c++)
-        if ((unsigned char)*c < 0x20 || *c == 0x7f) *c = '?';
+    jf_text_printable(msg, sizeof msg, 0);
     if (error_fit) fprintf(stderr, "jitfit: [fit %s]: %s\n", error_fit, msg);
     else fprintf(stderr, "jitfit: %s\n", msg);
     jf_cli_note_error(msg);
@@ -282,24 +283,11 @@ void jf_cli_json_number(FILE *f, double v) {
     fputs(buf, f);
 }
 
-/* Length of the well-formed UTF-8 sequence at p (RFC 3629: no overlong forms, surrogates or
- * code points above U+10FFFF), 0 when there is none. */
-static size_t utf8_len(const unsigned char *p) {
-    size_t len = p[0] >= 0xf0 ? 4 : p[0] >= 0xe0 ? 3 : p[0] >= 0xc0 ? 2 : 0;
-    if (!len || p[0] > 0xf4 || p[0] == 0xc0 || p[0] == 0xc1) return 0;
-    for (size_t i = 1; i < len; i++)
-        if ((p[i] & 0xc0) != 0x80) return 0;
-    if ((p[0] == 0xe0 && p[1] < 0xa0) || (p[0] == 0xed && p[1] >= 0xa0) ||
-        (p[0] == 0xf0 && p[1] < 0x90) || (p[0] == 0xf4 && p[1] >= 0x90))
-        return 0;
-    return len;
-}
-
 void jf_cli_json_string(FILE *f, const char *s) {
     fputc('"', f);
     for (const unsigned char *p = (const unsigned char *)s; p && *p; p++) {
         if (*p >= 0x80) { /* JSON is UTF-8: a byte of another encoding becomes U+FFFD */
-            size_t len = utf8_len(p);
+            size_t len = jf_utf8_len(p);
             if (len) fwrite(p, 1, len, f);
             else fputs("\\ufffd", f);
             p += len ? len - 1 : 0;

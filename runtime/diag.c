@@ -14,6 +14,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "text.h"
+
 static char *dup_n(const char *s, size_t n) {
     char *r = malloc(n + 1);
     if (!r) return NULL;
@@ -212,11 +214,11 @@ static void render_quote(sbuf *b, const jf_diagnostics *d, const jf_diag *g) {
     const char *lead = from > bol ? "..." : "";
     sb_puts(b, "    ");
     sb_puts(b, lead);
-    for (size_t i = from; i < to; i++) {
-        unsigned char c = (unsigned char)d->source[i];
-        char ch = (c == '\t' || (c >= 0x20 && c < 0x7f) || c >= 0x80) ? (char)c : '?';
-        sb_put(b, &ch, 1);
-    }
+    char shown[QUOTE_WINDOW + 1]; /* the window above keeps to - from within it */
+    memcpy(shown, d->source + from, to - from);
+    shown[to - from] = '\0';
+    jf_text_printable(shown, to - from, 1);
+    sb_put(b, shown, to - from);
     if (to < eol) sb_puts(b, "...");
     sb_puts(b, "\n    ");
     for (size_t i = 0; lead[i]; i++) sb_put(b, " ", 1);

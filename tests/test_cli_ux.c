@@ -414,6 +414,16 @@ static void test_json_utf8(void) {
     CHECK_CONTAINS(out, "\"group\": \"\xc3\xa9t\xc3\xa9\"");
     free(out);
     free(err);
+    /* the text table shows a label's control bytes (an escape sequence, a C1 CSI) as '?' */
+    const char *esc = tmp(".csv", "g,x,y\n\x1b[31mred,0,1\n\x1b[31mred,1,3\n\x1b[31mred,2,5\n"
+                                  "\xc2\x9b" "2J,0,1\n\xc2\x9b" "2J,1,3\n\xc2\x9b" "2J,2,5\n");
+    snprintf(buf, sizeof buf, "fit 'a*x+b' '%s' --group g", esc);
+    CHECK(jf(buf, &out, &err) == 0);
+    CHECK_CONTAINS(out, "\n  ?[31mred ");
+    CHECK_CONTAINS(out, "\n  ??2J ");
+    CHECK(!strchr(out ? out : "", '\x1b') && !strstr(out ? out : "", "\xc2\x9b"));
+    free(out);
+    free(err);
 }
 
 /* One reason for every group (here: the emulated GPU refuses the batch's launch) is said once,
@@ -461,6 +471,8 @@ static void test_job_errors(void) {
         /* control bytes (an escape sequence) never reach the terminal */
         {"[fit a]\nmodel = a*x+b\ndata = d.csv\nftol = 1\x1b[2J\n", 2, ":4: ftol: '1?[2J' is not a non-negative number"},
         {"[fit \x1b[2J]\nmodel = a*x+b\ndata = d.csv\n", 2, ":1: a fit name cannot hold control characters"},
+        {"[fit \xc2\x9b" "2J]\nmodel = a*x+b\ndata = d.csv\n", 2, ":1: a fit name cannot hold control characters"},
+        {"[fit a]\nmodel = a*x+b\ndata = d.csv\nftol = 1\xc2\x9b" "2J\x9b" "2J\xc3\xa9\n", 2, ":4: ftol: '1??2J?2J\xc3\xa9' is not a non-negative number"},
     };
     const char *data = tmp(".csv", "x,y\n" LINE_ROWS);
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {

@@ -174,6 +174,9 @@ static void test_errors(void) {
         {"a,x,y\n1,2,3\n1,2\n", "F:3: expected 3 fields, found 2"},
         /* A cell's control bytes (a terminal's escape sequence) are not echoed raw. */
         {"x,y\n1,\x1b[2J\x07z\n", "F:2: column 2 ('y'): '?[2J?z' is not a number"},
+        /* C1 controls too, in UTF-8 or as bare bytes; other UTF-8 is kept */
+        {"x,y\n1,\xc2\x9b" "2J\x9b" "2J\xe2\x82\xacz\n",
+         "F:2: column 2 ('y'): '??2J?2J\xe2\x82\xacz' is not a number"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         jf_table t;

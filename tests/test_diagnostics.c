@@ -73,6 +73,12 @@ static const golden cases[] = {
      "model.jf:1:10: error: number out of range\n"
      "    y ~ 2x + 1e999\n"
      "             ^^^^^\n"},
+    /* A quoted line's control bytes, C1 ones too (U+009B is CSI, in UTF-8 or as a bare byte in
+     * an 8-bit terminal), are shown as '?'; other UTF-8 is kept. */
+    {"y ~ a $ b # \xc2\x9b" "2J \x9b" "2J \xce\xb8 \x1b[2J\n", JF_ERR_PARSE,
+     "model.jf:1:7: error: invalid character '$'\n"
+     "    y ~ a $ b # ??2J ?2J \xce\xb8 ?[2J\n"
+     "          ^\n"},
     {"y ~ a*x +\n  b*x\n", JF_ERR_PARSE,
      "model.jf:1:10: error: syntax error: unexpected end of line, expected an expression\n"
      "    y ~ a*x +\n"
