@@ -55,6 +55,9 @@ void *jf_nvrtc_open_beside(const char *const *names, size_t count) {
     X(nvrtcGetCUBINSize)                                                                           \
     X(nvrtcGetCUBIN)
 
+/* The list of supported architectures is newer (11.2) than the rest: optional. */
+#define JF_NVRTC_ARCHS_MAX 64
+
 /* The loaded library, filled once by load_nvrtc. */
 static struct {
 #define JF_NVRTC_MEMBER(name) __typeof__(name) *name;
@@ -62,6 +65,8 @@ static struct {
 #undef JF_NVRTC_MEMBER
     int ok;             /* 1 when every entry point was found */
     int major, minor;   /* its version */
+    int archs[JF_NVRTC_ARCHS_MAX]; /* the architectures it compiles for, ascending */
+    int narchs;                    /* their number; 0: unknown */
     char why[256];      /* "unavailable: <reason>" when not ok */
     char path[4096];    /* the file it was loaded from */
 } nv;
@@ -116,7 +121,21 @@ static void load_nvrtc(void) {
     void *any;
     memcpy(&any, &nv.nvrtcVersion, sizeof any);
     if (dladdr(any, &info) && info.dli_fname) snprintf(nv.path, sizeof nv.path, "%s", info.dli_fname);
+    nvrtcResult (*num_archs)(int *), (*get_archs)(int *);
+    void *fn_num = dlsym(lib, "nvrtcGetNumSupportedArchs");
+    void *fn_get = dlsym(lib, "nvrtcGetSupportedArchs");
+    memcpy(&num_archs, &fn_num, sizeof fn_num);
+    memcpy(&get_archs, &fn_get, sizeof fn_get);
+    int count = 0;
+    if (num_archs && get_archs && num_archs(&count) == NVRTC_SUCCESS && count > 0 &&
+        count <= JF_NVRTC_ARCHS_MAX && get_archs(nv.archs) == NVRTC_SUCCESS)
+        nv.narchs = count;
     nv.ok = 1;
+}
+
+void jf_nvrtc_archs(const int **archs, int *count) {
+    *archs = nv.archs;
+    *count = nv.ok ? nv.narchs : 0;
 }
 
 int jf_nvrtc_load(char *why, size_t n) {
@@ -205,6 +224,10 @@ void jf_nvrtc_version(int *major, int *minor) {
     *minor = 0;
 }
 const char *jf_nvrtc_library_path(void) { return ""; }
+void jf_nvrtc_archs(const int **archs, int *count) {
+    *archs = NULL;
+    *count = 0;
+}
 int jf_nvrtc_compile(const char *source, int arch, int want_cubin, unsigned char **image,
                      size_t *size, char **log) {
     (void)source;
@@ -217,6 +240,18 @@ int jf_nvrtc_compile(const char *source, int arch, int want_cubin, unsigned char
 }
 
 #endif
+
+int jf_nvrtc_target(int arch, const int *supported, int nsupported, int *cubin) {
+    *cubin = 1;
+    if (nsupported <= 0) return arch;
+    int below = 0;
+    for (int i = 0; i < nsupported; i++) {
+        if (supported[i] == arch) return arch;
+        if (supported[i] < arch && supported[i] > below) below = supported[i];
+    }
+    *cubin = 0;
+    return below;
+}
 
 /* ---- model kernels on the device ---------------------------------------------------------- */
 
@@ -270,11 +305,12 @@ static cuda_module *load_module(const unsigned char *image, const char *const *n
     return cm;
 }
 
-/* The cache key of src's module for the present GPU (and its compute capability in *arch), with
- * the options o adjusted for the emulator. JF_OK, or JF_ERR_UNAVAILABLE (no GPU or NVRTC) with
- * the reason in why. */
+/* The cache key of src's module for the present GPU and what to compile for it (jf_nvrtc_target:
+ * the architecture in *arch, a CUBIN or PTX in *cubin), with the options o adjusted for the
+ * emulator. JF_OK, or JF_ERR_UNAVAILABLE (no GPU or NVRTC, or a GPU the NVRTC cannot target)
+ * with the reason in why. */
 static int module_key(const char *src, jf_jit_options *o, jf_cache_key *key, int *arch,
-                      char *why, size_t n) {
+                      int *cubin, char *why, size_t n) {
     if (jf_cuda_init(why, n) != JF_OK) return JF_ERR_UNAVAILABLE;
     /* emulated (cuda_emu.h): the module's image is its source, built by the emulator when
      * loaded; it is kept in the memory cache only, under a key of its own */
@@ -283,11 +319,29 @@ static int module_key(const char *src, jf_jit_options *o, jf_cache_key *key, int
     int major, minor, vmaj = 0, vmin = 0;
     jf_cuda_arch(&major, &minor);
     if (!emu) jf_nvrtc_version(&vmaj, &vmin);
-    *arch = major * 10 + minor;
+    int device_arch = major * 10 + minor;
+    *arch = device_arch;
+    *cubin = 1;
+    if (!emu) {
+        const int *supported;
+        int nsupported;
+        jf_nvrtc_archs(&supported, &nsupported);
+        *arch = jf_nvrtc_target(device_arch, supported, nsupported, cubin);
+        if (!*arch) {
+            snprintf(why, n,
+                     "unavailable: NVRTC %d.%d cannot compile for this GPU (sm_%d; the oldest it "
+                     "supports is sm_%d): use an older CUDA toolkit's NVRTC",
+                     vmaj, vmin, device_arch, supported[0]);
+            return JF_ERR_UNAVAILABLE;
+        }
+    }
     char compiler[64], archs[32];
     if (emu) snprintf(compiler, sizeof compiler, "emulator");
     else snprintf(compiler, sizeof compiler, "nvrtc %d.%d", vmaj, vmin);
-    snprintf(archs, sizeof archs, "sm_%d", *arch);
+    /* PTX for an older architecture, compiled by the driver for this GPU (one newer than the
+     * NVRTC): its own entry, since the driver's compiler, not NVRTC's, makes the code */
+    if (*cubin) snprintf(archs, sizeof archs, "sm_%d", *arch);
+    else snprintf(archs, sizeof archs, "compute_%d for sm_%d", *arch, device_arch);
     if (emu) o->no_cache = 1;
     jf_cache_key_parts parts = {"cuda", src, compiler, JF_NVRTC_FLAGS, archs};
     *key = jf_cache_key_make(&parts);
@@ -299,9 +353,9 @@ int jf_cuda_module_cached(const char *source, const jf_jit_options *opts) {
     memset(&o, 0, sizeof o);
     if (opts) o = *opts;
     jf_cache_key key;
-    int arch;
+    int arch, cubin;
     char why[256];
-    if (module_key(source, &o, &key, &arch, why, sizeof why) != JF_OK) return 0;
+    if (module_key(source, &o, &key, &arch, &cubin, why, sizeof why) != JF_OK) return 0;
     if (jf_cache_mem_get(&key)) return 1;
     jf_cache_dir dir;
     jf_cache_dir_open(o.cache_dir, o.no_cache, 0, &dir);
@@ -328,8 +382,8 @@ static int module_get(const char *src, const char *const *names, size_t nnames,
         return JF_ERR_INTERNAL;
     }
     jf_cache_key key;
-    int arch;
-    if (module_key(src, &o, &key, &arch, why, n) != JF_OK) return JF_ERR_UNAVAILABLE;
+    int arch, cubin;
+    if (module_key(src, &o, &key, &arch, &cubin, why, n) != JF_OK) return JF_ERR_UNAVAILABLE;
     const int emu = jf_cuda_emulated();
     jf_cache_result res = JF_CACHE_MEMORY;
     const cuda_module *mod = jf_cache_mem_get(&key);
@@ -355,7 +409,7 @@ static int module_get(const char *src, const char *const *names, size_t nnames,
         if (!nm) {
             char *log = NULL;
             int st = emu ? ((image = (unsigned char *)strdup(src)) ? JF_OK : JF_ERR_NOMEM)
-                         : jf_nvrtc_compile(src, arch, 1, &image, &size, &log);
+                         : jf_nvrtc_compile(src, arch, cubin, &image, &size, &log);
             if (st != JF_OK) {
                 snprintf(why, n, "NVRTC failed: %.*s", (int)strcspn(log ? log : "", "\n"),
                          log ? log : "");

@@ -4,8 +4,10 @@
  * NVRTC (libnvrtc.so* opened with dlopen on first use, never linked), keeps the images in the
  * kernel cache (memory and disk, like the C backend, keyed additionally by the NVRTC version and
  * the GPU architecture) and loads them through runtime/cuda_api.c. CUBIN for the present GPU is
- * preferred over PTX: PTX from a newer NVRTC does not load on an older driver. PTX is available
- * on request (tests assemble it with ptxas on machines without a GPU).
+ * preferred over PTX: PTX from a newer NVRTC does not load on an older driver. A GPU newer than
+ * the NVRTC (an architecture it cannot target) gets PTX for the newest one it can, which the
+ * driver compiles when loading (jf_nvrtc_target). PTX is also available on request (tests
+ * assemble it with ptxas on machines without a GPU).
  *
  * Generated code is compiled with --fmad=false so that, like the C kernels (-ffp-contract=off),
  * it performs the interpreter's separate multiplies and adds; libdevice's math functions still
@@ -32,6 +34,9 @@ JF_INTERNAL void jf_nvrtc_version(int *major, int *minor);
 /* The file libnvrtc was loaded from ("" when unknown or not loaded); tools of the same toolkit
  * (ptxas) are found relative to it. */
 JF_INTERNAL const char *jf_nvrtc_library_path(void);
+/* The architectures NVRTC compiles for (e.g. 75, 80, ..., 120), ascending, from
+ * nvrtcGetSupportedArchs; *count is 0 when unknown (NVRTC not loaded, or older than 11.2). */
+JF_INTERNAL void jf_nvrtc_archs(const int **archs, int *count);
 /* Opens the first of count shared-library names that loads, by SONAME and then in the
  * directory libnvrtc came from (a toolkit's lib directory is often not on the loader's path);
  * NULL when none does. For the toolkit's other libraries (cuBLAS, cuSOLVER). */
@@ -45,6 +50,15 @@ JF_INTERNAL void *jf_nvrtc_open_beside(const char *const *names, size_t count);
  * NVRTC releases change them). */
 JF_INTERNAL int jf_nvrtc_compile(const char *source, int arch, int want_cubin,
                                  unsigned char **image, size_t *size, char **log);
+
+/* What to compile for a GPU of compute capability `arch` (e.g. 90) with an NVRTC that
+ * supports the nsupported architectures in supported[] (ascending, as nvrtcGetSupportedArchs
+ * gives them; nsupported 0: unknown, an NVRTC before 11.2). A CUBIN for sm_<arch> when arch is
+ * supported (or unknown): returns arch, *cubin = 1. A GPU newer than the NVRTC: PTX for the
+ * newest supported architecture below arch, which the driver compiles for the GPU when it
+ * loads it: returns that architecture, *cubin = 0. A GPU older than every supported
+ * architecture: returns 0. */
+JF_INTERNAL int jf_nvrtc_target(int arch, const int *supported, int nsupported, int *cubin);
 
 /* Most kernels one module may hold for jf_cuda_module_get. */
 #define JF_CUDA_MODULE_MAX_FNS 8

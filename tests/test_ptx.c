@@ -193,6 +193,40 @@ static void check_solver_module(const char *tmpdir) {
     CHECK(!jf_batch_cuda_supported(200));
 }
 
+/* What is compiled for a GPU: a CUBIN for an architecture NVRTC supports, PTX for the newest
+ * older one for a GPU newer than NVRTC (the driver compiles it), nothing for one older than all;
+ * and this NVRTC's list, with PTX for its newest architecture standing in for a newer GPU. */
+static void test_target(void) {
+    static const int archs[] = {75, 80, 86, 87, 89, 90, 100, 120};
+    int cubin = -1;
+    CHECK(jf_nvrtc_target(90, archs, 8, &cubin) == 90 && cubin == 1);
+    CHECK(jf_nvrtc_target(75, archs, 8, &cubin) == 75 && cubin == 1);
+    CHECK(jf_nvrtc_target(121, archs, 8, &cubin) == 120 && cubin == 0);
+    CHECK(jf_nvrtc_target(95, archs, 8, &cubin) == 90 && cubin == 0);
+    CHECK(jf_nvrtc_target(70, archs, 8, &cubin) == 0 && cubin == 0);
+    CHECK(jf_nvrtc_target(61, NULL, 0, &cubin) == 61 && cubin == 1); /* NVRTC < 11.2: unknown */
+
+    const int *have;
+    int nhave;
+    jf_nvrtc_archs(&have, &nhave);
+    if (!CHECK(nhave > 0)) return; /* every NVRTC this project builds with has the list */
+    for (int i = 1; i < nhave; i++) CHECK(have[i - 1] < have[i]);
+    int newest = have[nhave - 1];
+    CHECK(jf_nvrtc_target(90, have, nhave, &cubin) == 90 && cubin == 1);
+    int arch = jf_nvrtc_target(newest + 1, have, nhave, &cubin);
+    CHECK(arch == newest && cubin == 0);
+    jf_model *m = compile("a*exp(-b*x)*sin(c*x+d)+e");
+    jf_emit_options o = jf_emit_options_default(JF_EMIT_CUDA);
+    char *src = m ? jf_emit(m, &o) : NULL;
+    unsigned char *img = NULL;
+    size_t size = 0;
+    CHECK(src && jf_nvrtc_compile(src, arch, cubin, &img, &size, NULL) == JF_OK);
+    CHECK(img && strstr((const char *)img, ".entry jf_normal_eq"));
+    free(img);
+    free(src);
+    jf_model_free(m);
+}
+
 int main(void) {
     char why[512];
     if (jf_nvrtc_load(why, sizeof why) != JF_OK) return jf_test_skip(why);
@@ -293,6 +327,8 @@ int main(void) {
         }
         jf_model_free(m);
     }
+
+    test_target();
 
     /* Errors come back as a status and NVRTC's log. */
     unsigned char *img = NULL;
