@@ -1,5 +1,6 @@
 /* The C JIT backend (see jit_cc.h): runs the system compiler without a shell and loads the
  * shared objects it produces. */
+#define _GNU_SOURCE /* pipe2: glibc declares it only with _GNU_SOURCE */
 #include "jit_cc.h"
 
 #include <dlfcn.h>
@@ -80,8 +81,8 @@ static void av_free(argvec *a) {
     memset(a, 0, sizeof *a);
 }
 
-/* statvfs's flag for a file system mounted noexec: Linux's (glibc declares it only with
- * _GNU_SOURCE, which the build does not define) */
+/* statvfs's flag for a file system mounted noexec: Linux's value, for C libraries that do not
+ * declare it (glibc does with _GNU_SOURCE) */
 #ifndef ST_NOEXEC
 #define ST_NOEXEC 8
 #endif
@@ -117,8 +118,10 @@ static int run_capture(char **argv, int capture, char **out, int *status) {
     int p[2];
     *out = NULL;
     *status = -1;
-    if (pipe(p) != 0) return errno;
-    fcntl(p[0], F_SETFD, FD_CLOEXEC);
+    /* Both ends close-on-exec from the start (the child gets the write end through dup2): a
+     * process another thread of the host program starts meanwhile must not inherit the write
+     * end, or the read below would wait for that process to exit, not for the compiler. */
+    if (pipe2(p, O_CLOEXEC) != 0) return errno;
     posix_spawn_file_actions_t fa;
     posix_spawn_file_actions_init(&fa);
     posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);

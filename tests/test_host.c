@@ -1,0 +1,117 @@
+/* Tests of jitfit inside a host program that starts processes of its own: the C backend runs
+ * the system compiler as a child process, and what it does must not depend on what the rest of
+ * the program does with processes and signals.
+ *
+ * - While jitfit starts the compiler, the pipe it reads the compiler's messages from is
+ *   close-on-exec: a process another thread of the host starts at that moment (a job runner, a
+ *   helper daemon) must not inherit its write end, or jitfit waits for that process to exit
+ *   before it sees the end of the compiler's output (up to the compiler time limit, then the
+ *   fit falls back to the interpreter). posix_spawnp is wrapped here to look at the process's
+ *   descriptors at the moment of the start, which makes the check independent of timing.
+ *
+ * Fresh cache directories under a temporary root.
+ */
+#define _GNU_SOURCE /* RTLD_NEXT */
+#include <dlfcn.h>
+#include <fcntl.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "include/jitfit.h"
+#include "tests/testlib.h"
+
+static char root[] = "/tmp/jf_test_host_XXXXXX";
+static int ncase;
+
+/* A fresh cache directory path below root (not created), made the current JITFIT_CACHE_DIR. */
+static void fresh_dir(void) {
+    char path[256];
+    snprintf(path, sizeof path, "%s/case%d", root, ++ncase);
+    setenv("JITFIT_CACHE_DIR", path, 1);
+}
+
+/* ---- posix_spawnp, wrapped ------------------------------------------------------------------ */
+
+#define MAX_FD 1024
+
+static int baseline[MAX_FD]; /* 1: a pipe without close-on-exec before the case started */
+static int spawns;           /* posix_spawnp calls seen */
+static int leaks;            /* pipes (not in baseline) a process started then would inherit */
+
+/* Marks in mark[] the pipe descriptors above stderr that a new process would inherit. */
+static int inheritable_pipes(int *mark) {
+    int n = 0;
+    for (int fd = 3; fd < MAX_FD; fd++) {
+        struct stat st;
+        int fl = fcntl(fd, F_GETFD);
+        mark[fd] = fl >= 0 && !(fl & FD_CLOEXEC) && fstat(fd, &st) == 0 && S_ISFIFO(st.st_mode);
+        n += mark[fd];
+    }
+    return n;
+}
+
+/* Interposes the C library's: jitfit starts its compiler with it. Another thread of the host
+ * could start a process at this very moment, which would inherit every pipe counted here. */
+int posix_spawnp(pid_t *pid, const char *file, const posix_spawn_file_actions_t *fa,
+                 const posix_spawnattr_t *attr, char *const argv[], char *const envp[]) {
+    int now[MAX_FD];
+    inheritable_pipes(now);
+    spawns++;
+    for (int fd = 3; fd < MAX_FD; fd++) leaks += now[fd] && !baseline[fd];
+    int (*real)(pid_t *, const char *, const posix_spawn_file_actions_t *,
+                const posix_spawnattr_t *, char *const[], char *const[]);
+    *(void **)&real = dlsym(RTLD_NEXT, "posix_spawnp");
+    return real(pid, file, fa, attr, argv, envp);
+}
+
+/* ---- cases ------------------------------------------------------------------------------------ */
+
+static double xs[40], ys[40];
+
+/* Fits text (a new model in a fresh cache directory: its kernels are compiled); returns the
+ * result (caller frees) or NULL. */
+static jf_fit_result *fit_fresh(const char *text) {
+    for (int i = 0; i < 40; i++) {
+        xs[i] = 0.1 * i;
+        ys[i] = 2.0 * xs[i] + 1.0 + 0.01 * ((i * 7) % 5);
+    }
+    jf_model *m = NULL;
+    if (!CHECK(jf_model_compile(text, (size_t)-1, NULL, &m, NULL) == JF_OK)) return NULL;
+    jf_data d = {.n = 40, .x = xs, .y = ys};
+    jf_fit_options o = jf_fit_options_default();
+    jf_fit_result *r = NULL;
+    char *err = NULL;
+    CHECK(jf_fit(m, &d, &o, &r, &err) == JF_OK);
+    if (err) printf("fit: %s\n", err);
+    jf_free(err);
+    jf_model_free(m);
+    return r;
+}
+
+/* The compiler's output pipe is never inheritable by a process started meanwhile. */
+static void test_pipes_close_on_exec(void) {
+    fresh_dir();
+    inheritable_pipes(baseline);
+    spawns = leaks = 0;
+    jf_fit_result *r = fit_fresh("a*x + b + 0.5e-12*x^3");
+    CHECK(r && r->backend == JF_BACKEND_C && r->cache == JF_CACHE_MISS);
+    printf("compiler starts: %d, pipes a process started meanwhile would inherit: %d\n", spawns,
+           leaks);
+    CHECK(spawns >= 1); /* the compile (and the --version probe for a new compiler) */
+    CHECK(leaks == 0);
+    jf_fit_result_free(r);
+}
+
+int main(void) {
+    if (!mkdtemp(root)) return jf_test_skip("cannot create a temporary directory");
+    unsetenv("JITFIT_NO_CACHE");
+    unsetenv("JITFIT_CC");
+    test_pipes_close_on_exec();
+    char cmd[256];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", root);
+    jf_test_run(cmd, NULL, NULL);
+    return jf_test_finish();
+}
