@@ -109,11 +109,16 @@ static double mono_s(void) {
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
+/* *status of a program that ran to its end but was reaped by someone else: the host program
+ * ignores SIGCHLD (the kernel reaps its children) or collects every child itself, and waitpid
+ * fails with ECHILD. Its output is complete (read to its end); its exit status is unknown. */
+#define STATUS_UNKNOWN (-1)
+
 /* Runs argv[0] (searched in PATH) with stdin from /dev/null; captures the output of file
  * descriptor `capture` (1 or 2) into *out (malloc'd, NUL-terminated, at most 64 KiB kept) and
- * sends the other to /dev/null. Returns 0 and the exit status in *status, an errno value when
- * it could not be started, or ETIMEDOUT when it ran past jf_cc_timeout_s() and was killed with
- * the processes it started (it runs in a process group of its own). */
+ * sends the other to /dev/null. Returns 0 and the exit status (or STATUS_UNKNOWN) in *status,
+ * an errno value when it could not be started, or ETIMEDOUT when it ran past jf_cc_timeout_s()
+ * and was killed with the processes it started (it runs in a process group of its own). */
 static int run_capture(char **argv, int capture, char **out, int *status) {
     int p[2];
     *out = NULL;
@@ -185,12 +190,16 @@ static int run_capture(char **argv, int capture, char **out, int *status) {
     *out = buf;
     /* Its output closed: it has (almost always) exited. One that lives on past the deadline
      * with its output closed is killed too. */
-    int ws;
+    int ws, reaped = 0;
     long nap_ns = 100000;
     for (;;) {
         if (timed_out) kill(-pid, SIGKILL); /* the group: the compiler and its children */
         pid_t r = waitpid(pid, &ws, timed_out || deadline <= 0 ? 0 : WNOHANG);
         if (r == pid) break;
+        if (r < 0 && errno == ECHILD) { /* it has exited, and someone else collected it */
+            reaped = 1;
+            break;
+        }
         if (r < 0 && errno != EINTR) return errno;
         if (r == 0 && mono_s() >= deadline) timed_out = 1;
         else if (r == 0) {
@@ -200,6 +209,10 @@ static int run_capture(char **argv, int capture, char **out, int *status) {
         }
     }
     if (timed_out) return ETIMEDOUT;
+    if (reaped) {
+        *status = STATUS_UNKNOWN;
+        return 0;
+    }
     *status = WIFEXITED(ws) ? WEXITSTATUS(ws) : 128 + (WIFSIGNALED(ws) ? WTERMSIG(ws) : 0);
     return 0;
 }
@@ -333,11 +346,14 @@ static void compute_identity(ident *id, const char *cache_dir) {
     char *out = NULL;
     int status;
     err = a.nomem ? ENOMEM : run_capture(a.v, 1, &out, &status);
-    if (err || status != 0 || !out) {
+    /* with its exit status unknown, a version line is taken as success */
+    if (err || !out || (status != 0 && !(status == STATUS_UNKNOWN && out[0]))) {
         if (err == ETIMEDOUT)
             snprintf(why, sizeof why, "C compiler '%s --version' did not finish within %g s, "
                      "see JITFIT_CC_TIMEOUT", a.v[0], jf_cc_timeout_s());
         else if (err) snprintf(why, sizeof why, "cannot run C compiler '%s': %s", a.v[0], strerror(err));
+        else if (status == STATUS_UNKNOWN)
+            snprintf(why, sizeof why, "C compiler '%s --version' printed nothing", a.v[0]);
         else snprintf(why, sizeof why, "C compiler '%s --version' failed (exit status %d)", a.v[0],
                       status);
         id->why = strdup(why);
@@ -526,11 +542,14 @@ int jf_cc_compile_libs(const char *cc, const char *extra_flags, const char *libs
             else snprintf(m, sizeof m, "cannot run C compiler '%s': %s", a.v[0], strerror(err));
             *log = strdup(m);
         }
-    } else if (status != 0) {
+    } else if (status != 0 && !(status == STATUS_UNKNOWN && access(so_path, F_OK) == 0)) {
+        /* with its exit status unknown, the object it wrote counts (the caller loads it and
+         * checks it against the model) */
         st = JF_ERR_COMPILE;
         if (log) {
             char m[128];
-            snprintf(m, sizeof m, "C compiler exited with status %d", status);
+            if (status == STATUS_UNKNOWN) snprintf(m, sizeof m, "C compiler wrote no object");
+            else snprintf(m, sizeof m, "C compiler exited with status %d", status);
             *log = (out && *out) ? out : strdup(m);
             if (*log == out) out = NULL;
         }

@@ -8,17 +8,23 @@
  *   before it sees the end of the compiler's output (up to the compiler time limit, then the
  *   fit falls back to the interpreter). posix_spawnp is wrapped here to look at the process's
  *   descriptors at the moment of the start, which makes the check independent of timing.
+ * - A host that ignores SIGCHLD (children reaped by the kernel: waitpid then fails with ECHILD)
+ *   still gets compiled kernels.
  *
- * Fresh cache directories under a temporary root.
+ * Fresh cache directories under a temporary root; the cases that change the process's signal
+ * disposition run in a forked child.
  */
 #define _GNU_SOURCE /* RTLD_NEXT */
 #include <dlfcn.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "include/jitfit.h"
 #include "tests/testlib.h"
@@ -105,11 +111,70 @@ static void test_pipes_close_on_exec(void) {
     jf_fit_result_free(r);
 }
 
+/* Writes an executable script as root/name and makes it $JITFIT_CC (a compiler command this
+ * process has not probed yet). */
+static int use_cc_script(const char *name, const char *text) {
+    char path[512];
+    snprintf(path, sizeof path, "%s/%s", root, name);
+    FILE *f = fopen(path, "w");
+    if (!CHECK(f != NULL)) return -1;
+    fputs(text, f);
+    fclose(f);
+    chmod(path, 0755);
+    setenv("JITFIT_CC", path, 1);
+    return 0;
+}
+
+/* With SIGCHLD ignored, the compiler's exit status cannot be collected; its output can, and
+ * the object it wrote is loaded and checked against the model as always: the fit runs the
+ * compiled kernels, without a warning. A compiler that fails still falls back, with its
+ * message. In a child process (the signal disposition is process-wide). */
+static void test_sigchld_ignored(void) {
+    static const char *const scripts[] = {
+        "#!/bin/sh\nexec cc \"$@\"\n",
+        "#!/bin/sh\nif [ \"$1\" = --version ]; then echo 'failing-cc 1.0'; exit 0; fi\n"
+        "echo 'kernels.c:1:1: error: this compiler always fails' >&2\nexit 1\n",
+    };
+    for (int i = 0; i < 2; i++) {
+        fresh_dir();
+        char name[64];
+        snprintf(name, sizeof name, "cc-%d.sh", i);
+        if (use_cc_script(name, scripts[i]) != 0) return;
+        fflush(NULL);
+        pid_t pid = fork();
+        if (pid == 0) {
+            signal(SIGCHLD, SIG_IGN);
+            char text[64];
+            snprintf(text, sizeof text, "a*x + b + %d.25e-12*x^2", i);
+            jf_fit_result *r = fit_fresh(text);
+            int code = 1;
+            if (r && i == 0) {
+                if (r->warning) printf("warning: %s\n", r->warning);
+                code = r->backend == JF_BACKEND_C && !r->warning ? 0 : 2;
+            } else if (r) {
+                if (r->warning) printf("warning: %s\n", r->warning);
+                code = r->backend == JF_BACKEND_INTERP && r->warning &&
+                               strstr(r->warning, "this compiler always fails")
+                           ? 0
+                           : 3;
+            }
+            jf_fit_result_free(r);
+            fflush(NULL);
+            _exit(code + (jf_test_failed ? 10 : 0));
+        }
+        int ws = 0;
+        CHECK(pid > 0 && waitpid(pid, &ws, 0) == pid);
+        CHECK(WIFEXITED(ws) && WEXITSTATUS(ws) == 0);
+        unsetenv("JITFIT_CC");
+    }
+}
+
 int main(void) {
     if (!mkdtemp(root)) return jf_test_skip("cannot create a temporary directory");
     unsetenv("JITFIT_NO_CACHE");
     unsetenv("JITFIT_CC");
     test_pipes_close_on_exec();
+    test_sigchld_ignored();
     char cmd[256];
     snprintf(cmd, sizeof cmd, "rm -rf %s", root);
     jf_test_run(cmd, NULL, NULL);
