@@ -301,7 +301,8 @@ typedef struct jf_fit_options {
                               as each chunk's fits are done), from one thread
                               at a time (not necessarily the caller's), at most about every
                               100 ms, and always once at the end with done == total from the
-                              calling thread; NULL: not called */
+                              calling thread (also when no fit could run, and with 0, 0 for
+                              no fits); NULL: not called */
     void *batch_progress_ctx; /* passed to batch_progress */
     int single_precision;  /* GPU fits: 1 evaluates the model (f and its gradient) in fp32, for
                               GPUs with slow fp64; residuals, Jacobian rows, losses and all sums

@@ -1256,8 +1256,9 @@ static void batch_note(fit_setup *s, const jf_batch_out *pre, size_t nfits, size
                  how, ndev, nfits);
 }
 
-/* jf_fit_batch (results) and jf_fit_batch_columns (cols) in one. */
-static int batch_run(const jf_model *m, size_t nfits, const jf_data *data, const double *p0,
+/* jf_fit_batch (results) and jf_fit_batch_columns (cols) in one, but for the final
+ * batch_progress call (batch_run). */
+static int batch_fits(const jf_model *m, size_t nfits, const jf_data *data, const double *p0,
                      const jf_fit_options *opts, jf_fit_result **results, char **errmsgs,
                      const jf_batch_columns *cols) {
     double t0 = now_ms();
@@ -1353,7 +1354,6 @@ static int batch_run(const jf_model *m, size_t nfits, const jf_data *data, const
     if (st == JF_OK) jf_pool_run(pool, ntodo, batch_task, &c);
     jf_pool_free(pool);
     pthread_mutex_destroy(&c.lock);
-    if (s.o.batch_progress) s.o.batch_progress(s.o.batch_progress_ctx, nfits, nfits);
     if (st == JF_OK)
         for (size_t i = 0; i < nfits && st == JF_OK; i++) st = codes[i];
     else /* out of memory for the CPU pass: the GPU's fits stand; the rest could not run */
@@ -1367,6 +1367,17 @@ static int batch_run(const jf_model *m, size_t nfits, const jf_data *data, const
     free(pre);
     free(store);
     setup_free(&s);
+    return st;
+}
+
+/* batch_fits, then the final batch_progress call, on every path: the header promises it
+ * "always", and a caller may wait for it (a progress bar closed, another thread told), also when
+ * no fit could run. */
+static int batch_run(const jf_model *m, size_t nfits, const jf_data *data, const double *p0,
+                     const jf_fit_options *opts, jf_fit_result **results, char **errmsgs,
+                     const jf_batch_columns *cols) {
+    int st = batch_fits(m, nfits, data, p0, opts, results, errmsgs, cols);
+    if (opts && opts->batch_progress) opts->batch_progress(opts->batch_progress_ctx, nfits, nfits);
     return st;
 }
 

@@ -2,8 +2,8 @@
  * recovery of known parameters against values computed independently with scipy, bounds,
  * sigma and absolute_sigma against the closed-form covariance of a straight line, robust
  * losses, the unused-parameter and argument errors, non-finite trial points, the evaluation
- * budget, determinism across thread counts, batch == single == columns, and interpreter ==
- * compiled C.
+ * budget, determinism across thread counts, batch == single == columns, batch_progress's final
+ * call on every path, and interpreter == compiled C.
  *
  * Data are generated deterministically with libm's sin and cos, so the same numbers can be
  * built in Python (the reference values below were produced that way with scipy 1.10.1 on this
@@ -856,6 +856,61 @@ static void test_batch(void) {
     jf_model_free(m);
 }
 
+/* What batch_progress saw. */
+typedef struct batch_log {
+    int calls;        /* calls in all */
+    int finals;       /* calls with done == total */
+    int last_final;   /* 1 when the last call had done == total */
+    size_t total;     /* total of the last call */
+} batch_log;
+
+static void on_batch(void *ctx, size_t done, size_t total) {
+    batch_log *log = ctx;
+    log->calls++;
+    log->finals += done == total;
+    log->last_final = done == total;
+    log->total = total;
+}
+
+/* batch_progress is called once at the end with done == total, also when no fit could run
+ * (an invalid option, NULL data) and for an empty batch: a caller may wait for that call. */
+static void test_batch_progress(void) {
+    jf_model *m = compile("a*x + b");
+    if (!m) return;
+    enum { FITS = 3, N = 10 };
+    double x[N], y[N];
+    for (int i = 0; i < N; i++) {
+        x[i] = i;
+        y[i] = 2.0 * i + 1.0 + 0.01 * (i % 3);
+    }
+    jf_data data[FITS];
+    for (int f = 0; f < FITS; f++) data[f] = (jf_data){N, x, 0, y, NULL};
+    jf_fit_result *res[FITS];
+    char *errs[FITS];
+    int code[FITS];
+    jf_batch_columns cols = {.code = code};
+    for (int c = 0; c < 5; c++) {
+        batch_log log = {0, 0, 0, 0};
+        jf_fit_options o = jf_fit_options_default();
+        o.batch_progress = on_batch;
+        o.batch_progress_ctx = &log;
+        size_t nfits = c == 3 ? 0 : FITS;
+        int want = c == 0 || c == 3 ? JF_OK : JF_ERR_ARG;
+        if (c == 1) o.f_scale = -1; /* every fit fails its setup */
+        int st = c == 4 ? jf_fit_batch_columns(m, nfits, NULL, NULL, &o, &cols)
+                        : jf_fit_batch(m, nfits, c == 2 ? NULL : data, NULL, &o, res, errs);
+        CHECK(st == want);
+        printf("batch case %d: status %d, %d progress calls, %d with done == total\n", c, st,
+               log.calls, log.finals);
+        CHECK(log.finals == 1 && log.last_final && log.total == nfits);
+        for (size_t f = 0; c != 4 && f < nfits; f++) {
+            jf_fit_result_free(res[f]);
+            jf_free(errs[f]);
+        }
+    }
+    jf_model_free(m);
+}
+
 static void test_backends(void) {
     jf_model *m = compile("a*exp(-b*x)*sin(c*x+d)+e");
     if (!m) return;
@@ -940,6 +995,7 @@ int main(void) {
     test_max_nfev();
     test_determinism();
     test_batch();
+    test_batch_progress();
     test_backends();
     test_large_linear();
     return jf_test_finish();
