@@ -720,7 +720,17 @@ static int run_fit(const fit_setup *s, const jf_data *d, const double *w, const 
             }
         } else {
             if (pre && pre->finished) jf_covar_triangle(pre->R, n, np, r->covariance, unident);
-            else if (st.J) code = jf_covar_jacobian(st.J, n, np, r->covariance, unident, st.work);
+            else if (st.J) {
+                /* A column whose squares underflow in JᵀJ (entries ~1e-190: a decay constant
+                 * in the hundreds) is zero to the solver and to the status below (no
+                 * influence, infinite standard error); it is zero here too, or the scaled SVD
+                 * would treat it as a full column and the others' errors would be those of a
+                 * model where it is free (a point's worth larger), unlike a robust loss's. */
+                for (size_t k = 0; k < np; k++)
+                    if (!(st.A[k * np + k] > 0))
+                        for (size_t i = 0; i < n; i++) st.J[i * np + k] = 0.0;
+                code = jf_covar_jacobian(st.J, n, np, r->covariance, unident, st.work);
+            }
             else code = jf_covar_normal(st.A, np, r->covariance, unident);
         }
     }

@@ -549,6 +549,43 @@ static void test_unused_and_errors(void) {
         jf_model_free(mv);
     }
 
+    /* columns whose squares underflow (a2*exp(-k2*x) with k2 = 437 on x >= 1: ~1e-190 at x = 1,
+     * 0 after) are unused parameters, and the others' standard errors are those of a model
+     * without them whichever covariance path runs: the Jacobian's SVD (linear loss) agrees with
+     * the normal equations (a Huber loss that stays quadratic). Before, the SVD took the tiny
+     * columns as full ones: a1's error was 1.8 times larger. */
+    jf_model *mu = compile("a1*exp(-k1*x)+a2*exp(-k2*x)");
+    if (mu) {
+        double xu[12], yu[12], se[2][2];
+        for (int i = 0; i < 12; i++) {
+            xu[i] = i + 1;
+            yu[i] = 3 * exp(-0.3 * xu[i]) + 0.01 * sin(12.9898 * i);
+        }
+        jf_data du = {12, xu, 0, yu, NULL};
+        static const double p0[4] = {2, 0.2, 1, 437};
+        for (int pass = 0; pass < 2; pass++) {
+            jf_fit_options o = jf_fit_options_default();
+            o.p0 = p0;
+            if (pass) {
+                o.loss = JF_LOSS_HUBER;
+                o.f_scale = 1e9;
+            }
+            se[pass][0] = se[pass][1] = NAN;
+            CHECK(jf_fit(mu, &du, &o, &r, &err) == JF_OK);
+            if (r) {
+                CHECK(r->status == JF_FIT_UNUSED_PARAM);
+                CHECK(isinf(r->std_errors[2]) && isinf(r->std_errors[3]));
+                se[pass][0] = r->std_errors[0];
+                se[pass][1] = r->std_errors[1];
+            }
+            jf_fit_result_free(r);
+            r = NULL;
+        }
+        CHECK_NEAR(se[0][0] / se[1][0], 1, 1e-6);
+        CHECK_NEAR(se[0][1] / se[1][1], 1, 1e-6);
+        jf_model_free(mu);
+    }
+
     /* collinear columns (a and b only through a+b): converged, but the message names the
      * parameters the data do not determine, where the standard errors say so only as inf */
     jf_model *mc = compile("param a = 1\nparam b = 1\nparam c = 1\nvar x\ny ~ a + b + c*x\n");
