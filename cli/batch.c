@@ -241,6 +241,7 @@ int jf_batch_run(jf_fitctx *c, FILE *out, jf_run_summary *sum) {
     o.p0 = NULL;
     o.lower = c->lo;
     o.upper = c->hi;
+    o.x_scale = c->x_scale;
     /* A live counter is for people: only when stderr is a terminal, never into a log file. */
     if (isatty(STDERR_FILENO) && !s->json) {
         o.batch_progress = show_progress;

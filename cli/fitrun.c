@@ -347,6 +347,43 @@ static void drop_nan_rows(jf_fitctx *c) {
 
 static int check_starts(jf_fitctx *c, const char *const *from);
 
+/* --x-scale: c->x_scale stays NULL for 'jac'; one number scales every parameter; a NAME=SCALE
+ * list must name each (a mix of fixed and Jacobian scales is not what scipy means either).
+ * Returns 0 or the exit status after printing the error (2). */
+static int fixed_scales(jf_fitctx *c) {
+    const jf_spec_item *it = &c->spec->x_scale;
+    if (!it->text) return 0;
+    size_t np = jf_model_num_params(c->model);
+    c->x_scale = malloc((np + 1) * sizeof *c->x_scale);
+    int *set = calloc(np + 1, sizeof *set);
+    if (!c->x_scale || !set) {
+        free(set);
+        jf_cli_error("out of memory");
+        return 1;
+    }
+    char what[600];
+    if (it->origin) snprintf(what, sizeof what, "%s: x_scale", it->origin);
+    else snprintf(what, sizeof what, "--x-scale");
+    double one;
+    int rc = 0;
+    if (jf_cli_parse_double(it->text, &one) == 0) {
+        for (size_t k = 0; k < np; k++) c->x_scale[k] = one;
+    } else if (jf_cli_assign_by_name(c->model, 0, it->text, what, c->x_scale, set) != 0) {
+        rc = 2;
+    } else {
+        for (size_t k = 0; k < np && !rc; k++)
+            if (!set[k]) {
+                jf_cli_error("%s: no scale for '%s': name every parameter, or give one number "
+                             "for all, or 'jac'",
+                             what, jf_model_param_name(c->model, k));
+                rc = 2;
+            }
+    }
+    free(set);
+    if (rc && !it->origin) jf_run_usage_hint();
+    return rc;
+}
+
 /* Starting values and bounds: the model's, then each p0/bounds list in order. Returns 0 or the
  * exit status after printing the error: 2, as a value the user gave is wrong. */
 static int start_and_bounds(jf_fitctx *c) {
@@ -397,7 +434,7 @@ static int start_and_bounds(jf_fitctx *c) {
     }
     int rc = check_starts(c, from);
     free(from);
-    return rc;
+    return rc ? rc : fixed_scales(c);
 }
 
 /* The starts (defaults filled in) against the bounds; from[k] names where start k was set. */
@@ -450,6 +487,7 @@ static int run_single(jf_fitctx *c, FILE *out, jf_run_summary *sum) {
     o.p0 = c->p0;
     o.lower = c->lo;
     o.upper = c->hi;
+    o.x_scale = c->x_scale;
     if (s->verbose) {
         o.progress = print_progress;
         o.progress_ctx = stderr;
@@ -710,6 +748,7 @@ done:
     free(c.p0);
     free(c.lo);
     free(c.hi);
+    free(c.x_scale);
     jf_table_free(&c.table);
     jf_model_free(c.model);
     jf_datafile_free(c.df);

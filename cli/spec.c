@@ -17,7 +17,7 @@
 
 const char *const jf_spec_keys[] = {
     "model", "data", "columns", "y", "sigma", "absolute_sigma", "p0", "bounds", "param NAME",
-    "loss", "f_scale", "ftol", "xtol", "gtol", "max_nfev", "device", "backend", "threads",
+    "loss", "f_scale", "x_scale", "ftol", "xtol", "gtol", "max_nfev", "device", "backend", "threads",
     "precision", "max_gpu_mem", "no_cache", "vector_math", "nan_policy", "group", "p0_file", "output", "plot", "json", "verbose", NULL};
 
 void jf_spec_init(jf_spec *s) {
@@ -39,6 +39,8 @@ void jf_spec_free(jf_spec *s) {
     for (size_t i = 0; i < sizeof strs / sizeof strs[0]; i++) free(*strs[i]);
     items_free(s->p0, s->np0);
     items_free(s->bounds, s->nbounds);
+    free(s->x_scale.text);
+    free(s->x_scale.origin);
     jf_spec_init(s);
 }
 
@@ -74,6 +76,8 @@ int jf_spec_copy(jf_spec *dst, const jf_spec *src) {
     bad |= dup_or_null(&dst->plot, src->plot);
     bad |= items_copy(&dst->p0, src->p0, src->np0);
     bad |= items_copy(&dst->bounds, src->bounds, src->nbounds);
+    bad |= dup_or_null(&dst->x_scale.text, src->x_scale.text);
+    bad |= dup_or_null(&dst->x_scale.origin, src->x_scale.origin);
     return bad ? -1 : 0;
 }
 
@@ -316,6 +320,44 @@ jf_spec_rc jf_spec_set(jf_spec *s, const char *key, const char *v, const char *o
     }
     if (strcmp(key, "f_scale") == 0) {
         if (parse_nonneg(v, 1, &o->f_scale) != 0) BAD("'%s' is not a positive number", v);
+        return JF_SPEC_OK;
+    }
+    if (strcmp(key, "x_scale") == 0) {
+        /* scipy's x_scale: 'jac' (column norms, updated as they grow) or fixed scales. The
+         * names need the model; the numbers are checked now, where they were written. */
+        char *text = NULL;
+        if (strcmp(v, "jac") != 0) {
+            double one;
+            if (jf_cli_parse_double(v, &one) == 0) {
+                if (!(one > 0) || !isfinite(one))
+                    BAD("'%s': a scale must be positive and finite", v);
+            } else {
+                jf_cli_assign *a = NULL;
+                char *bad = NULL;
+                long n = jf_cli_split_assignments(v, &a, &bad);
+                for (long i = 0; i < n && !bad; i++) {
+                    double x;
+                    if (jf_cli_parse_double(a[i].value, &x) != 0 || !(x > 0) || !isfinite(x))
+                        bad = jf_cli_strf("'%s' is not a positive finite scale (for '%s')",
+                                          a[i].value, a[i].name);
+                }
+                jf_cli_assign_free(a, n);
+                if (bad) {
+                    *msg = bad;
+                    return JF_SPEC_BAD;
+                }
+            }
+            if (!(text = strdup(v))) return JF_SPEC_NOMEM;
+        }
+        char *from = origin ? strdup(origin) : NULL;
+        if (origin && !from) {
+            free(text);
+            return JF_SPEC_NOMEM;
+        }
+        free(s->x_scale.text);
+        free(s->x_scale.origin);
+        s->x_scale.text = text;
+        s->x_scale.origin = from;
         return JF_SPEC_OK;
     }
     if (strcmp(key, "ftol") == 0 || strcmp(key, "xtol") == 0 || strcmp(key, "gtol") == 0) {

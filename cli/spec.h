@@ -37,6 +37,8 @@ typedef struct jf_spec {
     size_t np0;             /* entries in p0 */
     jf_spec_item *bounds;   /* bounds lists in the order given */
     size_t nbounds;         /* entries in bounds */
+    jf_spec_item x_scale;   /* "jac" (text NULL: the default), one number for every parameter,
+                               or NAME=SCALE for each; a later setting replaces it whole */
     int json;               /* 1: print JSON instead of the human report */
     int verbose;            /* 1: one line per iteration on stderr */
     int nan_omit;           /* 1: --nan-policy omit (drop rows with NaN); 0: raise */

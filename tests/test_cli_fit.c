@@ -529,6 +529,50 @@ static void test_default_start(void) {
     free(err);
 }
 
+/* --x-scale: fixed scales reach the minimum of a*exp(-b*x)+c from a start 1e5 times too small
+ * (with the Jacobian's scales the trust region stays in a valley far from it, as MINPACK's);
+ * one number means the same as naming each parameter; a list must name every one. */
+static void test_x_scale(void) {
+    char csv[4096] = "x,y\n";
+    size_t len = strlen(csv);
+    for (int i = 0; i < 40; i++)
+        len += (size_t)snprintf(csv + len, sizeof csv - len, "%.17g,%.17g\n", 0.25 * i,
+                                55566.7 * exp(-0.193 * 0.25 * i) + 84895 + 50 * sin(12.9898 * i));
+    const char *data = tmp(csv);
+    const char *start = "--p0 a=0.35,b=-0.085,c=1.4 'a*exp(-b*x)+c'";
+    char args[1024], *out = NULL, *err = NULL, *out2 = NULL;
+    snprintf(args, sizeof args, "--json %s '%s' --x-scale 1", start, data);
+    CHECK(fit(args, &out, &err) == 0);
+    CHECK_CONTAINS(out, "\"success\": true");
+    CHECK_NEAR(json_param(out, "a", "value") / 55566.7, 1, 2e-3);
+    CHECK_NEAR(json_param(out, "b", "value") / 0.193, 1, 5e-3);
+    CHECK_NEAR(json_param(out, "c", "value") / 84895, 1, 2e-3);
+    free(err);
+    snprintf(args, sizeof args, "--json %s '%s' --x-scale 'a=1, b=1, c=1'", start, data);
+    CHECK(fit(args, &out2, &err) == 0);
+    for (int k = 0; k < 3; k++)
+        CHECK(json_param(out, names[k], "value") == json_param(out2, names[k], "value"));
+    free(out);
+    free(out2);
+    free(err);
+    static const struct {
+        const char *opt, *msg;
+    } bad[] = {
+        {"--x-scale a=1,b=1", "--x-scale: no scale for 'c': name every parameter"},
+        {"--x-scale a=1,b=0,c=1", "'0' is not a positive finite scale (for 'b')"},
+        {"--x-scale q=1", "--x-scale: the model has no parameter 'q'"},
+        {"--x-scale -1", "'-1': a scale must be positive and finite"},
+        {"--x-scale inf", "'inf': a scale must be positive and finite"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        snprintf(args, sizeof args, "%s '%s' %s", start, data, bad[i].opt);
+        if (!CHECK(fit(args, &out, &err) == 2)) fprintf(stderr, "  x_scale case %zu\n", i);
+        CHECK_CONTAINS(err, bad[i].msg);
+        free(out);
+        free(err);
+    }
+}
+
 /* `jitfit run --json` stays one JSON array with an object for every fit, also for fits that
  * fail before they print anything (a missing data file, a model error). */
 static void test_run_json_failures(void) {
@@ -572,6 +616,7 @@ int main(void) {
     test_usage();
     test_run_json_failures();
     test_default_start();
+    test_x_scale();
     for (size_t i = 0; i < ntmp; i++) {
         unlink(tmp_paths[i]);
         free(tmp_paths[i]);
