@@ -13,6 +13,7 @@
  * The header repeats the key because a file name is only a name: a file copied or renamed into
  * place by mistake (a "foreign" entry) is recognised by the mismatch and rebuilt.
  */
+#define _GNU_SOURCE /* mkostemp */
 #include "cache.h"
 
 #include <dirent.h>
@@ -197,8 +198,12 @@ jf_cache_state jf_cache_dir_open(const char *override, int no_cache, int create,
         snprintf(out->path, sizeof out->path, "%s/jitfit", v);
     } else {
         const char *home = getenv("HOME");
+        /* the reentrant form: the host's threads may be calling getpwuid themselves; home may
+         * point into buf, so it lives as long as home is used */
+        struct passwd pwbuf, *pw = NULL;
+        char buf[4096];
         if (!home || !*home) {
-            struct passwd *pw = getpwuid(geteuid());
+            if (getpwuid_r(geteuid(), &pwbuf, buf, sizeof buf, &pw) != 0) pw = NULL;
             home = pw ? pw->pw_dir : NULL;
         }
         if (home && *home) snprintf(out->path, sizeof out->path, "%s/.cache/jitfit", home);
@@ -366,7 +371,8 @@ int jf_cache_disk_store(const jf_cache_dir *dir, const jf_cache_key *key, uint32
     jf_cache_entry_path(dir, key, path, sizeof path);
     /* The temporary file lives in the cache directory itself so rename() is atomic. */
     snprintf(tmp, sizeof tmp, "%s/%s%s-XXXXXX", dir->path, tmp_prefix, hex);
-    int fd = mkstemp(tmp);
+    /* close-on-exec: a process the host starts meanwhile must not inherit it */
+    int fd = mkostemp(tmp, O_CLOEXEC);
     if (fd < 0) {
         if (why) snprintf(why, n, "cannot write to cache directory %s: %s", dir->path,
                           strerror(errno));

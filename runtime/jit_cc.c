@@ -1,6 +1,6 @@
 /* The C JIT backend (see jit_cc.h): runs the system compiler without a shell and loads the
  * shared objects it produces. */
-#define _GNU_SOURCE /* pipe2: glibc declares it only with _GNU_SOURCE */
+#define _GNU_SOURCE /* pipe2, mkostemp: glibc declares them only with _GNU_SOURCE */
 #include "jit_cc.h"
 
 #include <dlfcn.h>
@@ -302,7 +302,7 @@ static char *read_identity(const char *file, const char *sig) {
 static void write_identity(const char file[4200], const char *sig, const char *identity) {
     char tmp[4300];
     snprintf(tmp, sizeof tmp, "%s.tmp-XXXXXX", file);
-    int fd = mkstemp(tmp);
+    int fd = mkostemp(tmp, O_CLOEXEC); /* not inherited by a process the host starts meanwhile */
     if (fd < 0) return;
     FILE *f = fdopen(fd, "w");
     if (!f) {
