@@ -61,8 +61,16 @@ int main(int argc, char **argv) {
         printf("jitfit %s\n", JITFIT_VERSION);
         return 0;
     }
-    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
-        if (strcmp(cmd, commands[i].name) == 0) return commands[i].run(argc - 1, argv + 1);
+    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++) {
+        if (strcmp(cmd, commands[i].name) != 0) continue;
+        /* `jitfit COMMAND --help` (or -h) before any `--`: the command's section, as `jitfit
+         * help COMMAND` (fit and run parse it among their options themselves) */
+        int own = strcmp(cmd, "fit") == 0 || strcmp(cmd, "run") == 0;
+        for (int a = 2; !own && a < argc && strcmp(argv[a], "--") != 0; a++)
+            if (strcmp(argv[a], "-h") == 0 || strcmp(argv[a], "--help") == 0)
+                return jf_help_print(stdout, cmd) == 0 ? 0 : 1;
+        return commands[i].run(argc - 1, argv + 1);
+    }
     fprintf(stderr, "jitfit: unknown command '%s'\n", cmd);
     usage(stderr);
     return 2;

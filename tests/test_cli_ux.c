@@ -772,6 +772,23 @@ static void test_help(void) {
     CHECK_CONTAINS(out, "--absolute-sigma");
     free(out);
     free(err);
+    /* every command takes --help (or -h) for its section, as `jitfit help COMMAND` prints it */
+    static const char *const cmds[] = {"check", "eval 'a*x' --at x=1", "diff", "codegen -h",
+                                       "cache prune", "doctor", "run --help"};
+    for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++) {
+        char buf[256], head[64];
+        snprintf(buf, sizeof buf, "%s%s", cmds[i], strstr(cmds[i], "-h") ? "" : " --help");
+        snprintf(head, sizeof head, "## `jitfit %.*s`", (int)strcspn(cmds[i], " "), cmds[i]);
+        if (!CHECK(jf(buf, &out, &err) == 0)) fprintf(stderr, "  %s\n", buf);
+        if (!CHECK_CONTAINS(out, head)) fprintf(stderr, "  %s\n", buf);
+        free(out);
+        free(err);
+    }
+    /* after `--` it is a formula's text (--help is -(-help)), not an option */
+    CHECK(jf("diff -- --help", &out, &err) == 0);
+    CHECK_CONTAINS(out, "d/dhelp = 1");
+    free(out);
+    free(err);
 }
 
 /* --vector-math fits the bundled damped sine to the same parameters as the exact kernels (it
