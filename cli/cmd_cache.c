@@ -34,17 +34,23 @@ static int missing(const jf_cache_dir *dir) {
 static int prune_options(int argc, char **argv, double *age_s, uint64_t *bytes) {
     *age_s = -1;
     *bytes = 0;
-    for (int i = 2; i < argc; i += 2) {
-        const char *v = i + 1 < argc ? argv[i + 1] : NULL;
+    for (int i = 2; i < argc; i++) {
+        /* `--opt VALUE` or `--opt=VALUE`, as every other command reads its options */
+        char name[32];
+        const char *eq = strchr(argv[i], '='), *v;
+        size_t nl = eq ? (size_t)(eq - argv[i]) : strlen(argv[i]);
+        snprintf(name, sizeof name, "%.*s", (int)(nl < sizeof name ? nl : sizeof name - 1), argv[i]);
+        if (eq) v = eq + 1;
+        else v = i + 1 < argc ? argv[++i] : NULL;
         double days;
         size_t size;
-        if (strcmp(argv[i], "--older-than") == 0 && v) {
+        if (strcmp(name, "--older-than") == 0 && v) {
             if (jf_cli_parse_double(v, &days) != 0 || !(days >= 0) || days > 1e6) {
                 jf_cli_error("cache prune: --older-than: '%s' is not a number of days", v);
                 return 2;
             }
             *age_s = days * 86400.0;
-        } else if (strcmp(argv[i], "--max-size") == 0 && v) {
+        } else if (strcmp(name, "--max-size") == 0 && v) {
             if (jf_memory_size_from_text(v, &size) != 0) {
                 jf_cli_error("cache prune: --max-size: '%s' is not a size (bytes, or a number "
                              "with K, M, G, T or kB, MB, GB, TB)", v);
@@ -53,7 +59,7 @@ static int prune_options(int argc, char **argv, double *age_s, uint64_t *bytes) 
             *bytes = size ? size : 1; /* 0: keep nothing (0 itself means no limit below) */
         } else {
             jf_cli_error("cache prune: %s '%s'", v ? "unknown option" : "missing value for",
-                         argv[i]);
+                         v && !eq ? argv[i - 1] : argv[i]);
             return usage();
         }
     }

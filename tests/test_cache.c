@@ -784,15 +784,15 @@ static void test_prune(void) {
     CHECK(stat(paths[1], &st) != 0 && stat(paths[0], &st) == 0);
     CHECK(stat(tmp_old, &st) != 0 && stat(tmp_new, &st) == 0 && stat(other, &st) == 0);
     /* at most 500 bytes of entries: the least recently used go first (entry 2, then 3), the
-     * just-used entry 0 stays */
-    snprintf(cmd, sizeof cmd, "'%s' cache prune --max-size 500", jf_test_cli());
+     * just-used entry 0 stays (an option's value may also follow an '=', as elsewhere) */
+    snprintf(cmd, sizeof cmd, "'%s' cache prune --max-size=500", jf_test_cli());
     CHECK(jf_test_run(cmd, &out, NULL) == 0);
     CHECK_CONTAINS(out, "removed 2 entries");
     free(out);
     CHECK(stat(paths[0], &st) == 0 && stat(paths[2], &st) != 0 && stat(paths[3], &st) != 0);
     /* usage errors */
     static const char *const bad[] = {"", "--older-than", "--older-than x", "--max-size 1Q",
-                                      "--keep 3"};
+                                      "--keep 3", "--older-than=x", "--max-size=", "--keep=3"};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         snprintf(cmd, sizeof cmd, "'%s' cache prune %s", jf_test_cli(), bad[i]);
         if (!CHECK(jf_test_run(cmd, NULL, &err) == 2)) fprintf(stderr, "  prune %s\n", bad[i]);
