@@ -6,6 +6,7 @@
 
 #include <cairo-svg.h>
 #include <cairo.h>
+#include <errno.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -336,6 +337,14 @@ int jf_plot_write(const char *path, const jf_plot_data *d, char **err) {
         *err = jf_cli_strf("%s: the plot file must end in .svg or .png", path);
         return -1;
     }
+    /* cairo only says "error while writing to output stream": open the file first, so that a
+     * missing directory or a read-only file is named as --output names it */
+    FILE *probe = fopen(path, "wb");
+    if (!probe) {
+        *err = jf_cli_strf("%s: %s", path, strerror(errno));
+        return -1;
+    }
+    fclose(probe);
     double W = d->nv == 1 ? 900 : 1260, H = d->nv == 1 ? 680 : 520;
     cairo_surface_t *sf = svg ? cairo_svg_surface_create(path, W, H)
                               : cairo_image_surface_create(CAIRO_FORMAT_ARGB32, (int)W, (int)H);

@@ -376,6 +376,16 @@ static void test_plot(void) {
     CHECK_CONTAINS(err, "must end in .svg or .png");
     free(out);
     free(err);
+    /* a file that cannot be written is named with the reason, as --output's is */
+    for (int k = 0; k < 2; k++) {
+        snprintf(buf, sizeof buf, "fit --plot /nonexistent-dir/fit.%s '" EX "damped_sine.jf' '" EX
+                 "damped_sine.csv'", k ? "svg" : "png");
+        CHECK(jf(buf, &out, &err) == 1);
+        CHECK_CONTAINS(err, "/nonexistent-dir/fit.");
+        CHECK_CONTAINS(err, "No such file or directory");
+        free(out);
+        free(err);
+    }
 }
 
 /* A model argument that names a missing file (it reads as a path, not a formula) fails with
