@@ -284,7 +284,9 @@ typedef struct jf_iteration_info {
  * the end, with defaults that keep earlier behaviour. Arrays have num_params entries. */
 typedef struct jf_fit_options {
     const double *p0;      /* starting values; NULL: the model's declared initial values (a
-                              parameter with none starts at 1, as scipy's curve_fit) */
+                              parameter with none starts as in scipy's curve_fit: at the
+                              midpoint of two finite bounds, at lower + 1 or upper - 1 with
+                              one, else at 1) */
     const double *lower;   /* lower bounds; NULL: the model's declared bounds (-inf if none) */
     const double *upper;   /* upper bounds; NULL: declared bounds (+inf if none) */
     int absolute_sigma;    /* 1: sigma is absolute (covariance not rescaled by reduced χ²) */
