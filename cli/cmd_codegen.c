@@ -5,6 +5,8 @@
 #include <string.h>
 
 #include "../codegen/emit.h"
+#include "../runtime/kernels.h"
+#include "../solver/solver.h"
 #include "commands.h"
 #include "util.h"
 
@@ -99,6 +101,10 @@ int jf_cmd_codegen(int argc, char **argv) {
     jf_model *m = jf_cli_load_model(model, nvars ? names : NULL, nvars);
     free(storage);
     if (!m) return 1;
+    /* what the JIT builds: above JF_LARGE_P parameters (the GPU's JF_GPU_LARGE_P for CUDA) there
+     * is no normal_eq, the sums come from blocks of jacobian_row rows through BLAS (cuBLAS) */
+    size_t np = jf_model_num_params(m);
+    o.no_normal_eq = o.target == JF_EMIT_CUDA ? jf_gpu_large_p(np) : jf_kernels_large_p(np);
     char *src = jf_emit(m, &o);
     jf_model_free(m);
     if (!src) {

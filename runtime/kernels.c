@@ -431,6 +431,8 @@ static int large_p_chunked(size_t np, int large_p) {
     return large_p < 0 || np > (size_t)large_p;
 }
 
+int jf_kernels_large_p(size_t np) { return large_p_chunked(np, 0); }
+
 const char *jf_backend_name(int backend) {
     switch (backend) {
     case JF_BACKEND_INTERP: return "interp";

@@ -60,6 +60,9 @@ typedef struct jf_jit_options {
  * kernel's compile time grows as np² and its pass stops being faster (measurements in
  * docs/PERFORMANCE.md, "Many parameters (CPU)"). */
 #define JF_LARGE_P 16
+/* 1 when jf_kernels_get builds a model of np parameters without normal_eq (more than
+ * $JITFIT_LARGE_P, else JF_LARGE_P; what jf_jit_options.large_p = 0 means). */
+JF_INTERNAL int jf_kernels_large_p(size_t np);
 
 /* Kernels of model m on backend b (JF_BACKEND_C or JF_BACKEND_INTERP). For JF_BACKEND_C, a
  * compiler failure or absence falls back to the interpreter: *out is then an interpreter set and

@@ -304,6 +304,26 @@ static void test_cli(void) {
     CHECK(jf_test_run(cmd, &out, &err) == 2);
     free(out);
     free(err);
+    /* the source the JIT builds: above JF_LARGE_P parameters (JF_GPU_LARGE_P for CUDA) it has no
+     * normal_eq (the sums come through BLAS); $JITFIT_LARGE_P moves the threshold there too */
+    char f17[512] = "p0";
+    for (int k = 1; k < 17; k++)
+        snprintf(f17 + strlen(f17), sizeof f17 - strlen(f17), " + p%d*x^%d", k, k);
+    static const struct {
+        const char *env, *target;
+        int has;
+    } big[] = {{"", "c", 0}, {"", "cuda", 0}, {"JITFIT_LARGE_P=17", "c", 1},
+               {"JITFIT_GPU_LARGE_P=17", "cuda", 1}};
+    for (size_t i = 0; i < sizeof big / sizeof big[0]; i++) {
+        snprintf(cmd, sizeof cmd, "%s %s codegen '%s' --target %s --no-prelude", big[i].env,
+                 jf_test_cli(), f17, big[i].target);
+        CHECK(jf_test_run(cmd, &out, &err) == 0);
+        CHECK_CONTAINS(out, "jf_jacobian_row(");
+        if (!CHECK((out && strstr(out, "jf_normal_eq(") != NULL) == big[i].has))
+            fprintf(stderr, "  %s codegen --target %s\n", big[i].env, big[i].target);
+        free(out);
+        free(err);
+    }
 }
 
 /* No compiler, or one that fails: the interpreter stands in, with a one-line warning. */
