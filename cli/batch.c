@@ -337,7 +337,9 @@ int jf_batch_run(jf_fitctx *c, FILE *out, jf_run_summary *sum) {
             fprintf(out, "  %12.6g %5zu%s\n", s->sigma ? res[k]->reduced_chi2 : res[k]->ssr,
                     res[k]->iterations, res[k]->success ? "" : "  NOT CONVERGED");
         }
-        if (c->rows_dropped) fprintf(out, "\n  %zu rows with NaN dropped\n", c->rows_dropped);
+        if (c->rows_dropped)
+            fprintf(out, "\n  %zu row%s with NaN dropped\n", c->rows_dropped,
+                    c->rows_dropped == 1 ? "" : "s");
         print_warnings(out, res, g.n);
     }
     fflush(out);

@@ -228,6 +228,11 @@ static void test_nan_policy(void) {
     CHECK_CONTAINS(err, "dropped 1 of 5 rows with NaN in the used columns or no group label");
     free(out);
     free(err);
+    snprintf(buf, sizeof buf, "fit --group g --nan-policy omit 'a*x+b' '%s'", eg);
+    CHECK(jf(buf, &out, &err) == 0);
+    CHECK_CONTAINS(out, "\n  1 row with NaN dropped\n");
+    free(out);
+    free(err);
     snprintf(buf, sizeof buf, "fit --nan-policy never 'a*x+b' '%s'", p);
     CHECK(jf(buf, &out, &err) == 2);
     CHECK_CONTAINS(err, "--nan-policy: unknown policy 'never'");
@@ -703,7 +708,7 @@ static void test_verbose_and_batch(void) {
     snprintf(buf, sizeof buf, "fit --group g --nan-policy omit 'a*x+b' '%s'", np);
     jf(buf, &out, &err);
     CHECK(out && !strstr(out, "nan"));
-    CHECK_CONTAINS(out, "1 rows with NaN dropped");
+    CHECK_CONTAINS(out, "1 row with NaN dropped");
     CHECK(out && !strstr(out, "dropped every row")); /* said: 1 group (first 'nan') */
     free(out);
     free(err);
