@@ -70,7 +70,8 @@ static locale_t c_locale(void) {
 
 /* A model argument that reads as a file's name rather than a formula: no blanks, and a '.'
  * after a letter ("peak.model": formulas have '.' only in numbers) or nothing but names and
- * '/' ("models/peak"). Only used to explain a formula that does not compile. */
+ * '/' ("models/peak"). Only used to explain a formula that does not compile, or compiles with
+ * a warning ("models/peak" is a quotient of two parameters without x; "a/x" has none). */
 static int looks_like_path(const char *arg) {
     int only_names = 1;
     for (const char *c = arg; *c; c++) {
@@ -105,16 +106,20 @@ jf_model *jf_cli_load_model_ex(const char *arg, const char *text_name, const cha
         st_code = jf_model_compile(arg, (size_t)-1, &o, &m, &d);
     }
     if (st_code != JF_OK && !d) jf_cli_error("%s", jf_status_string(st_code));
-    if (keep && (m || !looks_like_path(arg))) {
+    if (keep) {
         *keep = d;
         return m;
     }
-    if (keep) *keep = NULL;
     jf_cli_print_diagnostics(d);
-    if (!m && looks_like_path(arg) && stat(arg, &st) != 0)
+    jf_cli_note_missing_model_file(arg, m, d);
+    return m;
+}
+
+void jf_cli_note_missing_model_file(const char *arg, const jf_model *m, const jf_diagnostics *d) {
+    struct stat st;
+    if ((!m || jf_diagnostics_count(d) > 0) && looks_like_path(arg) && stat(arg, &st) != 0)
         fprintf(stderr, "jitfit: note: there is no model file '%s' (%s), so it was read as a "
                         "formula\n", arg, strerror(errno));
-    return m;
 }
 
 int jf_cli_cmp_str(const void *a, const void *b) {

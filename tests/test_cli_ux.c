@@ -415,6 +415,18 @@ static void test_missing_model_file(void) {
     CHECK(err && !strstr(err, "no model file"));
     free(out);
     free(err);
+    /* a path that compiles (two parameters' quotient, no x) gets the note with its warning; a
+     * formula that reads like a path but is a good model ('a/x') does not */
+    snprintf(buf, sizeof buf, "fit models/peak '%s'", data);
+    jf(buf, &out, &err);
+    CHECK_CONTAINS(err, "there is no model file 'models/peak' (No such file or directory)");
+    free(out);
+    free(err);
+    snprintf(buf, sizeof buf, "fit a/x '%s'", data);
+    jf(buf, &out, &err);
+    CHECK(err && !strstr(err, "no model file"));
+    free(out);
+    free(err);
 }
 
 /* JSON output is UTF-8 whatever the data's encoding: a Latin-1 label's byte becomes U+FFFD,
