@@ -425,6 +425,7 @@ int jf_datafile_open_ex(const char *path, const jf_dataopts *o, jf_datafile **ou
     int is_stdin = strcmp(path, "-") == 0;
     f->path = strdup(is_stdin ? "<stdin>" : path);
     f->allow_nan = o->allow_nan;
+    f->nan_hint = o->nan_hint && !o->allow_nan;
     if (!f->path) {
         jf_datafile_free(f);
         return JF_ERR_NOMEM;
@@ -578,6 +579,15 @@ static char *shown_text(const char *s, size_t n) {
     return d;
 }
 
+/* What `jitfit fit` adds to the error for a NaN or empty cell: the option that drops such rows. */
+#define NAN_HINT " (--nan-policy omit drops rows with NaN or missing values)"
+
+/* The error's words for a cell that reads as v, not finite. */
+static const char *not_finite(const jf_datafile *f, double v) {
+    if (!isnan(v)) return "value is not finite";
+    return f->nan_hint ? "value is NaN" NAN_HINT : "value is not finite";
+}
+
 /* The message for a cell [fs, fe) of column col (0-based) on line that is not a number. */
 static char *cell_message(const jf_datafile *f, size_t line, size_t col, const char *fs,
                           const char *fe) {
@@ -588,8 +598,8 @@ static char *cell_message(const jf_datafile *f, size_t line, size_t col, const c
     char *msg = NULL;
     if (name && cell) {
         if (n == 0)
-            msg = jf_cli_strf("%s:%zu: column %zu ('%s'): missing value", f->path, line, col + 1,
-                              name);
+            msg = jf_cli_strf("%s:%zu: column %zu ('%s'): missing value%s", f->path, line, col + 1,
+                              name, f->nan_hint ? NAN_HINT : "");
         else
             msg = jf_cli_strf("%s:%zu: column %zu ('%s'): '%s%s' is not a number", f->path, line,
                               col + 1, name, cell, cut ? "..." : "");
@@ -624,8 +634,8 @@ static int read_numeric(const jf_datafile *f, const long *slot, jf_table *t, cha
         for (size_t i = 0; i < f->numeric_rows; i++) {
             if (!isfinite(src[i]) && !(isnan(src[i]) && f->allow_nan))
                 return fail(err, JF_ERR_DATA,
-                            jf_cli_strf("%s: row %zu, column %zu ('%s'): value is not finite", f->path,
-                                i + 1, c + 1, f->names[c]));
+                            jf_cli_strf("%s: row %zu, column %zu ('%s'): %s", f->path, i + 1, c + 1,
+                                        f->names[c], not_finite(f, src[i])));
             dst[i] = src[i];
         }
     }
@@ -713,8 +723,8 @@ int jf_datafile_read(const jf_datafile *f, const char *const *names, size_t nnam
                 }
                 if (!isfinite(v) && !(isnan(v) && f->allow_nan)) {
                     rc = fail(err, JF_ERR_DATA,
-                              jf_cli_strf("%s:%zu: column %zu ('%s'): value is not finite", f->path,
-                                  line, col + 1, f->names[col]));
+                              jf_cli_strf("%s:%zu: column %zu ('%s'): %s", f->path, line, col + 1,
+                                          f->names[col], not_finite(f, v)));
                     goto done;
                 }
                 t.values[(size_t)slot[col] * t.ld + row] = v;

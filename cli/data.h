@@ -43,6 +43,7 @@ typedef struct jf_datafile {
                            columns with jf_datafile_name_columns */
     int quoted;         /* 1: CSV text with a '"': records are split quote-aware (slower) */
     int allow_nan;      /* 1: "nan" and empty cells read as NaN instead of being errors */
+    int nan_hint;       /* 1: the errors for such cells say that --nan-policy omit drops them */
     int gzipped;        /* 1: the file was gzip-compressed (for messages) */
     double *numeric;    /* a .npy file: ncols columns of numeric_rows doubles, column-major;
                            NULL for text */
@@ -60,6 +61,7 @@ typedef struct jf_dataopts {
                                     the file has one), or NULL */
     size_t ncolumns;             /* entries in columns */
     int allow_nan;               /* see jf_datafile.allow_nan */
+    int nan_hint;                /* see jf_datafile.nan_hint */
 } jf_dataopts;
 
 /* Where a run of consecutive data rows sits in the file. Rows are usually on consecutive lines,

@@ -633,6 +633,7 @@ int jf_run_spec(const jf_spec *s, FILE *out, jf_run_summary *sum) {
     dopts.columns = (const char *const *)colnames;
     dopts.ncolumns = (size_t)ncolnames;
     dopts.allow_nan = s->nan_omit;
+    dopts.nan_hint = 1;
 
     double t0 = now_ms();
     if (jf_datafile_open_ex(s->data, &dopts, &c.df, &err) != 0) {
