@@ -217,6 +217,10 @@ static void render_quote(sbuf *b, const jf_diagnostics *d, const jf_diag *g) {
     char shown[QUOTE_WINDOW + 1]; /* the window above keeps to - from within it */
     memcpy(shown, d->source + from, to - from);
     shown[to - from] = '\0';
+    /* a NUL in the line (a source is counted, not terminated) is a control byte too: '?', as
+     * jf_text_printable stops at the first NUL and the rendered text must not end there */
+    for (size_t i = 0; i < to - from; i++)
+        if (!shown[i]) shown[i] = '?';
     jf_text_printable(shown, to - from, 1);
     sb_put(b, shown, to - from);
     if (to < eol) sb_puts(b, "...");

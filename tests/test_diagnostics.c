@@ -100,6 +100,24 @@ static void test_golden(void) {
     }
 }
 
+/* A NUL byte in the source (a model file is read with its length) is a control byte like the
+ * others: shown as '?', and the quote, its carets and the diagnostics after it are not cut
+ * there (the rendered text is a C string). */
+static void test_nul_in_quote(void) {
+    static const char src[] = "y ~ a*x + \0\x1b[2J b\ny ~ c $\n";
+    jf_model_options o = jf_model_options_default();
+    o.source_name = "model.jf";
+    jf_model *m = NULL;
+    jf_diagnostics *d = NULL;
+    int st = jf_model_compile(src, sizeof src - 1, &o, &m, &d);
+    CHECK(st == JF_ERR_PARSE);
+    const char *t = jf_diagnostics_text(d);
+    CHECK(t && strstr(t, "    y ~ a*x + ??[2J b\n              ^\n"));
+    CHECK(t && !strchr(t, '\x1b'));
+    jf_model_free(m);
+    jf_diagnostics_free(d);
+}
+
 /* The depth limit points at the opener where nesting went too deep, not at the whole text. */
 static void test_limit_caret(void) {
     jf_model_options o = jf_model_options_default();
@@ -120,5 +138,6 @@ static void test_limit_caret(void) {
 int main(void) {
     test_golden();
     test_limit_caret();
+    test_nul_in_quote();
     return jf_test_finish();
 }
