@@ -1,6 +1,8 @@
 /* Text from users shown safely (text.h). */
 #include "text.h"
 
+#include <string.h>
+
 size_t jf_utf8_len(const unsigned char *p) {
     size_t len = p[0] >= 0xf0 ? 4 : p[0] >= 0xe0 ? 3 : p[0] >= 0xc0 ? 2 : 0;
     if (!len || p[0] > 0xf4 || p[0] == 0xc0 || p[0] == 0xc1) return 0;
@@ -22,9 +24,16 @@ void jf_text_printable(char *s, size_t n, int keep_tabs) {
             i++;
             continue;
         }
-        /* A sequence cut by n is not recognized: its bytes are judged one by one. */
-        size_t len = jf_utf8_len(p + i);
-        if (len && i + len <= n) {
+        /* A sequence cut by n is not recognized: its bytes are judged one by one. Near the
+         * end, jf_utf8_len reads a copy: s need not hold a NUL after its n bytes. */
+        unsigned char tail[5] = {0};
+        const unsigned char *at = p + i;
+        if (n - i < 4) {
+            memcpy(tail, p + i, n - i);
+            at = tail;
+        }
+        size_t len = jf_utf8_len(at);
+        if (len) {
             if (c == 0xc2 && p[i + 1] < 0xa0) p[i] = p[i + 1] = '?'; /* U+0080..U+009F */
             i += len;
             continue;

@@ -14,8 +14,8 @@
  * there is none. */
 JF_INTERNAL size_t jf_utf8_len(const unsigned char *p);
 
-/* Replaces, in the n bytes at s (fewer when a NUL comes first), every byte a terminal could act
- * on with '?': C0 controls (tabs too unless keep_tabs), DEL, the C1 controls U+0080..U+009F
+/* Replaces, in the n bytes at s (fewer when a NUL comes first; nothing past them is read, so s
+ * need not be NUL-terminated), every byte a terminal could act on with '?': C0 controls (tabs too unless keep_tabs), DEL, the C1 controls U+0080..U+009F
  * written in UTF-8, and bytes 0x80..0x9f outside a UTF-8 sequence (C1 controls on a terminal
  * in an 8-bit mode). Other text, UTF-8 or not, is kept byte for byte, so lengths and columns
  * do not move. */
