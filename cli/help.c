@@ -50,7 +50,10 @@ void jf_help_topics(FILE *f) {
 
 int jf_cmd_help(int argc, char **argv) {
     if (argc < 2) return -1; /* main prints the command list */
-    if (jf_help_print(stdout, argv[1]) != 0) {
+    /* `jitfit help --help` (or -h): this command's own section, as every command's --help */
+    const char *topic =
+        strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0 ? "help" : argv[1];
+    if (jf_help_print(stdout, topic) != 0) {
         fprintf(stderr, "jitfit: help: no topic '%s'\n", argv[1]);
         jf_help_topics(stderr);
         return 2;

@@ -803,7 +803,8 @@ static void test_help(void) {
     free(err);
     /* every command takes --help (or -h) for its section, as `jitfit help COMMAND` prints it */
     static const char *const cmds[] = {"check", "eval 'a*x' --at x=1", "diff", "codegen -h",
-                                       "cache prune", "doctor", "run --help"};
+                                       "cache prune", "doctor", "run --help", "help",
+                                       "help -h"};
     for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++) {
         char buf[256], head[64];
         snprintf(buf, sizeof buf, "%s%s", cmds[i], strstr(cmds[i], "-h") ? "" : " --help");
