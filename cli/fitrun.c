@@ -11,6 +11,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "../runtime/text.h"
 #include "output.h"
 #include "plot.h"
 #include "report.h"
@@ -46,6 +47,9 @@ int jf_run_setting_error(const char *origin, const char *fmt, ...) {
     va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
+    /* as in jf_cli_error: the message quotes a value from a job file or the command line, and
+     * its control bytes (an escape sequence) must not act on the terminal */
+    jf_text_printable(msg, sizeof msg, 0);
     if (origin) fprintf(stderr, "jitfit: %s: %s\n", origin, msg);
     else if (in_run && current_fit) fprintf(stderr, "jitfit: run: [fit %s]: %s\n", current_fit, msg);
     else fprintf(stderr, "jitfit: %s: %s\n", in_run ? "run" : "fit", msg);

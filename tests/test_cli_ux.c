@@ -503,6 +503,7 @@ static void test_job_errors(void) {
         {"[fit a]\nmodel = a*x+b\ndata = d.csv\nx_scale = a=1, b=0\n", 2, ":4: x_scale: '0' is not a positive finite scale (for 'b')"},
         {"[fit a]\nmodel = a*x+b\ndata = d.csv\nx_scale = a=1\n", 2, ":4: x_scale: no scale for 'b': name every parameter"},
         {"[fit \xc2\x9b" "2J]\nmodel = a*x+b\ndata = d.csv\n", 2, ":1: a fit name cannot hold control characters"},
+        {"[fit a]\nmodel = a*x+b\ndata = d.csv\nbounds = a=1\x1b[2J\xc2\x9b" "2J:3\n", 2, ":4: bounds: '1?[2J??2J:3' is not LOW:HIGH with numbers (for 'a')"},
         {"[fit a]\nmodel = a*x+b\ndata = d.csv\nftol = 1\xc2\x9b" "2J\x9b" "2J\xc3\xa9\n", 2, ":4: ftol: '1??2J?2J\xc3\xa9' is not a non-negative number"},
     };
     const char *data = tmp(".csv", "x,y\n" LINE_ROWS);
