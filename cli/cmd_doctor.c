@@ -6,7 +6,8 @@
  * the kernel cache), so doctor sees exactly what a fit would see; this file only prints. It
  * writes nothing: the cache is looked at, never created, and the compiler check and the
  * self-tests run uncached. A missing GPU is a fact, not an error: the exit status is 0 when the
- * CPU path works and 1 when the compiler check or a CPU self-test fails. A broken C compiler
+ * CPU path works and 1 when the compiler check or a self-test fails (the CUDA one only runs
+ * with a usable GPU; one that fell back to another backend has failed). A broken C compiler
  * fails doctor even though fits still run (on the interpreter, far slower): a script that runs
  * `jitfit doctor` before a job wants to hear about it.
  */
