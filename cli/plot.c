@@ -7,12 +7,15 @@
 #include <cairo-svg.h>
 #include <cairo.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 /* Points of the fitted curve: smooth at any zoom a page allows. */
 #define CURVE_POINTS 600
@@ -337,14 +340,25 @@ int jf_plot_write(const char *path, const jf_plot_data *d, char **err) {
         *err = jf_cli_strf("%s: the plot file must end in .svg or .png", path);
         return -1;
     }
-    /* cairo only says "error while writing to output stream": open the file first, so that a
-     * missing directory or a read-only file is named as --output names it */
-    FILE *probe = fopen(path, "wb");
-    if (!probe) {
+    /* cairo only says "error while writing to output stream": check first that the file can
+     * be written, so that a missing directory or a read-only file is named as --output names
+     * it, without truncating an existing plot (cairo writes it only once drawn) */
+    struct stat pst;
+    int writable = 0;
+    if (stat(path, &pst) == 0) {
+        writable = access(path, W_OK) == 0;
+    } else if (errno == ENOENT) {
+        int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+        if (fd >= 0) {
+            close(fd);
+            unlink(path);
+            writable = 1;
+        }
+    }
+    if (!writable) {
         *err = jf_cli_strf("%s: %s", path, strerror(errno));
         return -1;
     }
-    fclose(probe);
     double W = d->nv == 1 ? 900 : 1260, H = d->nv == 1 ? 680 : 520;
     cairo_surface_t *sf = svg ? cairo_svg_surface_create(path, W, H)
                               : cairo_image_surface_create(CAIRO_FORMAT_ARGB32, (int)W, (int)H);
