@@ -342,7 +342,9 @@ int jf_job_read(const char *path, jf_job *job) {
         char *shown = strdup(sec);
         if (shown) jf_text_printable(shown, strlen(shown), 0);
         if (shown && strcmp(shown, sec) != 0) {
-            jf_cli_error("%s:%zu: a fit name cannot hold control characters", path, r.h[i].line);
+            jf_cli_error("%s:%zu: a fit name cannot hold control characters (bytes below 0x20, "
+                         "0x7f, or C1 controls: 0x80-0x9f outside UTF-8, U+0080-U+009F in it)",
+                         path, r.h[i].line);
             errors++;
         }
         free(shown);
