@@ -25,6 +25,7 @@
 #include "../runtime/cusolver_api.h"
 #include "../runtime/device.h"
 #include "../runtime/jit_cc.h"
+#include "../runtime/jit_nvrtc.h"
 #include "../runtime/kernels.h"
 #include "commands.h"
 #include "report.h"
@@ -137,6 +138,33 @@ static void print_gpu_libraries(const jf_device_info *di) {
            jf_cusolver_init(why, sizeof why) == JF_OK ? "ok (handle created)" : why);
 }
 
+/* What the CUDA JIT compiles for GPU i of compute capability arch (jf_nvrtc_target): a CUBIN,
+ * or PTX that the driver compiles for a GPU newer than NVRTC, or nothing for one older than
+ * every architecture NVRTC knows. The emulator runs the source itself. */
+static void print_code_target(const jf_device_info *di, int i, int arch) {
+    if (jf_cuda_emulated()) {
+        printf("gpu %d code: the emulator runs the CUDA source (no NVRTC)\n", i);
+        return;
+    }
+    if (!di->nvrtc_ok) {
+        printf("gpu %d code: none (NVRTC %s)\n", i, di->nvrtc_why);
+        return;
+    }
+    const int *archs;
+    int narchs, cubin;
+    jf_nvrtc_archs(&archs, &narchs);
+    int target = jf_nvrtc_target(arch, archs, narchs, &cubin);
+    if (target && cubin) printf("gpu %d code: CUBIN for sm_%d from NVRTC\n", i, target);
+    else if (target)
+        printf("gpu %d code: PTX for compute_%d, which the driver compiles for sm_%d (NVRTC %d.%d "
+               "predates this GPU)\n",
+               i, target, arch, di->nvrtc_major, di->nvrtc_minor);
+    else
+        printf("gpu %d code: none: NVRTC %d.%d cannot compile for sm_%d (the oldest it supports "
+               "is sm_%d)\n",
+               i, di->nvrtc_major, di->nvrtc_minor, arch, archs[0]);
+}
+
 static void print_driver(const jf_device_info *di) {
     if (!di->driver_loaded) {
         printf("cuda driver: %s\n", di->gpu_why);
@@ -167,6 +195,7 @@ static void print_driver(const jf_device_info *di) {
                    di->driver_version < JF_DEVICE_COND_NODES_MIN_DRIVER
                        ? "driver older than 12.3"
                        : "cuGraphConditionalHandleCreate not found");
+        print_code_target(di, i, g->cc_major * 10 + g->cc_minor);
     }
     if (di->gpu_errors[0]) printf("gpu query: %s\n", di->gpu_errors);
 }

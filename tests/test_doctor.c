@@ -87,6 +87,13 @@ static void test_doctor(const jf_device_info *di) {
             CHECK(line_of(out, p)[0] != '\0');
             snprintf(p, sizeof p, "gpu %d conditional graph nodes (WHILE): ", i);
             CHECK(line_of(out, p)[0] != '\0');
+            /* what the JIT compiles for it: CUBIN, PTX for a GPU newer than NVRTC, or none */
+            snprintf(p, sizeof p, "gpu %d code: ", i);
+            const char *code = line_of(out, p);
+            if (jf_cuda_emulated()) CHECK_CONTAINS(code, "the emulator runs the CUDA source");
+            else
+                CHECK(strstr(code, "CUBIN for sm_") || strstr(code, "PTX for compute_") ||
+                      strstr(code, "code: none"));
         }
         CHECK_CONTAINS(line_of(out, "self-test cuda: "),
                        di->gpu_ok ? "converged" : "unavailable: ");
