@@ -67,10 +67,12 @@ static void text_at(cairo_t *cr, double x, double y, const char *s, double ax, d
     cairo_show_text(cr, s);
 }
 
-/* A tick label: %g, with "0" for the rounding noise of a tick at zero. */
+/* A tick label: %g, with "0" for the rounding noise of a tick at zero, and more than %g's 6
+ * significant digits when the step needs them (ticks 1700000000, 1700000500 on Unix times). */
 static void tick_label(char *buf, size_t n, double v, double step) {
     if (fabs(v) < step * 1e-9) v = 0;
-    snprintf(buf, n, "%g", v);
+    int digits = v == 0 ? 1 : (int)floor(log10(fabs(v))) - (int)floor(log10(step)) + 1;
+    snprintf(buf, n, "%.*g", digits < 6 ? 6 : digits > 17 ? 17 : digits, v);
 }
 
 /* Frame, ticks and tick labels of a panel; labels on the x axis only when xlabels. */
