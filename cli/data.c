@@ -552,14 +552,21 @@ static char *column_list(const jf_datafile *f) {
 }
 
 /* "no column 'x' (columns: t, y)" into *err; when the header row holds numbers, the hint that
- * it may be a first row of data read as a header. Returns JF_ERR_DATA (JF_ERR_NOMEM). */
+ * it may be a first row of data read as a header; when it is one column with a ';' in it, the
+ * hint that semicolon-separated tables (European CSV) are not read. Returns JF_ERR_DATA
+ * (JF_ERR_NOMEM). */
 static int no_column(const jf_datafile *f, const char *name, char **err) {
     char *list = column_list(f);
+    int semicolons = f->ncols == 1 && strchr(f->names[0], ';');
     int rc = fail(err, JF_ERR_DATA,
                   list ? jf_cli_strf("%s: no column '%s' (columns: %s)%s", f->path, name, list,
                                      f->header_numbers && !f->positional
                                          ? "; the header row has numbers in it: if it is data, "
                                            "name the columns with --columns"
+                                     : semicolons
+                                         ? "; the fields seem separated by ';': jitfit reads "
+                                           "comma-, tab- or space-separated tables with '.' as "
+                                           "the decimal point, convert the file to one of those"
                                          : "")
                        : NULL);
     free(list);

@@ -146,6 +146,10 @@ static void test_errors(void) {
         const char *message; /* expected message */
     } cases[] = {
         {"t,y\n1,2\n", "F: no column 'x' (columns: t, y)"},
+        /* European CSV: ';' between fields, ',' as the decimal point */
+        {"x;y\n0,5;1,25\n", "F: no column 'x' (columns: x;y); the fields seem separated by ';': "
+                           "jitfit reads comma-, tab- or space-separated tables with '.' as the "
+                           "decimal point, convert the file to one of those"},
         {"x,y,z\n1,2,3\n2,3,4\n3,4,5\n4,abc,6\n", "F:5: column 2 ('y'): 'abc' is not a number"},
         {"x,y,z\n1,2,3\n2,3,4\n3,4,5\n4,5,6\n5,6,7\n6,7\n", "F:7: expected 3 fields, found 2"},
         {"x,y\n1,2,3\n", "F:2: expected 2 fields, found 3"},
