@@ -10,6 +10,7 @@
 #include <fcntl.h>
 #include <math.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -123,6 +124,11 @@ static void titles(cairo_t *cr, const jf_plot_data *d, double width) {
     }
 }
 
+/* Whether a point drawn at (X, Y) with radius r touches the legend box drawn for (lx, ly). */
+static int in_box(double X, double Y, double lx, double ly, double r) {
+    return X + r >= lx - 8 && X - r <= lx + 100 && Y + r >= ly - 6 && Y - r <= ly + 38;
+}
+
 /* Data points, fitted curve and residuals against one variable. */
 static void draw_1d(cairo_t *cr, const jf_plot_data *d, double W, double H) {
     const double *x = d->x[0];
@@ -186,8 +192,20 @@ static void draw_1d(cairo_t *cr, const jf_plot_data *d, double W, double H) {
     cairo_restore(cr);
     axes(cr, &top_p, 0, NULL, d->yname);
 
-    /* Legend, top right. */
+    /* Legend, in the corner that hides the fewest data points and curve points (top right
+     * unless it hides more than another: a rising curve ends there). */
     double lx = top_p.x + top_p.w - 110, ly = top_p.y + 12;
+    size_t best = SIZE_MAX;
+    for (int k = 0; k < 4; k++) {
+        double bx = k & 1 ? top_p.x + 20 : top_p.x + top_p.w - 110;
+        double by = k & 2 ? top_p.y + top_p.h - 50 : top_p.y + 12;
+        size_t hidden = 0;
+        for (size_t i = 0; i < n; i++)
+            hidden += in_box(px(&top_p, x[i]), py(&top_p, d->y[i]), bx, by, r);
+        for (int i = 0; i < CURVE_POINTS; i++)
+            hidden += isfinite(cy[i]) && in_box(px(&top_p, cx[i]), py(&top_p, cy[i]), bx, by, 1);
+        if (hidden < best) best = hidden, lx = bx, ly = by;
+    }
     cairo_set_source_rgb(cr, 1, 1, 1);
     cairo_rectangle(cr, lx - 8, ly - 6, 108, 44);
     cairo_fill_preserve(cr);

@@ -1,10 +1,13 @@
-/* Unit tests of the plot's tick labels (cli/plot.c): neighbouring ticks must read differently
- * however large the values are next to their spacing (Unix times, wavelengths in metres).
+/* Tests of the plots (cli/plot.c): neighbouring ticks must read differently however large the
+ * values are next to their spacing (Unix times, wavelengths in metres), and the legend must not
+ * hide data (the PNG of `jitfit fit --plot` is read back).
  *
  * The plotter belongs to the jitfit executable, not to the library these tests link, so its
  * source (and the CLI helpers it calls) are compiled into this test directly.
  */
+#include <cairo.h>
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -43,7 +46,42 @@ static void test_tick_labels(void) {
     CHECK_STREQ(buf, "1.7e+09");
 }
 
+/* A rising line ends in the top right corner, where the legend used to be drawn over it: the
+ * last data point (x = 10, y = 10) must still show. */
+static void test_legend(void) {
+    char *data = jf_test_tmpfile(".csv", "x,y\n0,0\n1,1\n2,2\n3,3\n4,4\n5,5\n6,6\n7,7\n8,8\n9,9\n10,10\n");
+    char *png = jf_test_tmpfile(".png", "");
+    char cmd[2048];
+    snprintf(cmd, sizeof cmd, "'%s' fit --plot '%s' 'a*x+b' '%s'", jf_test_cli(), png, data);
+    CHECK(jf_test_run(cmd, NULL, NULL) == 0);
+    cairo_surface_t *s = cairo_image_surface_create_from_png(png);
+    if (CHECK(cairo_surface_status(s) == CAIRO_STATUS_SUCCESS)) {
+        /* Layout of draw_1d: panel x 90..870 over x -0.3..10.3, top panel y 60..60+551*0.72
+         * over y -0.6..10.6. */
+        double ph = (680 - 60 - 55 - 14) * 0.72;
+        int X = (int)(90 + 10.3 / 10.6 * 780), Y = (int)(60 + ph - 10.6 / 11.2 * ph);
+        int stride = cairo_image_surface_get_stride(s);
+        const unsigned char *d = cairo_image_surface_get_data(s);
+        int dr = (int)(0.12 * 255 + 0.5), dg = (int)(0.47 * 255 + 0.5), db = (int)(0.71 * 255 + 0.5);
+        size_t blue = 0;
+        for (int y = Y - 5; y <= Y + 5; y++)
+            for (int x = X - 5; x <= X + 5; x++) {
+                uint32_t p;
+                memcpy(&p, d + (size_t)y * (size_t)stride + (size_t)x * 4, 4);
+                blue += abs((int)(p >> 16 & 0xff) - dr) <= 3 && abs((int)(p >> 8 & 0xff) - dg) <= 3 &&
+                        abs((int)(p & 0xff) - db) <= 3;
+            }
+        if (!CHECK(blue > 0)) fprintf(stderr, "  no data colour around (%d, %d)\n", X, Y);
+    }
+    cairo_surface_destroy(s);
+    remove(data);
+    remove(png);
+    free(data);
+    free(png);
+}
+
 int main(void) {
     test_tick_labels();
+    test_legend();
     return jf_test_finish();
 }
