@@ -124,6 +124,29 @@ static void titles(cairo_t *cr, const jf_plot_data *d, double width) {
     }
 }
 
+/* Fills a dot of radius r at each point (x[i], y[i]) of panel p. Above SPARSE_POINTS points a
+ * dot on the same half pixel as one already drawn is left out: it changes hardly a pixel, and
+ * a million points would otherwise make an SVG of 300 MB. */
+#define SPARSE_POINTS 2000
+static void points(cairo_t *cr, const panel *p, const double *x, const double *y, size_t n,
+                   double r) {
+    size_t gw = (size_t)(2 * p->w) + 1, gh = (size_t)(2 * p->h) + 1;
+    unsigned char *seen = n > SPARSE_POINTS ? calloc(gw * gh, 1) : NULL;
+    for (size_t i = 0; i < n; i++) {
+        double X = px(p, x[i]), Y = py(p, y[i]);
+        double gx = floor(2 * (X - p->x) + 0.5), gy = floor(2 * (Y - p->y) + 0.5);
+        if (seen && gx >= 0 && gy >= 0 && gx < (double)gw && gy < (double)gh) {
+            size_t k = (size_t)gy * gw + (size_t)gx;
+            if (seen[k]) continue;
+            seen[k] = 1;
+        }
+        cairo_new_sub_path(cr);
+        cairo_arc(cr, X, Y, r, 0, 2 * M_PI);
+    }
+    cairo_fill(cr);
+    free(seen);
+}
+
 /* Whether a point drawn at (X, Y) with radius r touches the legend box drawn for (lx, ly). */
 static int in_box(double X, double Y, double lx, double ly, double r) {
     return X + r >= lx - 8 && X - r <= lx + 100 && Y + r >= ly - 6 && Y - r <= ly + 38;
@@ -170,11 +193,7 @@ static void draw_1d(cairo_t *cr, const jf_plot_data *d, double W, double H) {
     cairo_rectangle(cr, top_p.x, top_p.y, top_p.w, top_p.h);
     cairo_clip(cr);
     cairo_set_source_rgb(cr, JF_PLOT_DATA_RGB);
-    for (size_t i = 0; i < n; i++) {
-        cairo_new_sub_path(cr);
-        cairo_arc(cr, px(&top_p, x[i]), py(&top_p, d->y[i]), r, 0, 2 * M_PI);
-    }
-    cairo_fill(cr);
+    points(cr, &top_p, x, d->y, n, r);
     /* Curve, broken where the model is not finite. */
     cairo_set_source_rgb(cr, JF_PLOT_CURVE_RGB);
     cairo_set_line_width(cr, 2.2);
@@ -239,11 +258,7 @@ static void draw_1d(cairo_t *cr, const jf_plot_data *d, double W, double H) {
         cairo_stroke(cr);
         cairo_set_dash(cr, NULL, 0, 0);
         cairo_set_source_rgb(cr, JF_PLOT_DATA_RGB);
-        for (size_t i = 0; i < n; i++) {
-            cairo_new_sub_path(cr);
-            cairo_arc(cr, px(&res_p, x[i]), py(&res_p, res[i]), r * 0.8, 0, 2 * M_PI);
-        }
-        cairo_fill(cr);
+        points(cr, &res_p, x, res, n, r * 0.8);
         cairo_restore(cr);
         axes(cr, &res_p, 1, d->xname[0], "residual");
     }

@@ -1,6 +1,7 @@
 /* Tests of the plots (cli/plot.c): neighbouring ticks must read differently however large the
  * values are next to their spacing (Unix times, wavelengths in metres), and the legend must not
- * hide data (the PNG of `jitfit fit --plot` is read back).
+ * hide data (the PNG of `jitfit fit --plot` is read back), and dense data must not make a huge
+ * SVG.
  *
  * The plotter belongs to the jitfit executable, not to the library these tests link, so its
  * source (and the CLI helpers it calls) are compiled into this test directly.
@@ -80,8 +81,35 @@ static void test_legend(void) {
     free(png);
 }
 
+/* 20000 points on a line: dots that fall on the same half pixel are drawn once, so the SVG
+ * holds a few thousand dots (about 300 bytes each), not 20000 (6 MB). */
+static void test_dense_svg(void) {
+    size_t cap = 64 + 20000 * 48, len = 0;
+    char *text = malloc(cap);
+    len += (size_t)snprintf(text, cap, "x,y\n");
+    for (int i = 0; i < 20000; i++) {
+        double x = i * 10.0 / 20000;
+        len += (size_t)snprintf(text + len, cap - len, "%.17g,%.17g\n", x, 2 * x + 1);
+    }
+    char *data = jf_test_tmpfile(".csv", text), *svg = jf_test_tmpfile(".svg", "");
+    char cmd[2048];
+    snprintf(cmd, sizeof cmd, "'%s' fit --plot '%s' 'a*x+b' '%s'", jf_test_cli(), svg, data);
+    CHECK(jf_test_run(cmd, NULL, NULL) == 0);
+    size_t size = 0;
+    char *out = jf_test_read_file(svg, &size);
+    CHECK_CONTAINS(out, "</svg>");
+    if (!CHECK(size < 2000000)) fprintf(stderr, "  the SVG of 20000 points has %zu bytes\n", size);
+    free(out);
+    remove(data);
+    remove(svg);
+    free(data);
+    free(svg);
+    free(text);
+}
+
 int main(void) {
     test_tick_labels();
     test_legend();
+    test_dense_svg();
     return jf_test_finish();
 }
