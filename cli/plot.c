@@ -76,6 +76,13 @@ static void tick_label(char *buf, size_t n, double v, double step) {
     snprintf(buf, n, "%.*g", digits < 6 ? 6 : digits > 17 ? 17 : digits, v);
 }
 
+/* The i-th tick from lo, a multiple of step. Ticks are counted, not stepped by adding step,
+ * which stops moving once step is below half an ulp of the value (1e17 + 2 == 1e17, on data
+ * 16 apart at 1e17): the caller draws at most MAX_TICKS, and a tick that rounds to the one
+ * before it once. */
+#define MAX_TICKS 100
+static double tick_at(double lo, double step, int i) { return ceil(lo / step) * step + i * step; }
+
 /* Frame, ticks and tick labels of a panel; labels on the x axis only when xlabels. */
 static void axes(cairo_t *cr, const panel *p, int xlabels, const char *xname, const char *yname) {
     char buf[64];
@@ -85,7 +92,10 @@ static void axes(cairo_t *cr, const panel *p, int xlabels, const char *xname, co
     cairo_stroke(cr);
     cairo_set_font_size(cr, 12);
     double sx = nice_step(p->x1 - p->x0, 6), sy = nice_step(p->y1 - p->y0, 5);
-    for (double v = ceil(p->x0 / sx) * sx; v <= p->x1 + sx * 1e-9; v += sx) {
+    double v, prev = NAN;
+    for (int i = 0; (v = tick_at(p->x0, sx, i)) <= p->x1 + sx * 1e-9 && i < MAX_TICKS; i++) {
+        if (v == prev) continue;
+        prev = v;
         double X = px(p, v);
         cairo_move_to(cr, X, p->y + p->h);
         cairo_line_to(cr, X, p->y + p->h - 5);
@@ -95,7 +105,10 @@ static void axes(cairo_t *cr, const panel *p, int xlabels, const char *xname, co
             text_at(cr, X, p->y + p->h + 6, buf, 0.5, 0);
         }
     }
-    for (double v = ceil(p->y0 / sy) * sy; v <= p->y1 + sy * 1e-9; v += sy) {
+    prev = NAN;
+    for (int i = 0; (v = tick_at(p->y0, sy, i)) <= p->y1 + sy * 1e-9 && i < MAX_TICKS; i++) {
+        if (v == prev) continue;
+        prev = v;
         double Y = py(p, v);
         cairo_move_to(cr, p->x, Y);
         cairo_line_to(cr, p->x + 5, Y);

@@ -11,6 +11,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cli/plot.c"
 #include "cli/util.c"
@@ -107,7 +108,23 @@ static void test_dense_svg(void) {
     free(text);
 }
 
+/* Axes over a range whose tick step is below half an ulp of its values (data 16 apart at 1e17,
+ * where 1e17 + 2 == 1e17): the tick loop stepped v += step forever. alarm() makes a hang a
+ * failure. */
+static void test_axes_beyond_2p53(void) {
+    cairo_surface_t *s = cairo_image_surface_create(CAIRO_FORMAT_ARGB32, 900, 680);
+    cairo_t *cr = cairo_create(s);
+    alarm(20);
+    panel p = {90, 60, 780, 400, 1e17 - 1, 1e17 + 17, 1e17 - 1, 1e17 + 17};
+    axes(cr, &p, 1, "x", "y");
+    alarm(0);
+    CHECK(cairo_status(cr) == CAIRO_STATUS_SUCCESS);
+    cairo_destroy(cr);
+    cairo_surface_destroy(s);
+}
+
 int main(void) {
+    test_axes_beyond_2p53();
     test_tick_labels();
     test_legend();
     test_dense_svg();
