@@ -112,8 +112,7 @@ static jf_model *load_model(const jf_spec *s, const jf_datafile *df) {
     jf_diagnostics *d = NULL, *d2 = NULL;
     jf_model *m = jf_cli_load_model_ex(s->model, text_name, NULL, 0, &d);
     if (!m || vars_in_data(m, df) || df->positional) {
-        jf_cli_print_diagnostics(d);
-        jf_cli_note_missing_model_file(s->model, m, d);
+        jf_cli_print_model_diagnostics(s->model, m, d);
         if (m && !df->positional) warn_param_columns(m, s, df);
         return m;
     }
@@ -141,8 +140,7 @@ static jf_model *load_model(const jf_spec *s, const jf_datafile *df) {
     if (!ok) {
         jf_model_free(m2);
         jf_diagnostics_free(d2);
-        jf_cli_print_diagnostics(d);
-        jf_cli_note_missing_model_file(s->model, m, d);
+        jf_cli_print_model_diagnostics(s->model, m, d);
         return m;
     }
     jf_model_free(m);

@@ -110,14 +110,16 @@ jf_model *jf_cli_load_model_ex(const char *arg, const char *text_name, const cha
         *keep = d;
         return m;
     }
-    jf_cli_print_diagnostics(d);
-    jf_cli_note_missing_model_file(arg, m, d);
+    jf_cli_print_model_diagnostics(arg, m, d);
     return m;
 }
 
-void jf_cli_note_missing_model_file(const char *arg, const jf_model *m, const jf_diagnostics *d) {
+void jf_cli_print_model_diagnostics(const char *arg, const jf_model *m, jf_diagnostics *d) {
     struct stat st;
-    if ((!m || jf_diagnostics_count(d) > 0) && looks_like_path(arg) && stat(arg, &st) != 0)
+    /* asked before printing: jf_cli_print_diagnostics frees d */
+    int flagged = !m || jf_diagnostics_count(d) > 0;
+    jf_cli_print_diagnostics(d);
+    if (flagged && looks_like_path(arg) && stat(arg, &st) != 0)
         fprintf(stderr, "jitfit: note: there is no model file '%s' (%s), so it was read as a "
                         "formula\n", arg, strerror(errno));
 }

@@ -29,12 +29,13 @@ const char *jf_cli_last_error(void);
 jf_model *jf_cli_load_model(const char *arg, const char *const *vars, size_t nvars);
 /* As jf_cli_load_model, with the name model text gets in diagnostics. With keep non-NULL
  * its diagnostics are not printed but go to *keep (NULL if none could be made), for a trial
- * compile whose caller decides which reading's to print (jf_cli_print_diagnostics, then
- * jf_cli_note_missing_model_file); a failure without diagnostics is still printed. */
-/* After a model's diagnostics: when arg reads like a file's name that does not exist, and it
- * did not compile (m NULL) or compiled with a warning, a note on stderr that there is no such
- * model file and arg was read as a formula. */
-void jf_cli_note_missing_model_file(const char *arg, const jf_model *m, const jf_diagnostics *d);
+ * compile whose caller decides which reading's to print (jf_cli_print_model_diagnostics); a
+ * failure without diagnostics is still printed. */
+/* jf_cli_print_diagnostics(d) (which frees d) for the model m compiled from arg, then, when arg
+ * reads like a file's name that does not exist and it did not compile (m NULL) or compiled
+ * with a warning, a note on stderr that there is no such model file and arg was read as a
+ * formula. */
+void jf_cli_print_model_diagnostics(const char *arg, const jf_model *m, jf_diagnostics *d);
 jf_model *jf_cli_load_model_ex(const char *arg, const char *text_name, const char *const *vars,
                                size_t nvars, jf_diagnostics **keep);
 /* strcmp of two char * elements, for qsort and bsearch over arrays of strings. */
