@@ -394,12 +394,17 @@ int jf_plot_write(const char *path, const jf_plot_data *d, char **err) {
     struct stat pst;
     int writable = 0;
     if (stat(path, &pst) == 0) {
-        writable = access(path, W_OK) == 0;
+        if (S_ISDIR(pst.st_mode)) errno = EISDIR; /* access(W_OK) says a directory is writable */
+        else writable = access(path, W_OK) == 0;
     } else if (errno == ENOENT) {
         int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
         if (fd >= 0) {
             close(fd);
             unlink(path);
+            writable = 1;
+        } else if (errno == EEXIST && lstat(path, &pst) == 0 && S_ISLNK(pst.st_mode)) {
+            /* a symbolic link to a file not there yet, which O_EXCL refuses: cairo's fopen
+             * creates the file it names */
             writable = 1;
         }
     }

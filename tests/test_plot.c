@@ -123,7 +123,40 @@ static void test_axes_beyond_2p53(void) {
     cairo_surface_destroy(s);
 }
 
+/* The plot file's check names what is wrong before the drawing: a directory is "Is a directory"
+ * (access(W_OK) holds for one, and cairo then said only "error while writing to output
+ * stream"), and a symbolic link to a file not there yet is written through, as fopen does (the
+ * O_EXCL probe said "File exists"). */
+static void test_plot_path(void) {
+    char *data = jf_test_tmpfile(".csv", "x,y\n1,1\n2,2.1\n3,2.9\n");
+    char *dir = jf_test_tmpfile(".png", ""), *target = jf_test_tmpfile(".png", "");
+    char link[4096], cmd[8192], *err = NULL;
+    remove(dir);
+    CHECK(mkdir(dir, 0700) == 0);
+    snprintf(cmd, sizeof cmd, "'%s' fit --plot '%s' 'a*x+b' '%s'", jf_test_cli(), dir, data);
+    CHECK(jf_test_run(cmd, NULL, &err) != 0);
+    CHECK_CONTAINS(err, "Is a directory");
+    free(err);
+    err = NULL;
+    remove(target);
+    snprintf(link, sizeof link, "%s.link.png", target);
+    CHECK(symlink(target, link) == 0);
+    snprintf(cmd, sizeof cmd, "'%s' fit --plot '%s' 'a*x+b' '%s'", jf_test_cli(), link, data);
+    if (!CHECK(jf_test_run(cmd, NULL, &err) == 0)) fprintf(stderr, "  %s\n", err ? err : "");
+    struct stat st;
+    CHECK(stat(target, &st) == 0 && st.st_size > 0);
+    free(err);
+    remove(link);
+    remove(target);
+    rmdir(dir);
+    remove(data);
+    free(data);
+    free(dir);
+    free(target);
+}
+
 int main(void) {
+    test_plot_path();
     test_axes_beyond_2p53();
     test_tick_labels();
     test_legend();
