@@ -551,22 +551,24 @@ static char *column_list(const jf_datafile *f) {
     return s;
 }
 
-/* "no column 'x' (columns: t, y)" into *err; when the header row holds numbers, the hint that
- * it may be a first row of data read as a header; when it is one column with a ';' in it, the
- * hint that semicolon-separated tables (European CSV) are not read. Returns JF_ERR_DATA
- * (JF_ERR_NOMEM). */
+/* "no column 'x' (columns: t, y)" into *err; when a column's name has a ';' in it, the hint
+ * that semicolon-separated tables (European CSV) are not read; else, when the header row holds
+ * numbers, the hint that it may be a first row of data read as a header. The ';' comes first:
+ * a headerless '1,5;2' row reads as columns '1' and '5;2', and --columns would not help.
+ * Returns JF_ERR_DATA (JF_ERR_NOMEM). */
 static int no_column(const jf_datafile *f, const char *name, char **err) {
     char *list = column_list(f);
-    int semicolons = f->ncols == 1 && strchr(f->names[0], ';');
+    int semicolons = 0;
+    for (size_t i = 0; i < f->ncols && !f->positional; i++) semicolons |= !!strchr(f->names[i], ';');
     int rc = fail(err, JF_ERR_DATA,
                   list ? jf_cli_strf("%s: no column '%s' (columns: %s)%s", f->path, name, list,
-                                     f->header_numbers && !f->positional
-                                         ? "; the header row has numbers in it: if it is data, "
-                                           "name the columns with --columns"
-                                     : semicolons
+                                     semicolons
                                          ? "; the fields seem separated by ';': jitfit reads "
                                            "comma-, tab- or space-separated tables with '.' as "
                                            "the decimal point, convert the file to one of those"
+                                     : f->header_numbers && !f->positional
+                                         ? "; the header row has numbers in it: if it is data, "
+                                           "name the columns with --columns"
                                          : "")
                        : NULL);
     free(list);

@@ -150,6 +150,11 @@ static void test_errors(void) {
         {"x;y\n0,5;1,25\n", "F: no column 'x' (columns: x;y); the fields seem separated by ';': "
                            "jitfit reads comma-, tab- or space-separated tables with '.' as the "
                            "decimal point, convert the file to one of those"},
+        /* ... without a header: '1,5;2' reads as columns '1' and '5;2', and the hint to name
+         * the columns of a numeric header with --columns would not help */
+        {"1,5;2\n2,5;3\n", "F: no column 'x' (columns: 1, 5;2); the fields seem separated by "
+                           "';': jitfit reads comma-, tab- or space-separated tables with '.' as "
+                           "the decimal point, convert the file to one of those"},
         {"x,y,z\n1,2,3\n2,3,4\n3,4,5\n4,abc,6\n", "F:5: column 2 ('y'): 'abc' is not a number"},
         {"x,y,z\n1,2,3\n2,3,4\n3,4,5\n4,5,6\n5,6,7\n6,7\n", "F:7: expected 3 fields, found 2"},
         {"x,y\n1,2,3\n", "F:2: expected 2 fields, found 3"},
