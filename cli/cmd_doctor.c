@@ -157,8 +157,8 @@ static void print_code_target(const jf_device_info *di, int i, int arch) {
     if (target && cubin) printf("gpu %d code: CUBIN for sm_%d from NVRTC\n", i, target);
     else if (target)
         printf("gpu %d code: PTX for compute_%d, which the driver compiles for sm_%d (NVRTC %d.%d "
-               "predates this GPU)\n",
-               i, target, arch, di->nvrtc_major, di->nvrtc_minor);
+               "cannot target sm_%d)\n",
+               i, target, arch, di->nvrtc_major, di->nvrtc_minor, arch);
     else
         printf("gpu %d code: none: NVRTC %d.%d cannot compile for sm_%d (the oldest it supports "
                "is sm_%d)\n",

@@ -589,7 +589,9 @@ static char *shown_text(const char *s, size_t n) {
 }
 
 /* What `jitfit fit` adds to the error for a NaN or empty cell: the option that drops such rows. */
-#define NAN_HINT " (--nan-policy omit drops rows with NaN or missing values)"
+#define NAN_HINT                                                                                   \
+    " (--nan-policy omit, or nan_policy = omit in a job file, drops rows with NaN or missing "   \
+    "values)"
 
 /* The error's words for a cell that reads as v, not finite. */
 static const char *not_finite(const jf_datafile *f, double v) {

@@ -406,8 +406,8 @@ static void test_bad_data(void) {
         {"", "", ": no data rows"},
         {"x,y\n", "", ": no data rows"},
         {"x,y\n1,2\n2,3\n3,4\n4,5\n5,6\n6,7\n7,8\nnan,9\n", "",
-         ":9: column 1 ('x'): value is NaN (--nan-policy omit drops rows with NaN or missing "
-         "values)"},
+         ":9: column 1 ('x'): value is NaN (--nan-policy omit, or nan_policy = omit in a job "
+         "file, drops rows with NaN or missing values)"},
         {"x,y\n1,2\n2,3\n", "", ": 2 data rows for 2 parameters: a fit needs more rows than "
                                 "parameters"},
         {"x,y,s\n1,2,1\n2,3,0.5\n3,4,0\n4,5,1\n", "--sigma s ",

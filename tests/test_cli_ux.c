@@ -40,7 +40,7 @@ static int jf(const char *args, char **out, char **err) {
 /* A data set y = 2*x + 1 (exact) as CSV text without header. */
 #define LINE_ROWS "0,1\n1,3\n2,5\n3,7\n4,9\n5,11\n"
 /* What jitfit fit adds to the error for a NaN or empty cell. */
-#define NAN_HINT " (--nan-policy omit drops rows with NaN or missing values)"
+#define NAN_HINT " (--nan-policy omit, or nan_policy = omit in a job file, drops rows with NaN or missing values)"
 /* 288 characters that change nothing in a model */
 #define LONG_ZEROS_8 " + 0*x + 0*x + 0*x + 0*x + 0*x + 0*x"
 #define LONG_ZEROS LONG_ZEROS_8 LONG_ZEROS_8 LONG_ZEROS_8 LONG_ZEROS_8 LONG_ZEROS_8 LONG_ZEROS_8 LONG_ZEROS_8 LONG_ZEROS_8
