@@ -390,7 +390,8 @@ int jf_plot_write(const char *path, const jf_plot_data *d, char **err) {
     }
     /* cairo only says "error while writing to output stream": check first that the file can
      * be written, so that a missing directory or a read-only file is named as --output names
-     * it, without truncating an existing plot (cairo writes it only once drawn) */
+     * it, without truncating an existing plot here (a PNG is written only once drawn; an SVG
+     * surface empties its file when created, just before drawing) */
     struct stat pst;
     int writable = 0;
     if (stat(path, &pst) == 0) {
