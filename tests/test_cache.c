@@ -442,14 +442,7 @@ static void test_concurrency(void) {
 
 /* Writes an executable script text as root/name and makes it $JITFIT_CC; 0 or -1. */
 static int use_cc_script(const char *name, const char *text, char *path, size_t n) {
-    snprintf(path, n, "%s/%s", root, name);
-    FILE *f = fopen(path, "w");
-    if (!CHECK(f != NULL)) return -1;
-    fputs(text, f);
-    fclose(f);
-    chmod(path, 0755);
-    setenv("JITFIT_CC", path, 1);
-    return 0;
+    return jf_test_use_cc_script(root, name, text, path, n);
 }
 
 /* A new process does not run `cc --version` again while the compiler binary is unchanged. */

@@ -115,14 +115,7 @@ static void test_pipes_close_on_exec(void) {
  * process has not probed yet). */
 static int use_cc_script(const char *name, const char *text) {
     char path[512];
-    snprintf(path, sizeof path, "%s/%s", root, name);
-    FILE *f = fopen(path, "w");
-    if (!CHECK(f != NULL)) return -1;
-    fputs(text, f);
-    fclose(f);
-    chmod(path, 0755);
-    setenv("JITFIT_CC", path, 1);
-    return 0;
+    return jf_test_use_cc_script(root, name, text, path, sizeof path);
 }
 
 /* With SIGCHLD ignored, the compiler's exit status cannot be collected; its output can, and

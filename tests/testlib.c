@@ -128,6 +128,18 @@ char *jf_test_tmpfile(const char *suffix, const char *text) {
     return path;
 }
 
+int jf_test_use_cc_script(const char *dir, const char *name, const char *text, char *path,
+                          size_t n) {
+    snprintf(path, n, "%s/%s", dir, name);
+    FILE *f = fopen(path, "w");
+    if (!CHECK(f != NULL)) return -1;
+    fputs(text, f);
+    fclose(f);
+    chmod(path, 0755);
+    setenv("JITFIT_CC", path, 1);
+    return 0;
+}
+
 char *jf_test_read_file(const char *path, size_t *len) {
     FILE *f = fopen(path, "rb");
     if (!f) return NULL;

@@ -39,6 +39,11 @@ int jf_test_run(const char *cmd, char **out, char **err);
 const char *jf_test_cli(void);
 /* Writes text to a fresh temporary file and returns its path (malloc'd); NULL on failure. */
 char *jf_test_tmpfile(const char *suffix, const char *text);
+/* Writes an executable script text as dir/name (its path into path, of n bytes) and makes it
+ * $JITFIT_CC, a compiler command the process has not probed yet; 0, or -1 after a failed
+ * check. */
+int jf_test_use_cc_script(const char *dir, const char *name, const char *text, char *path,
+                          size_t n);
 /* Reads a whole file (malloc'd, NUL-terminated) or NULL. */
 char *jf_test_read_file(const char *path, size_t *len);
 /* The ../shared directory beside the source tree if it exists (for NIST data), else NULL. */
