@@ -524,6 +524,10 @@ int jf_datafile_name_columns(jf_datafile *f, const char *const *names, size_t n,
     return 0;
 }
 
+size_t jf_datafile_rounded_row(const jf_datafile *f, long col) {
+    return f->numeric && col >= 0 && (size_t)col < f->ncols ? f->numeric_inexact[col] : 0;
+}
+
 long jf_datafile_column(const jf_datafile *f, const char *name) {
     for (size_t i = 0; i < f->ncols; i++)
         if (strcmp(f->names[i], name) == 0) return (long)i;

@@ -101,6 +101,9 @@ void jf_datafile_free(jf_datafile *f);
 
 /* The 0-based position of the column called name, or -1. */
 long jf_datafile_column(const jf_datafile *f, const char *name);
+/* For a .npy file: the 1-based row of column col's first integer beyond 2^53, which its double
+ * rounds (0: none, or a text file, whose numbers are read as decimal doubles anyway). */
+size_t jf_datafile_rounded_row(const jf_datafile *f, long col);
 
 /* Converts the columns called names[0..nnames) (a name may be asked for twice) into *out.
  * Values must be finite numbers in those columns; other columns are only counted, so a text

@@ -697,6 +697,18 @@ int jf_run_spec(const jf_spec *s, FILE *out, jf_run_summary *sum) {
         jf_cli_error("%s", err ? err : "out of memory");
         goto done;
     }
+    /* int64 data beyond 2^53 (nanosecond timestamps) are rounded to doubles: harmless as
+     * values, ruinous for a model that subtracts a large offset from them, so say it */
+    for (size_t j = 0; j < nv + 1 + (s->sigma != NULL); j++) {
+        long col = jf_datafile_column(c.df, c.names[j]);
+        size_t row = jf_datafile_rounded_row(c.df, col);
+        if (row)
+            fprintf(stderr,
+                    "jitfit: note: %s: column %ld ('%s') has integers beyond 2^53 (first at row "
+                    "%zu), rounded to the nearest double (to within 1.1e-16 relative): subtract "
+                    "a large offset before saving, not in the model\n",
+                    c.df->path, col + 1, c.names[j], row);
+    }
     /* An empty group cell is a missing label, not a group named "": an error, or with
      * --nan-policy omit a row to drop (its response is made NaN for drop_nan_rows). */
     /* In a .npy file the labels are numbers, and a NaN or an infinity is no label either. */

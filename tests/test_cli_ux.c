@@ -741,9 +741,17 @@ static void test_verbose_and_batch(void) {
     CHECK_CONTAINS(err, ":4: column 1 ('g'): an integer beyond 2^53");
     free(out);
     free(err);
-    /* as a response such a column is read as doubles, as ever */
+    /* as a response such a column is read as doubles, as ever, with a note on the rounding */
     snprintf(buf, sizeof buf, "fit --y g 'a*x+b' '%s'", np);
     CHECK(jf(buf, &out, &err) == 0);
+    CHECK_CONTAINS(err, "note: ");
+    CHECK_CONTAINS(err, ": column 1 ('g') has integers beyond 2^53 (first at row 4), rounded to "
+                        "the nearest double");
+    free(out);
+    free(err);
+    snprintf(buf, sizeof buf, "fit 'a*x+b' '%s'", np); /* g unused: no note */
+    CHECK(jf(buf, &out, &err) == 0);
+    CHECK(err && !strstr(err, "2^53"));
     free(out);
     free(err);
 }
