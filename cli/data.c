@@ -182,6 +182,22 @@ static int parse_cell(const char *s, const char *e, double *out) {
     return rc;
 }
 
+/* 1 when the cell [s, e) (trimmed, maybe quoted) is one of the words spreadsheets and pandas
+ * write for a missing value: NA, N/A, n/a, #N/A, #NA, <NA>, NULL, null, None (pandas' own
+ * defaults, less its exotic ones). With --nan-policy omit they are missing, like empty cells. */
+static int is_missing_word(const char *s, const char *e) {
+    static const char *const words[] = {"NA", "N/A", "n/a", "#N/A", "#NA", "<NA>",
+                                        "NULL", "null", "None"};
+    if (e - s >= 2 && *s == '"' && e[-1] == '"') {
+        s++;
+        e--;
+    }
+    for (size_t i = 0; i < sizeof words / sizeof words[0]; i++)
+        if ((size_t)(e - s) == strlen(words[i]) && memcmp(s, words[i], (size_t)(e - s)) == 0)
+            return 1;
+    return 0;
+}
+
 /* Splits off the next field of a line [*p, e) for separator sep: sets [*fs, *fe) to the field
  * without surrounding blanks and advances *p past it and its separator. Returns 0 when there
  * was no field left (only for JF_SEP_BLANKS; CSV/TSV lines always have one more field after a
@@ -615,6 +631,9 @@ static char *cell_message(const jf_datafile *f, size_t line, size_t col, const c
         if (n == 0)
             msg = jf_cli_strf("%s:%zu: column %zu ('%s'): missing value%s", f->path, line, col + 1,
                               name, f->nan_hint ? NAN_HINT : "");
+        else if (f->nan_hint && is_missing_word(fs, fe))
+            msg = jf_cli_strf("%s:%zu: column %zu ('%s'): '%s' marks a missing value%s", f->path,
+                              line, col + 1, name, cell, NAN_HINT);
         else
             msg = jf_cli_strf("%s:%zu: column %zu ('%s'): '%s%s' is not a number", f->path, line,
                               col + 1, name, cell, cut ? "..." : "");
@@ -730,7 +749,7 @@ int jf_datafile_read(const jf_datafile *f, const char *const *names, size_t nnam
             if (col < f->ncols && slot[col] >= 0) {
                 double v;
                 if (fe - fs == 2 && fs[0] == '"' && fs[1] == '"') fe = fs; /* "" is empty */
-                if (f->allow_nan && fs == fe) {
+                if (f->allow_nan && (fs == fe || is_missing_word(fs, fe))) {
                     v = NAN;
                 } else if (parse_cell(fs, fe, &v) != 0) {
                     rc = fail(err, JF_ERR_DATA, cell_message(f, line, col, fs, fe));

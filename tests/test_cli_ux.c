@@ -198,6 +198,27 @@ static void test_nan_policy(void) {
     CHECK_NEAR(param(out, "a"), 2, 1e-9);
     free(out);
     free(err);
+    /* the words spreadsheets and pandas write for a missing value: an error naming the option
+     * by default, missing with omit (a word that is not one of them stays an error) */
+    const char *w = tmp(".csv", "x,y\n0,1\n1,NA\n2,5\n3,#N/A\n4,9\n5,\"NULL\"\n6,13\n"
+                                "7,None\n8,17\n");
+    snprintf(buf, sizeof buf, "fit 'a*x+b' '%s'", w);
+    CHECK(jf(buf, &out, &err) == 1);
+    CHECK_CONTAINS(err, ":3: column 2 ('y'): 'NA' marks a missing value" NAN_HINT);
+    free(out);
+    free(err);
+    snprintf(buf, sizeof buf, "fit --json --nan-policy omit 'a*x+b' '%s'", w);
+    CHECK(jf(buf, &out, &err) == 0);
+    CHECK_CONTAINS(out, "\"rows_dropped\": 4");
+    CHECK_NEAR(param(out, "a"), 2, 1e-9);
+    free(out);
+    free(err);
+    snprintf(buf, sizeof buf, "fit --nan-policy omit 'a*x+b' '%s'",
+             tmp(".csv", "x,y\n0,1\n1,NAN!\n2,5\n3,7\n"));
+    CHECK(jf(buf, &out, &err) == 1);
+    CHECK_CONTAINS(err, ":3: column 2 ('y'): 'NAN!' is not a number");
+    free(out);
+    free(err);
     /* With --group, each group's rows_dropped counts its own rows; a group left with no rows
      * gets an error entry (after the others) and the exit status 1: no group is lost. */
     const char *g = tmp(".csv", "g,x,y\nA,0,1\nA,1,3\nA,2,nan\nA,3,7\nA,4,9\nB,0,1\nB,1,nan\n"
