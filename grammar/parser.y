@@ -424,6 +424,17 @@ static void report_invalid(jf_parse *p, jf_span sp) {
 /* Builds "syntax error: unexpected X, expected A, B or C". The expected set comes from LAC, so
  * it is exact; it is summarised into groups a reader recognises ("an expression" rather than
  * number, name, '(', '-', '+'). */
+/* 1 when the text before offset at, blanks skipped, ends with the whole word w: the error
+ * follows `if` used as a keyword (`if x > 0 then ...`), which the language spells as a call. */
+static int follows_word(const char *src, size_t at, const char *w) {
+    size_t n = strlen(w), e = at;
+    while (e > 0 && (src[e - 1] == ' ' || src[e - 1] == '\t')) e--;
+    if (e < n || memcmp(src + e - n, w, n) != 0) return 0;
+    if (e == n) return 1;
+    char c = src[e - n - 1];
+    return !(c == '_' || (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'));
+}
+
 static int yyreport_syntax_error(const yypcontext_t *yyctx, yyscan_t scanner, jf_parse *ctx) {
     (void)scanner;
     yysymbol_kind_t tok = yypcontext_token(yyctx);
@@ -508,6 +519,8 @@ static int yyreport_syntax_error(const yypcontext_t *yyctx, yyscan_t scanner, jf
         put(&m, " (write 'y ~ expr' to name the response)");
     if (tok == YYSYMBOL_STAR && at.begin > 0 && ctx->src[at.begin - 1] == '*')
         put(&m, " (the power operator is '^')");
+    if (follows_word(ctx->src, at.begin, "if"))
+        put(&m, " (a conditional is written if(c, a, b) or c ? a : b)");
     jf_parse_error(ctx, JF_ERR_PARSE, at, "%s", m.s);
     return 0;
 }

@@ -413,6 +413,8 @@ static const fail_case fail_cases[] = {
     /* lexical */
     {"a $ b", P, 1, 3, "invalid character '$'"},
     {"a ! b", P, 1, 3, "invalid character '!'"},
+    {"if x > x0 then a*x else b", P, 1, 4, "(a conditional is written if(c, a, b) or c ? a : b)"},
+    {"y ~ a + if\tx", P, 1, 12, "(a conditional is written if(c, a, b) or c ? a : b)"},
     {"a & b", P, 1, 3, "invalid character '&'"},
     {"a \x7f b", P, 1, 3, "invalid character '\\x7f'"},
     {"\xce\xb8*x", P, 1, 1, "non-ASCII character"},
