@@ -4,8 +4,8 @@
 #include "plot.h"
 #include "util.h"
 
-#include <cairo-svg.h>
-#include <cairo.h>
+#include "cairo_api.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
@@ -386,6 +386,11 @@ int jf_plot_write(const char *path, const jf_plot_data *d, char **err) {
     int svg = dot && strcasecmp(dot, ".svg") == 0;
     if (!svg && !(dot && strcasecmp(dot, ".png") == 0)) {
         *err = jf_cli_strf("%s: the plot file must end in .svg or .png", path);
+        return -1;
+    }
+    char why[600];
+    if (jf_cairo_load(why, sizeof why) != 0) {
+        *err = jf_cli_strf("%s: %s", path, why);
         return -1;
     }
     /* cairo only says "error while writing to output stream": check first that the file can
