@@ -288,6 +288,8 @@ static int fail(char **err, int st, char *m) {
 
 /* Splits the header line [s, e) into f->names. A line of numbers is an error, unless
  * allow_no_header: then it is the first data row and the columns are named "1", "2", ...
+ * (a line of numbers and missing-value words, "1,NA", is such a row too, whose NA is then
+ * read as data: missing with --nan-policy omit, else the error that says so).
  * With named (--columns), a line with any number in it is data too: only a line of names
  * is a header to be renamed, so the first row of a headerless file with a text column (a
  * label, a group) is not dropped as a header. */
@@ -296,7 +298,7 @@ static int parse_header(jf_datafile *f, const char *s, const char *e, int allow_
     if (memchr(s, ',', (size_t)(e - s))) f->sep = JF_SEP_COMMA;
     else if (memchr(s, '\t', (size_t)(e - s))) f->sep = JF_SEP_TAB;
     else f->sep = JF_SEP_BLANKS;
-    size_t cap = 8, numeric = 0;
+    size_t cap = 8, numeric = 0, missing = 0;
     f->names = malloc(cap * sizeof *f->names);
     if (!f->names) return fail(err, JF_ERR_NOMEM, NULL);
     const char *p = s, *fs, *fe;
@@ -309,6 +311,7 @@ static int parse_header(jf_datafile *f, const char *s, const char *e, int allow_
                             "closing quote",
                             f->path, f->header_line, f->ncols + 1));
         if (parse_cell(fs, fe, &v) == 0) numeric++;
+        else if (is_missing_word(fs, fe)) missing++;
         if (f->ncols == cap) {
             char **nn = realloc(f->names, 2 * cap * sizeof *nn);
             if (!nn) return fail(err, JF_ERR_NOMEM, NULL);
@@ -320,7 +323,8 @@ static int parse_header(jf_datafile *f, const char *s, const char *e, int allow_
         f->ncols++;
     }
     f->header_numbers = numeric;
-    if ((numeric == f->ncols && allow_no_header) || (named && numeric > 0)) {
+    if ((numeric > 0 && numeric + missing == f->ncols && allow_no_header) ||
+        (named && numeric > 0)) {
         for (size_t c = 0; c < f->ncols; c++) {
             char buf[32];
             snprintf(buf, sizeof buf, "%zu", c + 1);

@@ -219,6 +219,19 @@ static void test_nan_policy(void) {
     CHECK_CONTAINS(err, ":3: column 2 ('y'): 'NAN!' is not a number");
     free(out);
     free(err);
+    /* a headerless file whose first row has such a word: that row is data, not a header */
+    const char *h = tmp(".csv", "0,NA\n1,3\n2,5\n3,7\n4,9\n");
+    snprintf(buf, sizeof buf, "fit 'a*x+b' '%s'", h);
+    CHECK(jf(buf, &out, &err) == 1);
+    CHECK_CONTAINS(err, ":1: column 2 ('y'): 'NA' marks a missing value" NAN_HINT);
+    free(out);
+    free(err);
+    snprintf(buf, sizeof buf, "fit --json --nan-policy omit 'a*x+b' '%s'", h);
+    CHECK(jf(buf, &out, &err) == 0);
+    CHECK_CONTAINS(out, "\"rows_dropped\": 1");
+    CHECK_NEAR(param(out, "a"), 2, 1e-9);
+    free(out);
+    free(err);
     /* With --group, each group's rows_dropped counts its own rows; a group left with no rows
      * gets an error entry (after the others) and the exit status 1: no group is lost. */
     const char *g = tmp(".csv", "g,x,y\nA,0,1\nA,1,3\nA,2,nan\nA,3,7\nA,4,9\nB,0,1\nB,1,nan\n"
