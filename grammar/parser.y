@@ -421,9 +421,6 @@ static void report_invalid(jf_parse *p, jf_span sp) {
     }
 }
 
-/* Builds "syntax error: unexpected X, expected A, B or C". The expected set comes from LAC, so
- * it is exact; it is summarised into groups a reader recognises ("an expression" rather than
- * number, name, '(', '-', '+'). */
 /* 1 when the text before offset at, blanks skipped, ends with the whole word w: the error
  * follows `if` used as a keyword (`if x > 0 then ...`), which the language spells as a call. */
 static int follows_word(const char *src, size_t at, const char *w) {
@@ -435,6 +432,9 @@ static int follows_word(const char *src, size_t at, const char *w) {
     return !(c == '_' || (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'));
 }
 
+/* Builds "syntax error: unexpected X, expected A, B or C". The expected set comes from LAC, so
+ * it is exact; it is summarised into groups a reader recognises ("an expression" rather than
+ * number, name, '(', '-', '+'). */
 static int yyreport_syntax_error(const yypcontext_t *yyctx, yyscan_t scanner, jf_parse *ctx) {
     (void)scanner;
     yysymbol_kind_t tok = yypcontext_token(yyctx);
