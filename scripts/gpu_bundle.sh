@@ -16,8 +16,12 @@ mkdir -p gpu-bundle/bin gpu-bundle/lib
 for b in "${bins[@]}"; do
   strip --strip-debug -o "gpu-bundle/bin/$(basename "$b")" "$b"
 done
-# the shared libraries, by soname, except the C library's, which the device has in a newer version
-ldd "${bins[@]}" | awk '/=> \//{print $1, $3}' | sort -u |
+# the shared libraries, by soname, except the C library's, which the device has in a newer version;
+# cairo too, which jitfit opens with dlopen for --plot (cli/cairo_api.h), so ldd does not list it
+cairo=$(pkg-config --variable=libdir cairo)/libcairo.so.2
+[ -e "$cairo" ] || { echo "gpu_bundle: $cairo not found"; exit 1; }
+cp -L "$cairo" gpu-bundle/lib/libcairo.so.2
+ldd "${bins[@]}" "$cairo" | awk '/=> \//{print $1, $3}' | sort -u |
   grep -vE '^(libc|libm|libpthread|libdl|librt|libgcc_s|libstdc\+\+)\.so|ld-linux' |
   while read -r soname path; do
     cp -L "$path" "gpu-bundle/lib/$soname"
