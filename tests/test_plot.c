@@ -17,6 +17,9 @@
 #include "cli/cairo_api.c" /* after plot.c: its calls, and this test's, go through the pointers */
 #include "cli/util.c"
 #include "tests/testlib.h"
+#ifndef cairo_create /* cairo_api.c first would leave plot.c calling cairo directly, untested */
+#error "include cli/plot.c before cli/cairo_api.c: cairo's calls must go through the pointers"
+#endif
 
 /* The labels of ticks lo, lo + step, ... up to hi are pairwise different and each reads back as
  * its tick to within a thousandth of the step. */
