@@ -1,7 +1,7 @@
 /* cairo for `--plot`, loaded with dlopen when the first plot is drawn rather than linked:
  * libcairo and what it pulls in (pixman, fontconfig, freetype, png, X11's client libraries) took
- * about 1.5 ms of every jitfit start, plots or not (`perf stat jitfit version`: 7.8 ms with it
- * linked). The types and prototypes still come from cairo's headers: each entry point below is
+ * about 2.7 ms of every jitfit start, plots or not (`perf stat -r 30 jitfit version`: 6.65 ms
+ * with it linked, 3.95 ms without; docs/PERFORMANCE.md). The types and prototypes still come from cairo's headers: each entry point below is
  * a pointer of its prototype's type, and the macros make plot.c's calls go through them.
  * Include this header instead of <cairo.h>.
  */
