@@ -18,8 +18,9 @@ static char load_error[512]; /* empty when loaded */
 static void load(void) {
     void *lib = dlopen("libcairo.so.2", RTLD_NOW | RTLD_LOCAL);
     if (!lib) {
+        const char *e = dlerror();
         snprintf(load_error, sizeof load_error, "cannot load libcairo.so.2 (%s); install libcairo2",
-                 dlerror());
+                 e ? e : "not found");
         return;
     }
 #define JF_CAIRO_RESOLVE(name)                                                                     \

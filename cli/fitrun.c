@@ -625,6 +625,13 @@ int jf_run_spec(const jf_spec *s, FILE *out, jf_run_summary *sum) {
             goto done;
         }
     }
+    if (s->plot) { /* cairo is opened at run time: a missing one fails before the fit, not after */
+        char why[600];
+        if (jf_plot_available(why, sizeof why) != 0) {
+            jf_cli_error("%s: %s", s->plot, why);
+            goto done;
+        }
+    }
     if (s->columns && (ncolnames = split_names(s->columns, &colnames)) < 0) {
         rc = jf_run_setting_error(NULL, "--columns: '%s' is not a list of names", s->columns);
         goto done;

@@ -375,6 +375,8 @@ static void draw_2d(cairo_t *cr, const jf_plot_data *d, double W) {
     free(res);
 }
 
+int jf_plot_available(char *why, size_t n) { return jf_cairo_load(why, n); }
+
 int jf_plot_write(const char *path, const jf_plot_data *d, char **err) {
     *err = NULL;
     if (d->nv != 1 && d->nv != 2) {

@@ -37,5 +37,8 @@ typedef struct jf_plot_data {
 /* Writes the plot; the format follows the extension (.svg or .png, any case). Returns 0, or -1
  * with *err a malloc'd message (unsupported variable count, cannot write the file, ...). */
 int jf_plot_write(const char *path, const jf_plot_data *d, char **err);
+/* 0 when plots can be drawn (cairo, opened at run time, loads), else -1 with the reason in
+ * why: so a fit with --plot fails before it runs, not after. */
+int jf_plot_available(char *why, size_t n);
 
 #endif
