@@ -44,7 +44,8 @@
     X(cairo_surface_write_to_png) \
     X(cairo_svg_surface_create) \
     X(cairo_text_extents) \
-    X(cairo_translate)
+    X(cairo_translate) \
+    X(cairo_version_string)
 
 #define JF_CAIRO_DECLARE(name) extern __typeof__(name) *jf_p_##name;
 JF_CAIRO_FUNCS(JF_CAIRO_DECLARE)
@@ -86,6 +87,7 @@ int jf_cairo_load(char *why, size_t n);
 #define cairo_svg_surface_create (*jf_p_cairo_svg_surface_create)
 #define cairo_text_extents (*jf_p_cairo_text_extents)
 #define cairo_translate (*jf_p_cairo_translate)
+#define cairo_version_string (*jf_p_cairo_version_string)
 #endif
 
 #endif

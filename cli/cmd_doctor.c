@@ -28,6 +28,7 @@
 #include "../runtime/jit_nvrtc.h"
 #include "../runtime/kernels.h"
 #include "commands.h"
+#include "plot.h"
 #include "report.h"
 #include "util.h"
 
@@ -255,6 +256,10 @@ int jf_cmd_doctor(int argc, char **argv) {
     printf("cpu: %s, %ld core%s\n", cpu, cores, cores == 1 ? "" : "s");
     int ok = print_compiler();
     print_cache();
+    char pwhy[600];
+    if (jf_plot_available(pwhy, sizeof pwhy) == 0)
+        printf("plots: cairo %s (opened at run time)\n", jf_plot_cairo_version());
+    else printf("plots: unavailable: %s\n", pwhy);
     fflush(stdout);
 
     jf_device_info *di = malloc(sizeof *di);

@@ -377,6 +377,11 @@ static void draw_2d(cairo_t *cr, const jf_plot_data *d, double W) {
 
 int jf_plot_available(char *why, size_t n) { return jf_cairo_load(why, n); }
 
+const char *jf_plot_cairo_version(void) {
+    char why[600];
+    return jf_cairo_load(why, sizeof why) == 0 ? cairo_version_string() : "";
+}
+
 int jf_plot_write(const char *path, const jf_plot_data *d, char **err) {
     *err = NULL;
     if (d->nv != 1 && d->nv != 2) {

@@ -40,5 +40,7 @@ int jf_plot_write(const char *path, const jf_plot_data *d, char **err);
 /* 0 when plots can be drawn (cairo, opened at run time, loads), else -1 with the reason in
  * why: so a fit with --plot fails before it runs, not after. */
 int jf_plot_available(char *why, size_t n);
+/* The loaded cairo's version ("1.16.0"), or "" when plots are unavailable. */
+const char *jf_plot_cairo_version(void);
 
 #endif

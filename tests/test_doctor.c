@@ -57,6 +57,7 @@ static void test_doctor(const jf_device_info *di) {
     CHECK_CONTAINS(line_of(out, "cpu: "), "core");
     CHECK(strlen(line_of(out, "c compiler: ")) > strlen("c compiler: "));
     CHECK_CONTAINS(line_of(out, "c compiler check: "), "ok");
+    CHECK_CONTAINS(line_of(out, "plots: "), "plots: cairo 1."); /* opened at run time */
     /* doctor looks at the cache and writes nothing into it */
     snprintf(want, sizeof want, "kernel cache: %s (ok, 0 entries, 0 bytes)", dir);
     CHECK_STREQ(line_of(out, "kernel cache: "), want);
