@@ -605,6 +605,23 @@ static void test_run_json_failures(void) {
     free(err);
     if (job) unlink(job);
     free(job);
+
+    /* `fit --json` likewise: a fit that fails before its report prints one JSON object, with
+     * the message stderr has too; exit 1 as ever */
+    snprintf(cmd, sizeof cmd, "--json 'a*exp(-b*x)+c' /nonexistent/nosuch.csv");
+    CHECK(fit(cmd, &out, &err) == 1);
+    if (!CHECK(json_valid(out))) fprintf(stderr, "fit --json printed:\n%s\n", out ? out : "");
+    CHECK_CONTAINS(out, "{\"success\": false, \"error\": \"/nonexistent/nosuch.csv: No such file "
+                        "or directory\"}");
+    CHECK_CONTAINS(err, "/nonexistent/nosuch.csv: No such file or directory");
+    free(out);
+    free(err);
+    snprintf(cmd, sizeof cmd, "--json 'a*exp(-b*x)+' '%s'", data);
+    CHECK(fit(cmd, &out, &err) == 1);
+    CHECK(json_valid(out));
+    CHECK_CONTAINS(out, "\"success\": false, \"error\": \"<command line>:1:");
+    free(out);
+    free(err);
 }
 
 int main(void) {
