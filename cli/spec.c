@@ -148,16 +148,21 @@ static jf_spec_rc set_path(char **dst, const char *v, const char *base) {
     return JF_SPEC_OK;
 }
 
-/* A message for the first item of a p0 list ("a=2, b=1e-3") that is not NAME=NUMBER (a NaN
- * is no number: it would read as "no value given"), or NULL when all are (or out of memory). */
-static char *p0_syntax(const char *v) {
+/* A message for the first item of a NAME=NUMBER list ("a=2, b=1e-3") whose number is not one
+ * (a NaN is no number: it would read as "no value given"), or with scales set not a positive
+ * finite scale (x_scale); NULL when all are (or out of memory). */
+static char *list_syntax(const char *v, int scales) {
     jf_cli_assign *a = NULL;
     char *msg = NULL;
     long n = jf_cli_split_assignments(v, &a, &msg);
     for (long i = 0; i < n && !msg; i++) {
         double x;
-        if (jf_cli_parse_double(a[i].value, &x) != 0 || isnan(x))
+        int number = jf_cli_parse_double(a[i].value, &x) == 0 && !isnan(x);
+        if (!number && !scales)
             msg = jf_cli_strf("'%s' is not a number (for '%s')", a[i].value, a[i].name);
+        else if (scales && !(number && x > 0 && isfinite(x)))
+            msg = jf_cli_strf("'%s' is not a positive finite scale (for '%s')", a[i].value,
+                              a[i].name);
     }
     jf_cli_assign_free(a, n);
     return msg;
@@ -304,7 +309,7 @@ jf_spec_rc jf_spec_set(jf_spec *s, const char *key, const char *v, const char *o
     if (strcmp(key, "p0") == 0) {
         /* the names need the model, but the numbers can be checked now (in a job file: before
          * any fit runs, at the line that set them) */
-        char *bad = p0_syntax(v);
+        char *bad = list_syntax(v, 0);
         if (bad) {
             *msg = bad;
             return JF_SPEC_BAD;
@@ -332,16 +337,7 @@ jf_spec_rc jf_spec_set(jf_spec *s, const char *key, const char *v, const char *o
                 if (!(one > 0) || !isfinite(one))
                     BAD("'%s': a scale must be positive and finite", v);
             } else {
-                jf_cli_assign *a = NULL;
-                char *bad = NULL;
-                long n = jf_cli_split_assignments(v, &a, &bad);
-                for (long i = 0; i < n && !bad; i++) {
-                    double x;
-                    if (jf_cli_parse_double(a[i].value, &x) != 0 || !(x > 0) || !isfinite(x))
-                        bad = jf_cli_strf("'%s' is not a positive finite scale (for '%s')",
-                                          a[i].value, a[i].name);
-                }
-                jf_cli_assign_free(a, n);
+                char *bad = list_syntax(v, 1);
                 if (bad) {
                     *msg = bad;
                     return JF_SPEC_BAD;
