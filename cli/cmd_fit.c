@@ -103,24 +103,8 @@ int jf_cmd_fit(int argc, char **argv) {
      * stderr rather than being interleaved with it. */
     FILE *report = s.output && strcmp(s.output, "-") == 0 ? stderr : stdout;
     if (rc == 0 && s.json && report == stdout) {
-        /* A fit that fails before its report (bad data, a model error) still prints one JSON
-         * object, as `jitfit run --json` does, so a script reading stdout gets JSON either way. */
-        char *buf = NULL;
-        size_t len = 0;
-        FILE *mem = open_memstream(&buf, &len);
-        jf_cli_note_error("");
-        rc = jf_run_spec(&s, mem ? mem : stdout, NULL);
-        if (mem) {
-            fclose(mem);
-            if (len) fwrite(buf, 1, len, stdout);
-            free(buf);
-        }
-        if (mem && !len && rc != 0) {
-            fputs("{\"success\": false, \"error\": ", stdout);
-            jf_cli_json_string(stdout, *jf_cli_last_error() ? jf_cli_last_error()
-                                                             : "the fit could not run");
-            fputs("}\n", stdout);
-        }
+        /* a fit that fails before its report still prints one JSON object, as run --json's */
+        rc = jf_run_spec_json(&s, NULL);
     } else if (rc == 0) {
         rc = jf_run_spec(&s, report, NULL);
     }

@@ -202,24 +202,7 @@ int jf_cmd_run(int argc, char **argv) {
         if (json) {
             /* A fit that fails before printing its object still gets one, so the output stays
              * one JSON array with every fit in it. */
-            char *buf = NULL;
-            size_t len = 0;
-            FILE *mem = open_memstream(&buf, &len);
-            jf_cli_note_error("");
-            rcs[nrun] = jf_run_spec(s, mem ? mem : stdout, &sums[nrun]);
-            if (mem) {
-                fclose(mem);
-                if (len) fwrite(buf, 1, len, stdout);
-                free(buf);
-            }
-            if (mem && !len) {
-                fputs("{\"name\": ", stdout);
-                jf_cli_json_string(stdout, s->name);
-                fputs(", \"success\": false, \"error\": ", stdout);
-                jf_cli_json_string(stdout, *jf_cli_last_error() ? jf_cli_last_error()
-                                                                 : "the fit could not run");
-                fputs("}\n", stdout);
-            }
+            rcs[nrun] = jf_run_spec_json(s, &sums[nrun]);
         } else {
             rcs[nrun] = jf_run_spec(s, stdout, &sums[nrun]);
         }

@@ -778,3 +778,28 @@ done:
     jf_datafile_free(c.df);
     return rc;
 }
+
+int jf_run_spec_json(const jf_spec *s, jf_run_summary *sum) {
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *mem = open_memstream(&buf, &len);
+    jf_cli_note_error("");
+    int rc = jf_run_spec(s, mem ? mem : stdout, sum);
+    if (!mem) return rc;
+    fclose(mem);
+    if (len) fwrite(buf, 1, len, stdout);
+    free(buf);
+    if (!len) {
+        fputs("{", stdout);
+        if (s->name) {
+            fputs("\"name\": ", stdout);
+            jf_cli_json_string(stdout, s->name);
+            fputs(", ", stdout);
+        }
+        fputs("\"success\": false, \"error\": ", stdout);
+        jf_cli_json_string(stdout, *jf_cli_last_error() ? jf_cli_last_error()
+                                                         : "the fit could not run");
+        fputs("}\n", stdout);
+    }
+    return rc;
+}

@@ -54,6 +54,10 @@ typedef struct jf_fitctx {
  * Fills *sum (may be NULL). Returns the exit status: 0 converged, 1 error or not converged,
  * 2 a usage error. */
 int jf_run_spec(const jf_spec *s, FILE *out, jf_run_summary *sum);
+/* jf_run_spec for --json onto stdout: a fit that fails before printing its report still gets
+ * one object, {"name" (when s->name), "success": false, "error": the message stderr had}, so
+ * stdout stays JSON (`fit --json`, and each element of `run --json`'s array). */
+int jf_run_spec_json(const jf_spec *s, jf_run_summary *sum);
 
 /* Prints a setting error: "jitfit: ORIGIN: message" for a job file, or "jitfit: fit: message"
  * plus the usage line when origin is NULL. Returns 2. */
