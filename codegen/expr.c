@@ -175,6 +175,8 @@ void jf_dag_set_error(jf_dag *d, int code) {
 
 size_t jf_dag_size(const jf_dag *d) { return d == NULL ? 0 : d->n; }
 
+size_t jf_dag_max_nodes(const jf_dag *d) { return d == NULL ? 0 : d->max_nodes; }
+
 const jf_node *jf_dag_node(const jf_dag *d, jf_ref r) { return &d->nodes[r]; }
 
 int jf_dag_depends(const jf_dag *d, jf_ref r, uint32_t k) {

@@ -135,6 +135,8 @@ JF_INTERNAL void jf_dag_free(jf_dag *d);
 JF_INTERNAL int jf_dag_error(const jf_dag *d);
 /* Number of nodes. */
 JF_INTERNAL size_t jf_dag_size(const jf_dag *d);
+/* The node limit it was created with (after defaults and clamping). */
+JF_INTERNAL size_t jf_dag_max_nodes(const jf_dag *d);
 /* The node r (r < jf_dag_size(d)). The pointer is invalidated by the next constructor call. */
 JF_INTERNAL const jf_node *jf_dag_node(const jf_dag *d, jf_ref r);
 

@@ -33,4 +33,12 @@ struct jf_model {
  * memory. Fields are filled by the resolver. */
 JF_INTERNAL struct jf_model *jf_model_alloc(size_t max_nodes);
 
+/* A new model equal to m with every parameter k where fixed[k] is non-zero replaced by the
+ * constant values[k] (a parameter of m no longer: the others keep their order, names, declared
+ * values and bounds), simplified and differentiated afresh. Its kernels are those of a model
+ * whose text had the numbers written in, so fitting it fits m with those parameters held.
+ * JF_OK with *out (freed with jf_model_free), JF_ERR_NOMEM, or JF_ERR_LIMIT (m's node limit). */
+JF_INTERNAL int jf_model_fix(const struct jf_model *m, const int *fixed, const double *values,
+                             struct jf_model **out);
+
 #endif

@@ -332,6 +332,15 @@ typedef struct jf_fit_options {
                               (bytes, or K, M, G, T / kB, MB, GB, TB as
                               jitfit's --max-gpu-mem), when smaller, also
                               applies */
+    const int *fixed;      /* NULL, or num_params flags: non-zero holds that parameter at its
+                              starting value (p0, else the model's; it must lie inside its
+                              bounds) instead of fitting it, as lmfit's vary=False. The fit
+                              is of the model with the numbers written in (its own kernels,
+                              compiled once per set of values), so dof, the default max_nfev
+                              and the statistics count only the fitted parameters. In a batch
+                              every fit holds a parameter at one value: per-fit starting
+                              values that differ in a fixed parameter are JF_ERR_ARG. At least
+                              one parameter must be left to fit */
 } jf_fit_options;
 
 /* The default options. */
@@ -374,6 +383,10 @@ typedef struct jf_fit_result {
     const char *device_note; /* where the fit ran and why, one line: "cpu: requested",
                               "cpu: no usable GPU (unavailable: <reason>)", "gpu: requested
                               (...); device loop: ..."; owned by the result */
+    int *fixed;            /* 1 for a parameter held at its starting value (jf_fit_options.
+                              fixed), else 0. A fixed parameter's standard error, covariance
+                              row and column and correlations are 0 (its own correlation 1),
+                              its at_bound 0 */
 } jf_fit_result;
 
 /* Fits model m to data. On JF_OK *out receives a result (even when the solver did not

@@ -1,4 +1,5 @@
-/* The public model API of include/jitfit.h: compile, inspect, evaluate, render, free.
+/* The public model API of include/jitfit.h: compile, inspect, evaluate, render, free; and
+ * jf_model_fix, the derived model with some parameters held at numbers (jf_fit_options.fixed).
  *
  * jf_model_compile chains the front-end stages in data-flow order:
  *   grammar/ (parse + resolve into the DAG) → codegen/diff (∂f/∂θk for every k)
@@ -104,6 +105,74 @@ static int differentiate(struct jf_model *m, jf_diagnostics *diags) {
     m->sched = jf_schedule_build(m->dag, roots, m->np + 1);
     free(roots);
     return m->sched ? JF_OK : JF_ERR_NOMEM;
+}
+
+static char *dup_or_null(const char *s) { return s ? strdup(s) : NULL; }
+
+int jf_model_fix(const struct jf_model *m, const int *fixed, const double *values,
+                 struct jf_model **out) {
+    *out = NULL;
+    size_t total = jf_dag_size(m->dag);
+    struct jf_model *r = jf_model_alloc(jf_dag_max_nodes(m->dag));
+    jf_ref *map = malloc((total ? total : 1) * sizeof *map);
+    uint32_t *index = malloc((m->np ? m->np : 1) * sizeof *index);
+    int st = r && map && index ? JF_OK : JF_ERR_NOMEM;
+    size_t np = 0;
+    for (size_t k = 0; st == JF_OK && k < m->np; k++) index[k] = fixed[k] ? UINT32_MAX : (uint32_t)np++;
+    if (st == JF_OK) {
+        r->np = np;
+        r->nv = m->nv;
+        r->param_names = calloc(np ? np : 1, sizeof *r->param_names);
+        r->p_init = malloc((np ? np : 1) * sizeof *r->p_init);
+        r->p_lo = malloc((np ? np : 1) * sizeof *r->p_lo);
+        r->p_hi = malloc((np ? np : 1) * sizeof *r->p_hi);
+        r->var_names = calloc(m->nv ? m->nv : 1, sizeof *r->var_names);
+        r->response = dup_or_null(m->response);
+        r->source_name = dup_or_null(m->source_name);
+        if (!r->param_names || !r->p_init || !r->p_lo || !r->p_hi || !r->var_names ||
+            (m->response && !r->response) || (m->source_name && !r->source_name))
+            st = JF_ERR_NOMEM;
+    }
+    for (size_t k = 0; st == JF_OK && k < m->np; k++) {
+        if (index[k] == UINT32_MAX) continue;
+        uint32_t j = index[k];
+        if (!(r->param_names[j] = strdup(m->param_names[k]))) st = JF_ERR_NOMEM;
+        r->p_init[j] = m->p_init ? m->p_init[k] : NAN;
+        r->p_lo[j] = m->p_lo ? m->p_lo[k] : -INFINITY;
+        r->p_hi[j] = m->p_hi ? m->p_hi[k] : INFINITY;
+    }
+    for (size_t j = 0; st == JF_OK && j < m->nv; j++)
+        if (!(r->var_names[j] = strdup(m->var_names[j]))) st = JF_ERR_NOMEM;
+    /* Operands have smaller references than their users, so one upward sweep rebuilds f; the
+     * constructors simplify again, now that some leaves are numbers (b*x with b = 0 is 0). Only
+     * f is rebuilt: its derivatives are taken afresh below, for the parameters left. */
+    for (size_t i = 0; st == JF_OK && i <= (size_t)m->f; i++) {
+        const jf_node *nd = jf_dag_node(m->dag, (jf_ref)i);
+        jf_ref args[3] = {JF_NOREF, JF_NOREF, JF_NOREF};
+        for (unsigned a = 0; a < nd->arity; a++) args[a] = map[nd->arg[a]];
+        switch ((jf_op)nd->op) {
+        case JF_OP_CONST: map[i] = jf_dag_const(r->dag, nd->value); break;
+        case JF_OP_VAR: map[i] = jf_dag_var(r->dag, nd->index); break;
+        case JF_OP_PARAM:
+            map[i] = index[nd->index] == UINT32_MAX ? jf_dag_const(r->dag, values[nd->index])
+                                                    : jf_dag_param(r->dag, index[nd->index]);
+            break;
+        default: map[i] = jf_dag_make(r->dag, (jf_op)nd->op, args); break;
+        }
+        if (map[i] == JF_NOREF) st = jf_dag_error(r->dag) ? jf_dag_error(r->dag) : JF_ERR_INTERNAL;
+    }
+    if (st == JF_OK) {
+        r->f = map[m->f];
+        st = differentiate(r, NULL);
+    }
+    free(map);
+    free(index);
+    if (st != JF_OK) {
+        jf_model_free(r);
+        return st;
+    }
+    *out = r;
+    return JF_OK;
 }
 
 int jf_model_compile(const char *text, size_t len, const jf_model_options *opts, jf_model **out,

@@ -360,7 +360,7 @@ static int check_data(const fit_setup *s, const jf_data *d, double **w, char **e
 static result_block *result_alloc(size_t np) {
     size_t head = (sizeof(result_block) + sizeof(double) - 1) / sizeof(double) * sizeof(double);
     size_t doubles = 2 * np + 2 * np * np;
-    result_block *b = calloc(1, head + doubles * sizeof(double) + np * sizeof(int));
+    result_block *b = calloc(1, head + doubles * sizeof(double) + 2 * np * sizeof(int));
     if (!b) return NULL;
     jf_fit_result *r = &b->pub;
     double *a = (double *)(void *)((char *)b + head);
@@ -369,8 +369,48 @@ static result_block *result_alloc(size_t np) {
     r->covariance = a + 2 * np;
     r->correlation = a + 2 * np + np * np;
     r->at_bound = (int *)(void *)(a + doubles);
+    r->fixed = r->at_bound + np;
     r->message = b->message;
     return b;
+}
+
+/* The result of the reduced model's fit r, widened to all of pl's parameters (fixed.c); r is
+ * consumed. NULL when out of memory. */
+static jf_fit_result *widen_result(const jf_fixed_plan *pl, jf_fit_result *r) {
+    result_block *b = result_alloc(pl->np), *rb = (result_block *)r;
+    if (b && rb->warning && !(b->warning = strdup(rb->warning))) {
+        free(b);
+        b = NULL;
+    }
+    if (b) {
+        jf_fixed_widen(pl, r, &b->pub);
+        memcpy(b->message, rb->message, MSG_LEN);
+        memcpy(b->device_note, rb->device_note, MSG_LEN);
+        b->pub.message = b->message;
+        b->pub.warning = b->warning;
+        b->pub.device_note = r->device_note ? b->device_note : NULL;
+    }
+    jf_fit_result_free(r);
+    return b ? &b->pub : NULL;
+}
+
+/* jf_fit with parameters held fixed: the reduced model's fit, widened. */
+static int fit_fixed(const jf_model *m, const jf_data *data, const jf_fit_options *opts,
+                     jf_fit_result **out, char **errmsg) {
+    double t0 = now_ms();
+    jf_fixed_plan pl;
+    char msg[MSG_LEN];
+    int st = jf_fixed_plan_init(&pl, m, opts, NULL, 1, msg, sizeof msg);
+    if (st != JF_OK) return fail(errmsg, st, "%s", msg);
+    jf_fit_result *r = NULL;
+    st = jf_fit(pl.reduced, data, &pl.o, &r, errmsg);
+    if (st == JF_OK) {
+        *out = widen_result(&pl, r);
+        if (!*out) st = fail(errmsg, JF_ERR_NOMEM, "out of memory");
+        else (*out)->time_total_ms = now_ms() - t0;
+    }
+    jf_fixed_plan_free(&pl);
+    return st;
 }
 
 /* Mean-free sum of squares of y, for R² (two passes: exact enough, and deterministic). */
@@ -892,6 +932,7 @@ int jf_fit(const jf_model *m, const jf_data *data, const jf_fit_options *opts,
     if (errmsg) *errmsg = NULL;
     if (out) *out = NULL;
     if (!m || !data || !out) return fail(errmsg, JF_ERR_ARG, "NULL model, data or result pointer");
+    if (jf_fixed_any(m, opts)) return fit_fixed(m, data, opts, out, errmsg);
     fit_setup s;
     double *w = NULL, *x0 = NULL;
     jf_pool *pool = NULL;
@@ -1269,8 +1310,68 @@ static void batch_note(fit_setup *s, const jf_batch_out *pre, size_t nfits, size
 /* jf_fit_batch (results) and jf_fit_batch_columns (cols) in one, but for the final
  * batch_progress call (batch_run). */
 static int batch_fits(const jf_model *m, size_t nfits, const jf_data *data, const double *p0,
-                     const jf_fit_options *opts, jf_fit_result **results, char **errmsgs,
-                     const jf_batch_columns *cols) {
+                      const jf_fit_options *opts, jf_fit_result **results, char **errmsgs,
+                      const jf_batch_columns *cols);
+
+/* A batch with parameters held fixed: the reduced model's batch, each fit widened (fixed.c).
+ * Into columns, the per-fit scalars go straight to the caller's arrays; parameters and
+ * standard errors through narrow ones. */
+static int batch_fixed(const jf_model *m, size_t nfits, const jf_data *data, const double *p0,
+                       const jf_fit_options *opts, jf_fit_result **results, char **errmsgs,
+                       const jf_batch_columns *cols) {
+    jf_fixed_plan pl;
+    char msg[MSG_LEN];
+    int st = jf_fixed_plan_init(&pl, m, opts, p0, nfits, msg, sizeof msg);
+    if (st != JF_OK) { /* nothing could run: every fit gets the reason */
+        for (size_t i = 0; errmsgs && i < nfits; i++) errmsgs[i] = strdup(msg);
+        for (size_t i = 0; cols && i < nfits; i++) columns_put(cols, i, m->np, NULL, st);
+        return st;
+    }
+    if (!cols) {
+        st = batch_fits(pl.reduced, nfits, data, pl.p0_rows, &pl.o, results, errmsgs, NULL);
+        for (size_t i = 0; i < nfits; i++) {
+            if (!results[i]) continue;
+            if (!(results[i] = widen_result(&pl, results[i]))) {
+                if (errmsgs) errmsgs[i] = strdup("out of memory");
+                if (st == JF_OK) st = JF_ERR_NOMEM;
+            }
+        }
+        jf_fixed_plan_free(&pl);
+        return st;
+    }
+    size_t nf = pl.nfree;
+    jf_batch_columns nc = *cols;
+    int *code = cols->code ? cols->code : malloc(nfits * sizeof *code);
+    nc.code = code;
+    nc.params = cols->params ? malloc(nfits * nf * sizeof *nc.params) : NULL;
+    nc.std_errors = cols->std_errors ? malloc(nfits * nf * sizeof *nc.std_errors) : NULL;
+    if (!code || (cols->params && !nc.params) || (cols->std_errors && !nc.std_errors)) {
+        st = JF_ERR_NOMEM;
+        for (size_t i = 0; i < nfits; i++) columns_put(cols, i, m->np, NULL, st);
+    } else {
+        st = batch_fits(pl.reduced, nfits, data, pl.p0_rows, &pl.o, NULL, NULL, &nc);
+        int *ran = malloc(nfits * sizeof *ran);
+        if (!ran) { /* cannot tell rows apart any more */
+            st = JF_ERR_NOMEM;
+            for (size_t i = 0; i < nfits; i++) columns_put(cols, i, m->np, NULL, st);
+        } else {
+            for (size_t i = 0; i < nfits; i++) ran[i] = code[i] == JF_OK;
+            if (cols->params) jf_fixed_widen_rows(&pl, nc.params, cols->params, nfits, ran, 1);
+            if (cols->std_errors)
+                jf_fixed_widen_rows(&pl, nc.std_errors, cols->std_errors, nfits, ran, 0);
+        }
+        free(ran);
+    }
+    if (!cols->code) free(code);
+    free(nc.params);
+    free(nc.std_errors);
+    jf_fixed_plan_free(&pl);
+    return st;
+}
+
+static int batch_fits(const jf_model *m, size_t nfits, const jf_data *data, const double *p0,
+                      const jf_fit_options *opts, jf_fit_result **results, char **errmsgs,
+                      const jf_batch_columns *cols) {
     double t0 = now_ms();
     if (results)
         for (size_t i = 0; i < nfits; i++) results[i] = NULL;
@@ -1284,6 +1385,7 @@ static int batch_fits(const jf_model *m, size_t nfits, const jf_data *data, cons
         return JF_ERR_ARG;
     }
     if (nfits == 0) return JF_OK;
+    if (jf_fixed_any(m, opts)) return batch_fixed(m, nfits, data, p0, opts, results, errmsgs, cols);
     fit_setup s;
     char *setup_err = NULL;
     size_t maxn = 0;

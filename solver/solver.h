@@ -2,6 +2,7 @@
  *
  *   fit.c     public API: validates the call, obtains the kernels, runs one fit or a batch,
  *             assembles jf_fit_result
+ *   fixed.c   parameters held at numbers: the reduced model and options, the result widened
  *   bounds.c  bounds and starting point: resolution from options and model, checks, flags
  *   threads.c a small deterministic thread pool, and the data-parallel passes over the points
  *             (normal equations, materialized Jacobian, residual statistics)
@@ -151,6 +152,40 @@ JF_INTERNAL void jf_covar_triangle(const double *R, size_t n, size_t np, double 
 /* Scales cov by s2 and derives the standard errors and the correlation matrix. */
 JF_INTERNAL void jf_covar_finish(double *cov, const int *unident, size_t np, double s2,
                                  double *std_errors, double *correlation);
+
+/* ---- fixed.c ------------------------------------------------------------------------------- */
+
+/* A fit with some parameters held at numbers, as the model with them written in. */
+typedef struct jf_fixed_plan {
+    struct jf_model *reduced; /* the model without the held parameters (jf_model_fix) */
+    size_t np, nfree;         /* parameters of the model, and of reduced */
+    size_t *keep;             /* nfree: the model's index of reduced's parameter j */
+    double *value;            /* np: the starting point; the held parameters' values */
+    const int *fixed;         /* np: the caller's flags (jf_fit_options.fixed) */
+    double *p0, *lo, *hi, *xs; /* nfree each: narrowed start, bounds, x_scale (NULL: jac) */
+    double *p0_rows;          /* nfits × nfree narrowed per-fit starts of a batch, or NULL */
+    jf_fit_options o;         /* the options for reduced (fixed NULL, arrays above) */
+} jf_fixed_plan;
+
+/* 1 when opts holds some parameter of m fixed. */
+JF_INTERNAL int jf_fixed_any(const struct jf_model *m, const jf_fit_options *opts);
+/* Resolves the starting point and bounds as jf_fit would (same checks and messages), takes the
+ * held values from it (from p0_rows, nfits × np, when not NULL: they must agree across rows)
+ * and builds the reduced model and options. JF_OK, or a status with a message in msg. */
+JF_INTERNAL int jf_fixed_plan_init(jf_fixed_plan *pl, const struct jf_model *m,
+                                   const jf_fit_options *opts, const double *p0_rows,
+                                   size_t nfits, char *msg, size_t msglen);
+/* Frees what the plan owns; accepts a zeroed or freed plan. */
+JF_INTERNAL void jf_fixed_plan_free(jf_fixed_plan *pl);
+/* Fills full (a result allocated for np parameters) from r, the reduced model's result: held
+ * parameters at their values with zero standard errors and covariance. The text pointers are
+ * copied from r; the caller points them at full's own copies. */
+JF_INTERNAL void jf_fixed_widen(const jf_fixed_plan *pl, const jf_fit_result *r,
+                                jf_fit_result *full);
+/* Widens nrows rows of nfree values (narrow) to np (wide): held columns get their values
+ * (values 1: parameters) or 0 (standard errors); a row whose fit did not run (ran[i] 0) is NaN. */
+JF_INTERNAL void jf_fixed_widen_rows(const jf_fixed_plan *pl, const double *narrow, double *wide,
+                                     size_t nrows, const int *ran, int values);
 
 /* ---- bounds.c ------------------------------------------------------------------------------ */
 
