@@ -148,6 +148,40 @@ out:
     return rc;
 }
 
+/* --fix in a batch: the library writes a held parameter's value into the model, one model for
+ * all fits, so the groups --p0-file gives starts must agree on it. Groups that will not be
+ * fitted (pre_err) take the common value. Returns 0, or 1 after printing which groups differ. */
+static int held_values(const jf_fitctx *c, const groups *g, double *p0, const size_t *line,
+                       char *const *pre_err) {
+    const jf_model *m = c->model;
+    size_t np = jf_model_num_params(m), first = 0;
+    while (first < g->n && pre_err[first]) first++;
+    if (first == g->n) return 0;
+    for (size_t j = 0; j < np; j++) {
+        if (!c->fixed[j]) continue;
+        double v = p0[first * np + j];
+        for (size_t k = 0; k < g->n; k++) {
+            double u = p0[k * np + j];
+            if (pre_err[k]) {
+                p0[k * np + j] = v;
+            } else if (memcmp(&u, &v, sizeof u) != 0) {
+                char a[64], b[64], wa[64] = "", wb[64] = "";
+                jf_cli_format_double(a, sizeof a, v);
+                jf_cli_format_double(b, sizeof b, u);
+                if (line[first]) snprintf(wa, sizeof wa, " (line %zu)", line[first]);
+                if (line[k]) snprintf(wb, sizeof wb, " (line %zu)", line[k]);
+                jf_cli_error("%s: parameter '%s' is held fixed (--fix), but its start is %s for "
+                             "group '%s'%s and %s for group '%s'%s: a batch holds a fixed "
+                             "parameter at one value; fit such groups in separate runs",
+                             c->spec->p0_file, jf_model_param_name(m, j), a, g->label[first], wa,
+                             b, g->label[k], wb);
+                return 1;
+            }
+        }
+    }
+    return 0;
+}
+
 /* The results' warnings under the table (a single fit's report shows its warning; the table
  * has no room for one per row): each distinct one once, with how many groups it concerns. */
 static void print_warnings(FILE *out, jf_fit_result *const *res, size_t n) {
@@ -236,12 +270,14 @@ int jf_batch_run(jf_fitctx *c, FILE *out, jf_run_summary *sum) {
                                          l, h);
                 if (!pre_err[k]) goto nomem;
             }
+    if (c->fixed && held_values(c, &g, p0, p0_line, pre_err) != 0) goto out;
 
     jf_fit_options o = s->opts;
     o.p0 = NULL;
     o.lower = c->lo;
     o.upper = c->hi;
     o.x_scale = c->x_scale;
+    o.fixed = c->fixed;
     /* A live counter is for people: only when stderr is a terminal, never into a log file. */
     if (isatty(STDERR_FILENO) && !s->json) {
         o.batch_progress = show_progress;

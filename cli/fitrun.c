@@ -388,6 +388,47 @@ static int fixed_scales(jf_fitctx *c) {
     return rc;
 }
 
+/* --fix: c->fixed flags the parameters each list names (NULL when none does). Returns 0 or the
+ * exit status after printing the error (2 for a name the model lacks). */
+static int held_params(jf_fitctx *c) {
+    const jf_spec *s = c->spec;
+    if (!s->nfix) return 0;
+    size_t np = jf_model_num_params(c->model);
+    c->fixed = calloc(np + 1, sizeof *c->fixed);
+    if (!c->fixed) {
+        jf_cli_error("out of memory");
+        return 1;
+    }
+    for (size_t i = 0; i < s->nfix; i++) {
+        const char *p = s->fix[i].text; /* "a,c": checked by jf_spec_set */
+        while (*p) {
+            size_t n = strcspn(p, ",");
+            long k = -1;
+            for (size_t j = 0; j < np && k < 0; j++) {
+                const char *nm = jf_model_param_name(c->model, j);
+                if (strlen(nm) == n && strncmp(nm, p, n) == 0) k = (long)j;
+            }
+            if (k < 0) {
+                char what[600];
+                if (s->fix[i].origin) snprintf(what, sizeof what, "%s: fix", s->fix[i].origin);
+                else snprintf(what, sizeof what, "--fix");
+                jf_cli_error("%s: the model has no parameter '%.*s'", what, (int)n, p);
+                if (!s->fix[i].origin) jf_run_usage_hint();
+                return 2;
+            }
+            c->fixed[k] = 1;
+            p += n + (p[n] == ',');
+        }
+    }
+    size_t nfixed = 0;
+    for (size_t k = 0; k < np; k++) nfixed += (size_t)c->fixed[k];
+    if (nfixed == np) {
+        jf_cli_error("--fix holds every parameter of the model: nothing is left to fit");
+        return 2;
+    }
+    return 0;
+}
+
 /* Starting values and bounds: the model's, then each p0/bounds list in order. Returns 0 or the
  * exit status after printing the error: 2, as a value the user gave is wrong. */
 static int start_and_bounds(jf_fitctx *c) {
@@ -438,7 +479,8 @@ static int start_and_bounds(jf_fitctx *c) {
     }
     int rc = check_starts(c, from);
     free(from);
-    return rc ? rc : fixed_scales(c);
+    if (!rc) rc = fixed_scales(c);
+    return rc ? rc : held_params(c);
 }
 
 /* The starts (defaults filled in) against the bounds; from[k] names where start k was set. */
@@ -492,6 +534,7 @@ static int run_single(jf_fitctx *c, FILE *out, jf_run_summary *sum) {
     o.lower = c->lo;
     o.upper = c->hi;
     o.x_scale = c->x_scale;
+    o.fixed = c->fixed;
     if (s->verbose) {
         o.progress = print_progress;
         o.progress_ctx = stderr;
@@ -773,6 +816,7 @@ done:
     free(c.lo);
     free(c.hi);
     free(c.x_scale);
+    free(c.fixed);
     jf_table_free(&c.table);
     jf_model_free(c.model);
     jf_datafile_free(c.df);

@@ -43,6 +43,7 @@ typedef struct jf_fitctx {
     double *p0;            /* num_params starting values (shared by the groups of a batch) */
     double *lo, *hi;       /* num_params bounds */
     double *x_scale;       /* num_params fixed scales (--x-scale), or NULL: 'jac' */
+    int *fixed;            /* num_params flags: 1 held at its start (--fix), or NULL: none */
     size_t rows_dropped;   /* rows dropped by --nan-policy omit */
     char **dropped_keys;   /* with --group: the group labels of those rows, sorted (strcmp) */
     double time_read_ms;   /* reading the data */

@@ -80,6 +80,9 @@ void jf_report_text(FILE *f, const jf_report *r) {
     fprintf(f, "fit of %s to %s", r->model_name, r->data_name);
     if (r->group) fprintf(f, " (group %s)", r->group);
     fprintf(f, ": %zu points, %zu parameter%s", res->n, np, np == 1 ? "" : "s");
+    size_t nfixed = 0;
+    for (size_t k = 0; res->fixed && k < np; k++) nfixed += res->fixed[k] != 0;
+    if (nfixed) fprintf(f, " (%zu fixed)", nfixed);
     if (r->rows_dropped) fprintf(f, " (%zu rows with NaN dropped)", r->rows_dropped);
     if (r->sigma) fprintf(f, ", sigma from column '%s'%s", r->sigma,
                           r->absolute_sigma ? " (absolute)" : "");
@@ -98,8 +101,12 @@ void jf_report_text(FILE *f, const jf_report *r) {
         const char *mark = res->at_bound && res->at_bound[k] < 0   ? "  at lower bound"
                            : res->at_bound && res->at_bound[k] > 0 ? "  at upper bound"
                                                                    : "";
-        fprintf(f, "  %-*s  %16s  +/- %-12s  %10s%s\n", w, jf_model_param_name(r->model, k),
-                num(a, sizeof a, v, 10), num(b, sizeof b, se, 4), c, mark);
+        if (res->fixed && res->fixed[k])
+            fprintf(f, "  %-*s  %16s      %-12s  %10s\n", w, jf_model_param_name(r->model, k),
+                    num(a, sizeof a, v, 10), "(fixed)", "");
+        else
+            fprintf(f, "  %-*s  %16s  +/- %-12s  %10s%s\n", w, jf_model_param_name(r->model, k),
+                    num(a, sizeof a, v, 10), num(b, sizeof b, se, 4), c, mark);
     }
     fprintf(f, "\n");
 
@@ -144,14 +151,19 @@ void jf_report_text(FILE *f, const jf_report *r) {
     }
     if (res->warning) stat_line(f, "warning", res->warning);
 
-    if (np > 1 && res->correlation) {
+    /* the fitted parameters' correlations (a fixed one has none) */
+    if (np - nfixed > 1 && res->correlation) {
         fprintf(f, "\n  correlation\n  %-*s", w, "");
-        for (size_t j = 0; j < np; j++) fprintf(f, "  %8.8s", jf_model_param_name(r->model, j));
+        for (size_t j = 0; j < np; j++)
+            if (!res->fixed || !res->fixed[j])
+                fprintf(f, "  %8.8s", jf_model_param_name(r->model, j));
         fprintf(f, "\n");
         int high = 0;
         for (size_t i = 0; i < np; i++) {
+            if (res->fixed && res->fixed[i]) continue;
             fprintf(f, "  %-*s", w, jf_model_param_name(r->model, i));
             for (size_t j = 0; j <= i; j++) {
+                if (res->fixed && res->fixed[j]) continue;
                 double v = res->correlation[i * np + j];
                 int flag = i != j && fabs(v) > JF_REPORT_HIGH_CORRELATION;
                 high |= flag;
@@ -235,6 +247,8 @@ void jf_report_json(FILE *f, const jf_report *r) {
         int ab = res->at_bound ? res->at_bound[k] : 0;
         fputs(", \"at_bound\": ", f);
         fputs(ab < 0 ? "\"lower\"" : ab > 0 ? "\"upper\"" : "null", f);
+        fputs(", \"fixed\": ", f);
+        fputs(res->fixed && res->fixed[k] ? "true" : "false", f);
         fputc('}', f);
     }
     fputs(np ? "\n  ]" : "]", f);

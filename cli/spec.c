@@ -17,7 +17,7 @@
 
 const char *const jf_spec_keys[] = {
     "model", "data", "columns", "y", "sigma", "absolute_sigma", "p0", "bounds", "param NAME",
-    "loss", "f_scale", "x_scale", "ftol", "xtol", "gtol", "max_nfev", "device", "backend", "threads",
+    "fix", "loss", "f_scale", "x_scale", "ftol", "xtol", "gtol", "max_nfev", "device", "backend", "threads",
     "precision", "max_gpu_mem", "no_cache", "vector_math", "nan_policy", "group", "p0_file", "output", "plot", "json", "verbose", NULL};
 
 void jf_spec_init(jf_spec *s) {
@@ -39,6 +39,7 @@ void jf_spec_free(jf_spec *s) {
     for (size_t i = 0; i < sizeof strs / sizeof strs[0]; i++) free(*strs[i]);
     items_free(s->p0, s->np0);
     items_free(s->bounds, s->nbounds);
+    items_free(s->fix, s->nfix);
     free(s->x_scale.text);
     free(s->x_scale.origin);
     jf_spec_init(s);
@@ -75,6 +76,7 @@ int jf_spec_copy(jf_spec *dst, const jf_spec *src) {
     bad |= dup_or_null(&dst->output, src->output);
     bad |= dup_or_null(&dst->plot, src->plot);
     bad |= items_copy(&dst->p0, src->p0, src->np0);
+    bad |= items_copy(&dst->fix, src->fix, src->nfix);
     bad |= items_copy(&dst->bounds, src->bounds, src->nbounds);
     bad |= dup_or_null(&dst->x_scale.text, src->x_scale.text);
     bad |= dup_or_null(&dst->x_scale.origin, src->x_scale.origin);
@@ -247,6 +249,55 @@ static jf_spec_rc set_param(jf_spec *s, const char *name, const char *v, const c
     return rc;
 }
 
+/* `fix = a, c=0.5`: the names go to the fix list, each NAME=VALUE also to p0 (so it is the
+ * start the parameter is held at). Names are checked against the model later; the syntax and
+ * numbers now, where they were written. */
+static jf_spec_rc set_fix(jf_spec *s, const char *v, const char *origin, char **msg) {
+    size_t len = strlen(v);
+    char *names = malloc(len + 1), *values = malloc(len + 2);
+    if (!names || !values) {
+        free(names);
+        free(values);
+        return JF_SPEC_NOMEM;
+    }
+    names[0] = values[0] = '\0';
+    jf_spec_rc rc = JF_SPEC_OK;
+    for (const char *p = v; rc == JF_SPEC_OK;) {
+        size_t n = strcspn(p, ",");
+        const char *eq = memchr(p, '=', n);
+        size_t nl = eq ? (size_t)(eq - p) : n, b = 0;
+        while (b < nl && p[b] == ' ') b++;
+        while (nl > b && p[nl - 1] == ' ') nl--;
+        if (nl == b || memchr(p + b, ' ', nl - b)) {
+            *msg = jf_cli_strf("expected NAME or NAME=VALUE, got '%.*s'", (int)n, p);
+            rc = *msg ? JF_SPEC_BAD : JF_SPEC_NOMEM;
+            break;
+        }
+        strncat(names, p + b, nl - b);
+        if (eq) {
+            strncat(values, p + b, n - b);
+            strcat(values, ",");
+        }
+        if (!p[n]) break;
+        strcat(names, ",");
+        p += n + 1;
+    }
+    if (rc == JF_SPEC_OK && values[0]) {
+        values[strlen(values) - 1] = '\0'; /* the last comma */
+        char *bad = list_syntax(values, 0);
+        if (bad) {
+            *msg = bad;
+            rc = JF_SPEC_BAD;
+        } else {
+            rc = push_item(&s->p0, &s->np0, values, origin);
+        }
+    }
+    if (rc == JF_SPEC_OK) rc = push_item(&s->fix, &s->nfix, names, origin);
+    free(names);
+    free(values);
+    return rc;
+}
+
 #define BAD(...)                                                                                   \
     do {                                                                                           \
         *msg = jf_cli_strf(__VA_ARGS__);                                                                   \
@@ -317,6 +368,7 @@ jf_spec_rc jf_spec_set(jf_spec *s, const char *key, const char *v, const char *o
         return push_item(&s->p0, &s->np0, v, origin);
     }
     if (strcmp(key, "bounds") == 0) return push_item(&s->bounds, &s->nbounds, v, origin);
+    if (strcmp(key, "fix") == 0) return set_fix(s, v, origin, msg);
     if (strcmp(key, "loss") == 0) {
         int l = jf_loss_from_name(v);
         if (l < 0) BAD("unknown loss '%s' (use linear, soft_l1, huber, cauchy or arctan)", v);

@@ -4,8 +4,8 @@
  * with '-' for '_': `--ftol 1e-10`), and both go through jf_spec_set, so the two front ends
  * accept exactly the same values with the same messages. Layers are applied in order — a job's
  * [defaults], then its [fit NAME] section, then the command line — and a later value replaces an
- * earlier one, except the parameter lists (p0, bounds, param NAME), which accumulate: each item
- * changes only the parameters it names.
+ * earlier one, except the parameter lists (p0, bounds, param NAME, fix), which accumulate: each
+ * item changes only the parameters it names.
  */
 #ifndef JF_CLI_SPEC_H
 #define JF_CLI_SPEC_H
@@ -37,6 +37,9 @@ typedef struct jf_spec {
     size_t np0;             /* entries in p0 */
     jf_spec_item *bounds;   /* bounds lists in the order given */
     size_t nbounds;         /* entries in bounds */
+    jf_spec_item *fix;      /* lists of parameter names to hold fixed ("a, c"), in the order
+                               given; they accumulate (a NAME=VALUE in `fix` went to p0) */
+    size_t nfix;            /* entries in fix */
     jf_spec_item x_scale;   /* "jac" (text NULL: the default), one number for every parameter,
                                or NAME=SCALE for each; a later setting replaces it whole */
     int json;               /* 1: print JSON instead of the human report */

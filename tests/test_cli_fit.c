@@ -574,6 +574,95 @@ static void test_x_scale(void) {
     }
 }
 
+/* --fix: the fit equals that of the model with the number written in; the report marks the
+ * held parameter; names, numbers, bounds and a batch's per-group starts are checked. */
+static void test_fix(void) {
+    char csv[4096] = "g,x,y\n";
+    size_t len = strlen(csv);
+    for (int i = 0; i < 40; i++)
+        len += (size_t)snprintf(csv + len, sizeof csv - len, "%s,%.17g,%.17g\n",
+                                i < 20 ? "u" : "v", 0.25 * (i % 20),
+                                (i < 20 ? 2.5 : 3.0) * exp(-0.7 * 0.25 * (i % 20)) + 0.3 +
+                                    0.01 * sin(12.9898 * i));
+    const char *data = tmp(csv);
+    char args[1024], *out = NULL, *err = NULL, *out2 = NULL;
+    snprintf(args, sizeof args, "--json 'a*exp(-b*x)+c' '%s' --fix c=0.3", data);
+    CHECK(fit(args, &out, &err) == 0);
+    free(err);
+    snprintf(args, sizeof args, "--json 'a*exp(-b*x)+0.3' '%s'", data);
+    CHECK(fit(args, &out2, &err) == 0);
+    free(err);
+    CHECK(json_param(out, "a", "value") == json_param(out2, "a", "value"));
+    CHECK(json_param(out, "b", "stderr") == json_param(out2, "b", "stderr"));
+    CHECK(json_param(out, "c", "value") == 0.3);
+    CHECK(json_param(out, "c", "stderr") == 0);
+    CHECK(json_number(out, "dof") == 38);
+    CHECK_CONTAINS(out, "\"name\": \"c\", \"value\": 0.3, \"stderr\": 0, \"initial\": 0.3, "
+                        "\"at_bound\": null, \"fixed\": true}");
+    CHECK_CONTAINS(out, "\"name\": \"a\"");
+    free(out2);
+    /* held at the start --p0 gave; the text report */
+    snprintf(args, sizeof args, "'a*exp(-b*x)+c' '%s' --p0 c=0.3 --fix c", data);
+    CHECK(fit(args, &out2, &err) == 0);
+    CHECK_CONTAINS(out2, "40 points, 3 parameters (1 fixed)");
+    CHECK_CONTAINS(out2, "(fixed)");
+    CHECK(strstr(out2, "  correlation") && !strstr(strstr(out2, "  correlation"), "\n  c "));
+    free(out);
+    free(out2);
+    free(err);
+    /* a job file's key, and its line in the error */
+    char text[2048];
+    snprintf(text, sizeof text, "[fit a]\nmodel = a*exp(-b*x)+c\ndata = %s\nfix = c=0.3\n"
+                                "[fit b]\nmodel = a*exp(-b*x)+c\ndata = %s\nfix = q\n", data, data);
+    char *job = jf_test_tmpfile(".ini", text), cmd[8192];
+    snprintf(cmd, sizeof cmd, "JITFIT_CACHE_DIR='%s' '%s' run --json '%s'", cache_dir,
+             jf_test_cli(), job ? job : "");
+    CHECK(jf_test_run(cmd, &out, &err) == 2); /* as for a p0 naming no parameter */
+    CHECK_CONTAINS(out, "\"value\": 0.3, \"stderr\": 0, \"initial\": 0.3, \"at_bound\": null, "
+                        "\"fixed\": true}");
+    CHECK_CONTAINS(err, ".ini:8: fix: the model has no parameter 'q'");
+    free(out);
+    free(err);
+    if (job) unlink(job);
+    free(job);
+    static const struct {
+        const char *opt, *msg;
+        int rc;
+    } bad[] = {
+        {"--fix q", "--fix: the model has no parameter 'q'", 2},
+        {"--fix a,b,c", "--fix holds every parameter of the model: nothing is left to fit", 2},
+        {"--fix c=x", "--fix: 'x' is not a number (for 'c')", 2},
+        {"--fix 'a b'", "--fix: expected NAME or NAME=VALUE, got 'a b'", 2},
+        {"--fix c,", "--fix: expected NAME or NAME=VALUE, got ''", 2},
+        {"--fix c=5 --bounds c=0:1", "parameter 'c': the starting value 5 is outside its bounds", 2},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        snprintf(args, sizeof args, "'a*exp(-b*x)+c' '%s' %s", data, bad[i].opt);
+        if (!CHECK(fit(args, &out, &err) == bad[i].rc)) fprintf(stderr, "  fix case %zu\n", i);
+        CHECK_CONTAINS(err, bad[i].msg);
+        free(out);
+        free(err);
+    }
+    /* a batch: one held value for all groups; --p0-file starts that differ in it are an error */
+    const char *p0same = tmp("g,a,c\nu,2,0.3\nv,3,0.3\n");
+    const char *p0diff = tmp("g,a,c\nu,2,0.3\nv,3,0.4\n");
+    snprintf(args, sizeof args, "--json 'a*exp(-b*x)+c' '%s' --group g --fix c --p0-file '%s'",
+             data, p0same);
+    CHECK(fit(args, &out, &err) == 0);
+    CHECK_CONTAINS(out, "\"group\": \"v\"");
+    CHECK(strstr(out, "\"fixed\": true") && strstr(strstr(out, "\"fixed\": true") + 1,
+                                                   "\"fixed\": true"));
+    free(out);
+    free(err);
+    snprintf(args, sizeof args, "'a*exp(-b*x)+c' '%s' --group g --fix c --p0-file '%s'", data,
+             p0diff);
+    CHECK(fit(args, &out, &err) == 1);
+    CHECK_CONTAINS(err, "parameter 'c' is held fixed (--fix), but its start is 0.3 for group "
+                        "'u' (line 2) and 0.4 for group 'v' (line 3)");
+    free(out);
+    free(err);
+}
+
 /* `jitfit run --json` stays one JSON array with an object for every fit, also for fits that
  * fail before they print anything (a missing data file, a model error). */
 static void test_run_json_failures(void) {
@@ -635,6 +724,7 @@ int main(void) {
     test_run_json_failures();
     test_default_start();
     test_x_scale();
+    test_fix();
     for (size_t i = 0; i < ntmp; i++) {
         unlink(tmp_paths[i]);
         free(tmp_paths[i]);
