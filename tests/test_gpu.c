@@ -1315,6 +1315,44 @@ static void test_auto_compile(void) {
     jf_model_free(m);
 }
 
+/* Held parameters (jf_fit_options.fixed) on the GPU: the reduced model's kernels, one fit and
+ * a batch, as on the CPU. */
+static void test_fixed(void) {
+    enum { N = 300, NF = 6 };
+    static double x[N], y[NF][N];
+    for (int i = 0; i < N; i++) {
+        x[i] = 0.05 * i;
+        for (int f = 0; f < NF; f++)
+            y[f][i] = (2 + 0.2 * f) * exp(-(0.5 + 0.05 * f) * x[i]) * sin(1.3 * x[i] + 0.4) + 0.3 +
+                      0.01 * sin(17.0 * i + f);
+    }
+    jf_model *m = NULL;
+    CHECK(jf_model_compile("a*exp(-b*x)*sin(c*x + d) + e", (size_t)-1, NULL, &m, NULL) == JF_OK);
+    if (!m) return;
+    double p0[5] = {1.8, 0.4, 1.25, 0.4, 0.3};
+    int fixed[5] = {0, 0, 0, 1, 1};
+    jf_fit_options o = jf_fit_options_default();
+    o.p0 = p0;
+    o.fixed = fixed;
+    jf_data d[NF];
+    for (int f = 0; f < NF; f++) d[f] = (jf_data){N, x, 0, y[f], NULL};
+    compare("fixed d, e", m, &d[0], o, 1e-10);
+    double pc[NF * 5], pg[NF * 5];
+    int code[NF];
+    jf_batch_columns cols;
+    memset(&cols, 0, sizeof cols);
+    cols.code = code;
+    cols.params = pc;
+    o.device = JF_DEVICE_CPU;
+    CHECK(jf_fit_batch_columns(m, NF, d, NULL, &o, &cols) == JF_OK);
+    cols.params = pg;
+    o.device = JF_DEVICE_GPU;
+    CHECK(jf_fit_batch_columns(m, NF, d, NULL, &o, &cols) == JF_OK);
+    for (int i = 0; i < NF * 5; i++) CHECK(fabs(pc[i] - pg[i]) <= 1e-10 * fmax(fabs(pc[i]), 1e-2));
+    CHECK(pg[3] == 0.4 && pg[NF * 5 - 1] == 0.3);
+    jf_model_free(m);
+}
+
 static void test_cli(void) {
     char cmd[2048], *out = NULL, *err = NULL;
     snprintf(cmd, sizeof cmd, "'%s' fit --device gpu -v '%s/examples/damped_sine.jf' '%s/examples/damped_sine.csv'",
@@ -1474,6 +1512,7 @@ int main(int argc, char **argv) {
     test_batch_layouts();
     test_batch_nist();
     test_batch_tiled();
+    test_fixed();
     test_cli();
     return jf_test_finish();
 }
