@@ -369,7 +369,10 @@ int jf_batch_run(jf_fitctx *c, FILE *out, jf_run_summary *sum) {
             }
             fprintf(out, "%-10s", jf_report_status_name(res[k]->status));
             for (size_t j = 0; j < np; j++)
-                fprintf(out, "  %14.8g %-11.3g", res[k]->params[j], res[k]->std_errors[j]);
+                if (res[k]->fixed[j])
+                    fprintf(out, "  %14.8g %-11s", res[k]->params[j], "(fixed)");
+                else
+                    fprintf(out, "  %14.8g %-11.3g", res[k]->params[j], res[k]->std_errors[j]);
             fprintf(out, "  %12.6g %5zu%s\n", s->sigma ? res[k]->reduced_chi2 : res[k]->ssr,
                     res[k]->iterations, res[k]->success ? "" : "  NOT CONVERGED");
         }

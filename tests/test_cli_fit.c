@@ -655,6 +655,12 @@ static void test_fix(void) {
     free(out);
     free(err);
     snprintf(args, sizeof args, "'a*exp(-b*x)+c' '%s' --group g --fix c --p0-file '%s'", data,
+             p0same);
+    CHECK(fit(args, &out, &err) == 0);
+    CHECK_CONTAINS(out, "0.3 (fixed)");
+    free(out);
+    free(err);
+    snprintf(args, sizeof args, "'a*exp(-b*x)+c' '%s' --group g --fix c --p0-file '%s'", data,
              p0diff);
     CHECK(fit(args, &out, &err) == 1);
     CHECK_CONTAINS(err, "parameter 'c' is held fixed (--fix), but its start is 0.3 for group "
