@@ -38,9 +38,17 @@ jf_diagnostics *jf_diag_create(const char *source_name, const char *source, size
     return d;
 }
 
+/* The bytes of a UTF-8 byte-order mark at the start of src (3 or 0). The parser skips it (see
+ * jf_frontend_compile); an editor does not show it, so the first line's columns and its quote
+ * start after it. */
+static size_t bom_len(const char *src, size_t len) {
+    return len >= 3 && memcmp(src, "\xef\xbb\xbf", 3) == 0 ? 3 : 0;
+}
+
 void jf_diag_line_col(const char *src, size_t len, size_t off, int *line, int *col) {
     int l = 1;
-    size_t bol = 0;
+    size_t bom = bom_len(src, len);
+    size_t bol = off >= bom ? bom : 0;
     if (off > len) off = len;
     for (size_t i = 0; i < off; i++) {
         if (src[i] == '\n') {
@@ -204,6 +212,8 @@ static const char *severity_word(jf_severity s) {
 static void render_quote(sbuf *b, const jf_diagnostics *d, const jf_diag *g) {
     size_t bol = g->begin;
     while (bol > 0 && d->source[bol - 1] != '\n') bol--;
+    if (bol == 0 && g->begin >= bom_len(d->source, d->source_len))
+        bol = bom_len(d->source, d->source_len);
     size_t eol = g->begin;
     while (eol < d->source_len && d->source[eol] != '\n' && d->source[eol] != '\r') eol++;
     size_t from = bol, to = eol;

@@ -50,7 +50,8 @@ JF_INTERNAL void jf_diag_addv(jf_diagnostics *d, jf_severity sev, int status, si
 JF_INTERNAL const char *jf_diag_suggest(const char *name, size_t len, const char *const *candidates,
                                         size_t ncandidates);
 
-/* Computes 1-based line and column of byte offset off in src. */
+/* Computes 1-based line and column of byte offset off in src; a UTF-8 byte-order mark at the
+ * start of src is not counted (an editor does not show it). */
 JF_INTERNAL void jf_diag_line_col(const char *src, size_t len, size_t off, int *line, int *col);
 
 #endif

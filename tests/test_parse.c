@@ -484,6 +484,20 @@ static void test_notes_and_warnings(void) {
     CHECK(jf_diagnostic_line(d, 1) == 2 && jf_diagnostic_column(d, 1) == 5);
     jf_diagnostics_free(d);
 
+    /* A byte-order mark is invisible in an editor: columns and the caret line do not count it
+     * (it was column 6 and a caret 3 places right of the '='). */
+    d = diags_of("\357\273\277y = a*x", NULL, &st);
+    CHECK(st == JF_ERR_PARSE);
+    CHECK(jf_diagnostic_line(d, 0) == 1 && jf_diagnostic_column(d, 0) == 3);
+    CHECK_CONTAINS(jf_diagnostics_text(d), "<model>:1:3: error: ");
+    CHECK_CONTAINS(jf_diagnostics_text(d), "\n    y = a*x\n      ^\n");
+    jf_diagnostics_free(d);
+    /* only on the first line: a later line's columns are counted as always */
+    d = diags_of("\357\273\277a*x\n+ b = 1", NULL, &st);
+    CHECK(st == JF_ERR_PARSE);
+    CHECK(jf_diagnostic_line(d, 0) == 2 && jf_diagnostic_column(d, 0) == 5);
+    jf_diagnostics_free(d);
+
     /* an unused declared parameter is a warning, and stays a parameter */
     jf_model *m = NULL;
     d = NULL;
