@@ -376,9 +376,13 @@ int jf_batch_run(jf_fitctx *c, FILE *out, jf_run_summary *sum) {
             fprintf(out, "  %12.6g %5zu%s\n", s->sigma ? res[k]->reduced_chi2 : res[k]->ssr,
                     res[k]->iterations, res[k]->success ? "" : "  NOT CONVERGED");
         }
-        if (c->rows_dropped)
-            fprintf(out, "\n  %zu row%s with NaN dropped\n", c->rows_dropped,
-                    c->rows_dropped == 1 ? "" : "s");
+        size_t nd = c->rows_dropped, nl = c->rows_no_label;
+        if (nd && (nl == 0 || nl == nd))
+            fprintf(out, "\n  %zu row%s with %s dropped\n", nd, nd == 1 ? "" : "s",
+                    nl ? "no group label" : "NaN");
+        else if (nd)
+            fprintf(out, "\n  %zu rows dropped: %zu with NaN, %zu with no group label\n", nd,
+                    nd - nl, nl);
         print_warnings(out, res, g.n);
     }
     fflush(out);

@@ -198,6 +198,8 @@ static int is_missing_word(const char *s, const char *e) {
     return 0;
 }
 
+int jf_datafile_missing_word(const char *s) { return is_missing_word(s, s + strlen(s)); }
+
 /* Splits off the next field of a line [*p, e) for separator sep: sets [*fs, *fe) to the field
  * without surrounding blanks and advances *p past it and its separator. Returns 0 when there
  * was no field left (only for JF_SEP_BLANKS; CSV/TSV lines always have one more field after a

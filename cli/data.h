@@ -121,6 +121,11 @@ int jf_datafile_read_text(const jf_datafile *f, const char *name, char ***out, s
                           char **err);
 void jf_strings_free(char **s, size_t n);
 
+/* 1 when the text s (a cell as jf_datafile_read_text gives it) is one of the words for a
+ * missing value that --nan-policy omit reads as NaN in a numeric column (NA, N/A, n/a, #N/A,
+ * #NA, <NA>, NULL, null, None): a group label column treats them as missing too. */
+int jf_datafile_missing_word(const char *s);
+
 /* Keeps only the rows i with keep[i] != 0, in order, in every column of t; line numbers stay
  * right. Returns the number of rows dropped (0 when out of memory: then t is unchanged). */
 size_t jf_table_compact(jf_table *t, const unsigned char *keep);

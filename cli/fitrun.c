@@ -314,15 +314,20 @@ size_t jf_run_dropped_in_group(const jf_fitctx *c, const char *label) {
     return n;
 }
 
-/* Drops rows with NaN in the used columns (with their group labels). */
+/* Drops rows with NaN in the used columns or with no group label ("" in c->keys), with their
+ * labels; the note says how many for each reason, as one is not the other. */
 static void drop_nan_rows(jf_fitctx *c) {
     jf_table *t = &c->table;
     unsigned char *keep = malloc(t->nrows ? t->nrows : 1);
     if (!keep) return;
-    size_t bad = 0;
+    size_t bad = 0, no_label = 0;
     for (size_t i = 0; i < t->nrows; i++) {
         keep[i] = 1;
-        for (size_t col = 0; col < t->ncols; col++)
+        if (c->keys && !c->keys[i][0]) {
+            keep[i] = 0;
+            no_label++;
+        }
+        for (size_t col = 0; keep[i] && col < t->ncols; col++)
             if (isnan(t->values[col * t->ld + i])) keep[i] = 0;
         bad += !keep[i];
     }
@@ -342,9 +347,14 @@ static void drop_nan_rows(jf_fitctx *c) {
         }
         jf_table_compact(t, keep);
         c->rows_dropped = bad;
-        fprintf(stderr, "jitfit: note: %s: dropped %zu of %zu rows with NaN in the used columns%s "
-                        "(--nan-policy omit)\n",
-                c->df->path, bad, n0, c->dropped_keys ? " or no group label" : "");
+        c->rows_no_label = no_label;
+        if (no_label == 0 || no_label == bad)
+            fprintf(stderr, "jitfit: note: %s: dropped %zu of %zu rows with %s (--nan-policy omit)\n",
+                    c->df->path, bad, n0, no_label ? "no group label" : "NaN in the used columns");
+        else
+            fprintf(stderr, "jitfit: note: %s: dropped %zu of %zu rows: %zu with NaN in the used "
+                            "columns, %zu with no group label (--nan-policy omit)\n",
+                    c->df->path, bad, n0, bad - no_label, no_label);
     }
     free(keep);
 }
@@ -760,23 +770,30 @@ int jf_run_spec(const jf_spec *s, FILE *out, jf_run_summary *sum) {
                     c.df->path, col + 1, c.names[j], row);
     }
     /* An empty group cell is a missing label, not a group named "": an error, or with
-     * --nan-policy omit a row to drop (its response is made NaN for drop_nan_rows). */
+     * --nan-policy omit a row to drop (drop_nan_rows drops the rows whose label is ""). So are
+     * the words for a missing value that a numeric column reads as NaN ('NA', 'null', ...), as
+     * pandas' groupby drops NaN keys: not a group 'NA' of the rows whose label was lost. */
     /* In a .npy file the labels are numbers, and a NaN or an infinity is no label either. */
     for (size_t i = 0; c.keys && i < c.table.nrows; i++) {
         const char *k = c.keys[i];
         int nonfinite = c.df->numeric && (strcmp(k, "nan") == 0 || strcmp(k, "inf") == 0 ||
                                           strcmp(k, "-inf") == 0);
-        if (k[0] && !nonfinite) continue;
+        int word = !c.df->numeric && jf_datafile_missing_word(k);
+        if (k[0] && !nonfinite && !word) continue;
         if (!s->nan_omit) {
-            jf_cli_error("%s:%zu: column %ld ('%s'): %s group label (--nan-policy omit drops "
-                         "such rows)",
-                         c.df->path, jf_table_line(&c.table, i),
-                         jf_datafile_column(c.df, s->group) + 1, s->group,
-                         nonfinite ? "a non-finite" : "empty");
+            long col = jf_datafile_column(c.df, s->group) + 1;
+            size_t line = jf_table_line(&c.table, i);
+            if (word)
+                jf_cli_error("%s:%zu: column %ld ('%s'): '%s' marks a missing group label "
+                             "(--nan-policy omit drops such rows)",
+                             c.df->path, line, col, s->group, k);
+            else
+                jf_cli_error("%s:%zu: column %ld ('%s'): %s group label (--nan-policy omit drops "
+                             "such rows)",
+                             c.df->path, line, col, s->group, nonfinite ? "a non-finite" : "empty");
             goto done;
         }
         c.keys[i][0] = '\0'; /* no label: not a group 'nan' whose rows were all dropped */
-        c.table.values[nv * c.table.ld + i] = NAN;
     }
     /* The text can be as large as the data ten times over; release it before fitting. */
     free(c.df->text);

@@ -45,6 +45,8 @@ typedef struct jf_fitctx {
     double *x_scale;       /* num_params fixed scales (--x-scale), or NULL: 'jac' */
     int *fixed;            /* num_params flags: 1 held at its start (--fix), or NULL: none */
     size_t rows_dropped;   /* rows dropped by --nan-policy omit */
+    size_t rows_no_label;  /* of those, rows dropped for a missing group label (the others had
+                              NaN in a used column) */
     char **dropped_keys;   /* with --group: the group labels of those rows, sorted (strcmp) */
     double time_read_ms;   /* reading the data */
     double time_model_ms;  /* compiling the model */

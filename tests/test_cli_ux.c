@@ -261,12 +261,40 @@ static void test_nan_policy(void) {
     CHECK(jf(buf, &out, &err) == 0);
     CHECK_CONTAINS(out, "\"n\": 4,");
     CHECK(!strstr(out ? out : "", "\"group\": \"\""));
-    CHECK_CONTAINS(err, "dropped 1 of 5 rows with NaN in the used columns or no group label");
+    /* the note names the reason: no cell of the row is NaN */
+    CHECK_CONTAINS(err, "dropped 1 of 5 rows with no group label (--nan-policy omit)");
     free(out);
     free(err);
     snprintf(buf, sizeof buf, "fit --group g --nan-policy omit 'a*x+b' '%s'", eg);
     CHECK(jf(buf, &out, &err) == 0);
-    CHECK_CONTAINS(out, "\n  1 row with NaN dropped\n");
+    CHECK_CONTAINS(out, "\n  1 row with no group label dropped\n");
+    free(out);
+    free(err);
+    /* The words for a missing value are no label either, as pandas' groupby drops NaN keys:
+     * not groups named 'NA' or 'null' of one row each. */
+    const char *wg = tmp(".csv", "g,x,y\nA,0,1\nA,1,3\nNA,2,5\nA,3,7\nnull,4,9\n\"#N/A\",5,0\n"
+                                 "A,6,13\nB,0,2\nB,1,4\nB,2,nan\nB,3,8\n");
+    snprintf(buf, sizeof buf, "fit --group g 'a*x+b' '%s'",
+             tmp(".csv", "g,x,y\nA,0,1\nA,1,3\nNA,2,5\nA,3,7\n"));
+    CHECK(jf(buf, &out, &err) == 1);
+    CHECK_CONTAINS(err, ":4: column 1 ('g'): 'NA' marks a missing group label (--nan-policy "
+                        "omit drops such rows)");
+    free(out);
+    free(err);
+    snprintf(buf, sizeof buf, "fit --json --group g --nan-policy omit 'a*x+b' '%s'", wg);
+    CHECK(jf(buf, &out, &err) == 0);
+    CHECK_CONTAINS(out, "\"group\": \"A\",\n  \"rows_dropped\": 0,");
+    CHECK_CONTAINS(out, "\"group\": \"B\",\n  \"rows_dropped\": 1,");
+    CHECK(out && !strstr(out, "\"group\": \"NA\"") && !strstr(out, "\"group\": \"null\"") &&
+          !strstr(out, "\"group\": \"#N/A\""));
+    CHECK_NEAR(param(out, "a"), 2, 1e-9);
+    CHECK_CONTAINS(err, "dropped 4 of 11 rows: 1 with NaN in the used columns, 3 with no group "
+                        "label (--nan-policy omit)");
+    free(out);
+    free(err);
+    snprintf(buf, sizeof buf, "fit --group g --nan-policy omit 'a*x+b' '%s'", wg);
+    CHECK(jf(buf, &out, &err) == 0);
+    CHECK_CONTAINS(out, "\n  4 rows dropped: 1 with NaN, 3 with no group label\n");
     free(out);
     free(err);
     snprintf(buf, sizeof buf, "fit --nan-policy never 'a*x+b' '%s'", p);
@@ -757,7 +785,7 @@ static void test_verbose_and_batch(void) {
     snprintf(buf, sizeof buf, "fit --group g --nan-policy omit 'a*x+b' '%s'", np);
     jf(buf, &out, &err);
     CHECK(out && !strstr(out, "nan"));
-    CHECK_CONTAINS(out, "1 row with NaN dropped");
+    CHECK_CONTAINS(out, "1 row with no group label dropped");
     CHECK(out && !strstr(out, "dropped every row")); /* said: 1 group (first 'nan') */
     free(out);
     free(err);
