@@ -97,6 +97,45 @@ static void warn_param_columns(const jf_model *m, const jf_spec *s, const jf_dat
     }
 }
 
+/* The reading of MODEL with no variable at all, for data that have no column for its default
+ * variable x: taken only when the text never names x (it then has as many parameters as the
+ * first reading m; a name x in it would now be one more), so `c` (a mean) or `a + b` is fitted
+ * to the response alone, while `c + 0*x` keeps x and needs its column. A model that declares its
+ * variables with `var` keeps them (the options' names do not apply): NULL, as for any other
+ * model. *d receives the reading's diagnostics (NULL with the NULL result). */
+static jf_model *no_var_reading(const jf_spec *s, const char *text_name, const jf_model *m,
+                                jf_diagnostics **d) {
+    static const char *const none[1] = {NULL}; /* vars given, and empty: not the default x */
+    jf_model *m0 = jf_cli_load_model_ex(s->model, text_name, none, 0, d);
+    if (m0 && jf_model_num_vars(m0) == 0 && jf_model_num_params(m0) == jf_model_num_params(m))
+        return m0;
+    jf_model_free(m0);
+    jf_diagnostics_free(*d);
+    *d = NULL;
+    return NULL;
+}
+
+/* The note for a model read with no variable (no_var_reading), naming the columns of df that
+ * the fit leaves unused: when the model was meant to have a variable (a misspelt `tt` for a
+ * column t), they show which. */
+static void note_no_var(const jf_spec *s, const jf_model *m, const jf_datafile *df) {
+    const char *resp = s->ycol ? s->ycol : jf_model_response_name(m);
+    fprintf(stderr, "jitfit: note: the data have no column 'x' and the model does not name it: "
+                    "it is fitted with no variable, to the response alone");
+    size_t unused = 0;
+    for (size_t c = 0; c < df->ncols && !df->positional; c++) { /* positional: none unused */
+        const char *nm = df->names[c];
+        if (strcmp(nm, resp) == 0 || (s->sigma && strcmp(nm, s->sigma) == 0) ||
+            (s->group && strcmp(nm, s->group) == 0))
+            continue;
+        char *shown = strdup(nm);
+        if (shown) jf_text_printable(shown, strlen(shown), 0);
+        fprintf(stderr, "%s%s", unused++ ? ", " : " (columns not used: ", shown ? shown : "?");
+        free(shown);
+    }
+    fprintf(stderr, "%s\n", unused ? ")" : "");
+}
+
 /* Compiles MODEL. A formula without `var` declarations has the variable x; when the data have
  * no column x but do have columns named like some of the formula's free names (`a*exp(-b*t)`
  * with columns t,y), those names are the variables instead, as the design prescribes ("the data
@@ -111,6 +150,17 @@ static jf_model *load_model(const jf_spec *s, const jf_datafile *df) {
      * reading that is kept. */
     jf_diagnostics *d = NULL, *d2 = NULL;
     jf_model *m = jf_cli_load_model_ex(s->model, text_name, NULL, 0, &d);
+    /* a headerless file of as many columns as the response, sigma and group need */
+    int no_var_cols = df->positional && df->ncols == 1 + (size_t)(s->sigma != NULL) +
+                                                         (size_t)(s->group != NULL);
+    jf_model *m0 = m && no_var_cols ? no_var_reading(s, text_name, m, &d2) : NULL;
+    if (m0) {
+        jf_model_free(m);
+        jf_diagnostics_free(d);
+        jf_cli_print_diagnostics(d2);
+        note_no_var(s, m0, df);
+        return m0;
+    }
     if (!m || vars_in_data(m, df) || df->positional) {
         jf_cli_print_model_diagnostics(s->model, m, d);
         if (m && !df->positional) warn_param_columns(m, s, df);
@@ -130,7 +180,8 @@ static jf_model *load_model(const jf_spec *s, const jf_datafile *df) {
             continue;
         if (jf_model_param_index(m, nm) >= 0) vars[nv++] = nm;
     }
-    jf_model *m2 = nv ? jf_cli_load_model_ex(s->model, text_name, vars, nv, &d2) : NULL;
+    jf_model *m2 = nv ? jf_cli_load_model_ex(s->model, text_name, vars, nv, &d2)
+                      : no_var_reading(s, text_name, m, &d2);
     free(vars);
     int ok = m2 && vars_in_data(m2, df);
     for (size_t j = 0; ok && j < jf_model_num_vars(m); j++) {
@@ -146,6 +197,10 @@ static jf_model *load_model(const jf_spec *s, const jf_datafile *df) {
     jf_model_free(m);
     jf_diagnostics_free(d);
     jf_cli_print_diagnostics(d2);
+    if (jf_model_num_vars(m2) == 0) {
+        note_no_var(s, m2, df);
+        return m2;
+    }
     /* The formula now means something else than its plain reading: say how it was read. */
     char list[512];
     name_list(m2, 1, list, sizeof list);

@@ -918,7 +918,62 @@ static void test_vector_math(void) {
     free(err);
 }
 
+/* A model that never names a variable (a mean: `c`) needs only the response column: it is read
+ * as a model of no variable when the data have no column x, instead of failing for want of one.
+ * A model that names x (even where it cancels) or declares a variable still needs its column. */
+static void test_no_variable(void) {
+    char buf[1024], *out = NULL, *err = NULL;
+    const char *y = tmp(".csv", "y\n1\n2\n3\n6\n");
+    snprintf(buf, sizeof buf, "fit --json c '%s'", y);
+    CHECK(jf(buf, &out, &err) == 0);
+    CHECK_NEAR(param(out, "c"), 3, 1e-12);
+    CHECK_CONTAINS(err, "note: the data have no column 'x' and the model does not name it: it is "
+                        "fitted with no variable, to the response alone\n");
+    CHECK(err && !strstr(err, "warning"));
+    free(out);
+    free(err);
+    /* a model file with parameters, the response named by --y, several parameters */
+    const char *m = tmp(".jf", "param c = 0\nparam d = 1\ny ~ c + d^2 - d^2\n");
+    snprintf(buf, sizeof buf, "fit --json --y z '%s' '%s'", m,
+             tmp(".csv", "z\n1\n2\n3\n6\n"));
+    CHECK(jf(buf, &out, &err) == 1); /* d cancels: unused_param, but it ran */
+    CHECK_NEAR(param(out, "c"), 3, 1e-9);
+    free(out);
+    free(err);
+    /* a headerless file of one column is the response */
+    snprintf(buf, sizeof buf, "fit --json 'a + b' '%s'", tmp(".csv", "1\n2\n3\n6\n"));
+    jf(buf, &out, &err);
+    CHECK_CONTAINS(out, "\"n\": 4,");
+    CHECK_NEAR(param(out, "a") + param(out, "b"), 3, 1e-9);
+    free(out);
+    free(err);
+    /* other columns, not used: the note names them (a misspelt variable, `tt` for `t`) */
+    snprintf(buf, sizeof buf, "fit 'a*exp(-b*tt)' '%s'", tmp(".csv", "t,y\n1,1\n2,2\n3,3\n4,6\n"));
+    jf(buf, &out, &err);
+    CHECK_CONTAINS(err, "fitted with no variable, to the response alone (columns not used: t)");
+    free(out);
+    free(err);
+    /* naming x, even where it cancels, or declaring a variable: its column is needed */
+    snprintf(buf, sizeof buf, "fit 'c + 0*x' '%s'", y);
+    CHECK(jf(buf, &out, &err) == 1);
+    CHECK_CONTAINS(err, "no column 'x' (columns: y)");
+    free(out);
+    free(err);
+    snprintf(buf, sizeof buf, "fit '%s' '%s'", tmp(".jf", "var t\nparam c = 1\ny ~ c\n"), y);
+    CHECK(jf(buf, &out, &err) == 1);
+    CHECK_CONTAINS(err, "no column 't' (columns: y)");
+    free(out);
+    free(err);
+    /* with a column x the model keeps its variable, as before */
+    snprintf(buf, sizeof buf, "fit --output - c '%s'", tmp(".csv", "x,y\n0,1\n1,2\n2,3\n3,6\n"));
+    CHECK(jf(buf, &out, &err) == 0);
+    CHECK_CONTAINS(out, "x,y,fit,residual\n0,1,3,-2\n");
+    free(out);
+    free(err);
+}
+
 int main(void) {
+    test_no_variable();
     test_text_formats();
     test_npy();
     test_nan_policy();
