@@ -401,21 +401,24 @@ int jf_batch_run(jf_fitctx *c, FILE *out, jf_run_summary *sum) {
     }
     if (s->output) {
         /* Predictions in the file's row order, each with its own group's parameters. */
-        fit = malloc((t->nrows + 1) * sizeof *fit);
-        double *xs = malloc((nv + 1) * sizeof *xs);
-        if (!fit || !xs) {
+        fit = malloc((2 * t->nrows + 1) * sizeof *fit); /* then the standard errors */
+        double *xs = malloc((nv + 1) * sizeof *xs), *grad = malloc((np + 1) * sizeof *grad);
+        if (!fit || !xs || !grad) {
             free(xs);
+            free(grad);
             goto nomem;
         }
+        double *se = fit + t->nrows;
         for (size_t i = 0; i < t->nrows; i++) {
             const jf_fit_result *r = res[g.id[i]];
             for (size_t j = 0; j < nv; j++) xs[j] = t->values[j * t->ld + i];
-            if (!r || jf_model_eval(m, r->params, xs, &fit[i], NULL) != JF_OK) fit[i] = NAN;
+            if (!r || jf_run_eval_point(m, r, xs, &fit[i], &se[i], grad) != 0) fit[i] = se[i] = NAN;
         }
         free(xs);
+        free(grad);
         char *err = NULL;
         if (jf_output_csv(s->output, s->group, c->keys, c->names, ncols, t->values, t->ld,
-                          t->nrows, nv, fit, &err) != 0) {
+                          t->nrows, nv, fit, se, &err) != 0) {
             jf_cli_error("%s", err ? err : "out of memory");
             rc = 1;
         }

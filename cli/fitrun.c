@@ -308,16 +308,35 @@ static long split_names(const char *text, char ***out) {
     return -1;
 }
 
-int jf_run_predict(const jf_model *m, const double *params, const double *x, size_t ld, size_t n,
-                   double *f) {
-    size_t nv = jf_model_num_vars(m);
-    double xs[64];
-    if (nv > 64) return -1;
-    for (size_t i = 0; i < n; i++) {
-        for (size_t j = 0; j < nv; j++) xs[j] = x[j * ld + i];
-        if (jf_model_eval(m, params, xs, &f[i], NULL) != JF_OK) return -1;
+int jf_run_eval_point(const jf_model *m, const jf_fit_result *r, const double *xs, double *f,
+                      double *se, double *grad) {
+    if (jf_model_eval(m, r->params, xs, f, se ? grad : NULL) != JF_OK) return -1;
+    if (!se) return 0;
+    size_t np = r->num_params;
+    const double *C = r->covariance;
+    double v = 0;
+    /* a parameter that does not move f here adds nothing, even with an infinite variance */
+    for (size_t k = 0; k < np; k++) {
+        if (grad[k] == 0) continue;
+        for (size_t l = 0; l < np; l++)
+            if (grad[l] != 0) v += grad[k] * C[k * np + l] * grad[l];
     }
+    *se = isnan(v) ? NAN : sqrt(v > 0 ? v : 0.0); /* rounding can leave a tiny negative */
     return 0;
+}
+
+int jf_run_predict(const jf_model *m, const jf_fit_result *r, const double *x, size_t ld,
+                   size_t n, double *f, double *se) {
+    size_t nv = jf_model_num_vars(m);
+    double *xs = malloc((nv + 1) * sizeof *xs), *grad = malloc((r->num_params + 1) * sizeof *grad);
+    int rc = xs && grad ? 0 : -1;
+    for (size_t i = 0; i < n && rc == 0; i++) {
+        for (size_t j = 0; j < nv; j++) xs[j] = x[j * ld + i];
+        rc = jf_run_eval_point(m, r, xs, &f[i], se ? &se[i] : NULL, grad);
+    }
+    free(xs);
+    free(grad);
+    return rc;
 }
 
 /* Names a positional file's columns in the default order: the model's variables, then the
@@ -655,8 +674,10 @@ static int run_single(jf_fitctx *c, FILE *out, jf_run_summary *sum) {
     if (!res->success)
         jf_cli_error("the fit did not converge: %s", res->message ? res->message : "");
     if (s->output || s->plot) {
-        fit = malloc((t->nrows ? t->nrows : 1) * sizeof *fit);
-        if (!fit || jf_run_predict(m, res->params, t->values, t->ld, t->nrows, fit) != 0) {
+        /* the fit, then (for --output) its standard errors, in one allocation */
+        fit = malloc((2 * t->nrows + 1) * sizeof *fit);
+        if (!fit || jf_run_predict(m, res, t->values, t->ld, t->nrows, fit,
+                                   s->output ? fit + t->nrows : NULL) != 0) {
             jf_cli_error("could not evaluate the model for --output/--plot");
             rc = 1;
             goto done;
@@ -665,7 +686,7 @@ static int run_single(jf_fitctx *c, FILE *out, jf_run_summary *sum) {
     if (s->output) {
         char *err = NULL;
         if (jf_output_csv(s->output, NULL, NULL, c->names, t->ncols, t->values, t->ld, t->nrows,
-                          nv, fit, &err) != 0) {
+                          nv, fit, fit + t->nrows, &err) != 0) {
             jf_cli_error("%s", err ? err : "out of memory");
             rc = 1;
         }

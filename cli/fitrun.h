@@ -75,10 +75,17 @@ void jf_run_usage_hint(void);
 /* Called once by `jitfit run`: setting errors then print run's usage line and name the fit. */
 void jf_run_set_job_mode(void);
 
-/* f(x_i; params) for the n rows of the table's variable columns (ld = table.ld) into f;
- * returns 0, or -1 if the evaluator fails. */
-int jf_run_predict(const jf_model *m, const double *params, const double *x, size_t ld, size_t n,
-                   double *f);
+/* The model of fit r at one point xs (num_vars values) into *f and, when se is not NULL, the
+ * standard error of that value from r's covariance by the delta method, sqrt(gᵀ C g) with
+ * g = ∂f/∂θ (lmfit's eval_uncertainty): 0 where no fitted parameter moves f, inf where one of
+ * infinite variance does, NaN when the covariance is not finite. grad: num_params doubles of
+ * scratch. Returns 0, or -1 if the evaluator fails. */
+int jf_run_eval_point(const jf_model *m, const jf_fit_result *r, const double *xs, double *f,
+                      double *se, double *grad);
+/* jf_run_eval_point for the n rows of the table's variable columns (ld = table.ld) into f and
+ * se; returns 0, or -1 if the evaluator fails or memory runs out. */
+int jf_run_predict(const jf_model *m, const jf_fit_result *r, const double *x, size_t ld,
+                   size_t n, double *f, double *se);
 
 /* Runs the batch of a prepared context with --group (batch.c). Same return as jf_run_spec. */
 int jf_batch_run(jf_fitctx *c, FILE *out, jf_run_summary *sum);

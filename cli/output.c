@@ -31,7 +31,7 @@ static void csv_num(FILE *f, double v) {
 
 int jf_output_csv(const char *path, const char *group_name, char *const *keys,
                   const char *const *names, size_t ncols, const double *cols, size_t ld,
-                  size_t n, size_t ycol, const double *fit, char **err) {
+                  size_t n, size_t ycol, const double *fit, const double *fit_se, char **err) {
     *err = NULL;
     int to_stdout = strcmp(path, "-") == 0;
     FILE *f = to_stdout ? stdout : fopen(path, "w");
@@ -50,7 +50,7 @@ int jf_output_csv(const char *path, const char *group_name, char *const *keys,
         csv_text(f, names[c]);
         fputc(',', f);
     }
-    fputs("fit,residual\n", f);
+    fputs("fit,residual,fit_stderr\n", f);
     for (size_t i = 0; i < n; i++) {
         if (keys) {
             csv_text(f, keys[i]);
@@ -63,6 +63,8 @@ int jf_output_csv(const char *path, const char *group_name, char *const *keys,
         csv_num(f, fit[i]);
         fputc(',', f);
         csv_num(f, cols[ycol * ld + i] - fit[i]);
+        fputc(',', f);
+        csv_num(f, fit_se[i]);
         fputc('\n', f);
     }
     int bad = ferror(f);

@@ -1,9 +1,10 @@
 /* `--output FILE`: the data that were fitted, next to the model's predictions, as CSV.
  *
  * Columns: the group column (with --group), the used data columns (variables, response, sigma)
- * under their names, then `fit` (the model at the fitted parameters) and `residual` (response −
+ * under their names, then `fit` (the model at the fitted parameters), `residual` (response −
  * fit, the data minus the model as plots show it; the solver's internal residual has the other
- * sign and is divided by sigma). Numbers are written with every digit (shortest round trip),
+ * sign and is divided by sigma) and `fit_stderr` (the standard error of `fit` from the
+ * parameters' covariance: a confidence band is fit ± t·fit_stderr). Numbers are written with every digit (shortest round trip),
  * independently of the locale, so the file reads back exactly.
  */
 #ifndef JF_CLI_OUTPUT_H
@@ -16,6 +17,6 @@
  * malloc'd message ("out.csv: Permission denied"). */
 int jf_output_csv(const char *path, const char *group_name, char *const *keys,
                   const char *const *names, size_t ncols, const double *cols, size_t ld,
-                  size_t n, size_t ycol, const double *fit, char **err);
+                  size_t n, size_t ycol, const double *fit, const double *fit_se, char **err);
 
 #endif

@@ -445,7 +445,7 @@ static void test_bad_data(void) {
     free(err);
     /* --output -: the CSV alone on stdout, the report (here JSON) on stderr. */
     CHECK(fit("--json --output - " EXAMPLE_JF " " EXAMPLE_CSV, &out, &err) == 0);
-    CHECK(out && strncmp(out, "x,y,fit,residual\n", 17) == 0);
+    CHECK(out && strncmp(out, "x,y,fit,residual,fit_stderr\n", 28) == 0);
     CHECK(json_valid(err));
     CHECK_CONTAINS(err, "\"params\"");
     free(out);

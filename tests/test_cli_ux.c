@@ -347,7 +347,7 @@ static void test_output(void) {
     free(out);
     free(err);
     char *text = jf_test_read_file(o, NULL);
-    CHECK(text && strncmp(text, "x,y,fit,residual\n", 17) == 0);
+    CHECK(text && strncmp(text, "x,y,fit,residual,fit_stderr\n", 28) == 0);
     /* Every row: residual = y - fit. */
     size_t rows = 0, ok = 0;
     for (char *p = text ? strchr(text, '\n') : NULL; p && p[1]; p = strchr(p + 1, '\n')) {
@@ -366,7 +366,7 @@ static void test_output(void) {
     free(out);
     free(err);
     text = jf_test_read_file(o, NULL);
-    CHECK(text && strncmp(text, "sample,x,y,fit,residual\n", 24) == 0);
+    CHECK(text && strncmp(text, "sample,x,y,fit,residual,fit_stderr\n", 35) == 0);
     free(text);
 }
 
@@ -967,7 +967,20 @@ static void test_no_variable(void) {
     /* with a column x the model keeps its variable, as before */
     snprintf(buf, sizeof buf, "fit --output - c '%s'", tmp(".csv", "x,y\n0,1\n1,2\n2,3\n3,6\n"));
     CHECK(jf(buf, &out, &err) == 0);
-    CHECK_CONTAINS(out, "x,y,fit,residual\n0,1,3,-2\n");
+    CHECK_CONTAINS(out, "x,y,fit,residual,fit_stderr\n0,1,3,-2,1.0801234497346435\n");
+    free(out);
+    free(err);
+    /* fit_stderr is the delta method's sqrt(gᵀ C g): for a line, s·sqrt(1/n + (x − x̄)²/Sxx)
+     * (s² = 0.6, x̄ = 1.5, Sxx = 5 here: 0.648..., 0.424...) */
+    snprintf(buf, sizeof buf, "fit --output - 'a*x+b' '%s'", tmp(".csv", "x,y\n0,1\n1,2\n2,3\n3,6\n"));
+    CHECK(jf(buf, &out, &err) == 0);
+    const char *row = out ? strchr(out, '\n') : NULL;
+    for (int i = 0; i < 4 && row; i++, row = strchr(row + 1, '\n')) {
+        const char *last = row + 1 + strcspn(row + 1, "\n");
+        while (last > row + 1 && last[-1] != ',') last--;
+        double dx = i - 1.5;
+        CHECK_NEAR(strtod(last, NULL), sqrt(0.6 * (0.25 + dx * dx / 5)), 1e-14);
+    }
     free(out);
     free(err);
 }
