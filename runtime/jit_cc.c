@@ -118,7 +118,10 @@ static double mono_s(void) {
  * descriptor `capture` (1 or 2) into *out (malloc'd, NUL-terminated, at most 64 KiB kept) and
  * sends the other to /dev/null. Returns 0 and the exit status (or STATUS_UNKNOWN) in *status,
  * an errno value when it could not be started, or ETIMEDOUT when it ran past jf_cc_timeout_s()
- * and was killed with the processes it started (it runs in a process group of its own). */
+ * and was killed with the processes it started (it runs in a process group of its own).
+ * The program's end is its exit, not the end of its output: a process it left running in the
+ * background (a wrapper's compile server, a `cmd &` in a script) may hold the pipe open for
+ * long after, and waiting for that would fail a finished compile at the time limit. */
 static int run_capture(char **argv, int capture, char **out, int *status) {
     int p[2];
     *out = NULL;
@@ -153,17 +156,31 @@ static int run_capture(char **argv, int capture, char **out, int *status) {
     size_t cap = 4096, len = 0, limit = 64 * 1024;
     char *buf = malloc(cap);
     char sink[4096];
+    /* exited: it has been waited for (ws holds its status) or, reaped by someone else, is
+     * gone; from then on only what is already in the pipe is read. nap_ms: how long a poll
+     * waits before looking whether it has exited, doubled up to 100 ms (a compile of a few
+     * ms pays nothing; EOF, the usual end, wakes the poll at once). */
+    int ws, exited = 0, reaped = 0, drained = 0, nap_ms = 1;
     for (;;) {
-        if (deadline > 0) {
+        int wait_ms = exited ? 0 : nap_ms;
+        if (deadline > 0 && !exited) {
             double left = deadline - mono_s();
-            struct pollfd pf = {p[0], POLLIN, 0};
-            int pr = left > 0 ? poll(&pf, 1, left * 1e3 > INT_MAX ? INT_MAX : (int)(left * 1e3) + 1)
-                              : 0;
-            if (pr < 0 && errno == EINTR) continue;
-            if (pr == 0) {
+            if (left <= 0) {
                 timed_out = 1;
                 break;
             }
+            if (left * 1e3 < wait_ms) wait_ms = (int)(left * 1e3) + 1;
+        }
+        struct pollfd pf = {p[0], POLLIN, 0};
+        int pr = poll(&pf, 1, wait_ms);
+        if (pr < 0 && errno == EINTR) continue;
+        if (pr == 0 || (exited && ++drained > 256)) { /* 256 reads: 1 MiB after its exit */
+            if (exited) break;
+            pid_t r = waitpid(pid, &ws, WNOHANG);
+            if (r == pid) exited = 1;
+            else if (r < 0 && errno == ECHILD) exited = reaped = 1;
+            if (nap_ms < 100) nap_ms *= 2;
+            continue; /* once more: what it wrote between the poll and its exit */
         }
         char *dst = sink;
         size_t room = sizeof sink;
@@ -190,9 +207,8 @@ static int run_capture(char **argv, int capture, char **out, int *status) {
     *out = buf;
     /* Its output closed: it has (almost always) exited. One that lives on past the deadline
      * with its output closed is killed too. */
-    int ws, reaped = 0;
     long nap_ns = 100000;
-    for (;;) {
+    while (!exited) {
         if (timed_out) kill(-pid, SIGKILL); /* the group: the compiler and its children */
         pid_t r = waitpid(pid, &ws, timed_out || deadline <= 0 ? 0 : WNOHANG);
         if (r == pid) break;

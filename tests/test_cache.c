@@ -534,6 +534,35 @@ static void test_compiler_timeout(void) {
     }
 }
 
+/* A compiler that has exited but left a process in the background holding its output open (a
+ * wrapper that starts a compile server, a script's `cmd &`) has finished: its kernels are used
+ * at once, not after $JITFIT_CC_TIMEOUT waiting for the end of output that never comes. */
+static void test_compiler_leaves_background_process(void) {
+    const char *dir = fresh_dir();
+    char wrapper[512], pids[512], script[1024];
+    snprintf(pids, sizeof pids, "%s/bg-cc.pids", root);
+    /* in the --version probe (stdout captured) and in the compile (stderr captured) */
+    snprintf(script, sizeof script,
+             "#!/bin/sh\nsleep 60 & echo $! >> '%s'\n"
+             "if [ \"$1\" = --version ]; then echo 'bg-cc 1.0'; exit 0; fi\nexec cc \"$@\"\n",
+             pids);
+    if (use_cc_script("bg-cc.sh", script, wrapper, sizeof wrapper) != 0) return;
+    setenv("JITFIT_CC_TIMEOUT", "20", 1);
+    outcome o = in_child(model_a);
+    if (!CHECK(o.ok && o.backend == JF_BACKEND_C && o.cache == JF_CACHE_MISS && o.value_ok))
+        fprintf(stderr, "  warning: %s\n", o.warning);
+    CHECK_STREQ(o.warning, "");
+    CHECK(count_files(dir, NULL) == 1);
+    unsetenv("JITFIT_CC");
+    unsetenv("JITFIT_CC_TIMEOUT");
+    /* the sleeps this test started */
+    FILE *f = fopen(pids, "r");
+    long pid;
+    while (f && fscanf(f, "%ld", &pid) == 1)
+        if (pid > 1) kill((pid_t)pid, SIGTERM);
+    if (f) fclose(f);
+}
+
 /* A FIFO in place of an entry or of the remembered compiler identity is not read (opening it
  * would block until a writer came): the kernels are rebuilt and the FIFOs replaced. A new
  * process each time (the CLI), as the identity is remembered per process too. */
@@ -886,6 +915,7 @@ int main(void) {
     test_identity_remembered();
     test_broken_compiler_not_stored();
     test_compiler_timeout();
+    test_compiler_leaves_background_process();
     test_fifo_entries();
     test_disabled();
     test_cli();
