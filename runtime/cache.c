@@ -190,12 +190,13 @@ jf_cache_state jf_cache_dir_open(const char *override, int no_cache, int create,
                                  jf_cache_dir *out) {
     memset(out, 0, sizeof *out);
     const char *v;
+    int want = 0; /* the length of the whole path, which out->path may have cut */
     if (override && *override) {
-        snprintf(out->path, sizeof out->path, "%s", override);
+        want = snprintf(out->path, sizeof out->path, "%s", override);
     } else if ((v = getenv("JITFIT_CACHE_DIR")) && *v) {
-        snprintf(out->path, sizeof out->path, "%s", v);
+        want = snprintf(out->path, sizeof out->path, "%s", v);
     } else if ((v = getenv("XDG_CACHE_HOME")) && v[0] == '/') {
-        snprintf(out->path, sizeof out->path, "%s/jitfit", v);
+        want = snprintf(out->path, sizeof out->path, "%s/jitfit", v);
     } else {
         const char *home = getenv("HOME");
         /* the reentrant form: the host's threads may be calling getpwuid themselves; home may
@@ -206,10 +207,13 @@ jf_cache_state jf_cache_dir_open(const char *override, int no_cache, int create,
             if (getpwuid_r(geteuid(), &pwbuf, buf, sizeof buf, &pw) != 0) pw = NULL;
             home = pw ? pw->pw_dir : NULL;
         }
-        if (home && *home) snprintf(out->path, sizeof out->path, "%s/.cache/jitfit", home);
+        if (home && *home) want = snprintf(out->path, sizeof out->path, "%s/.cache/jitfit", home);
     }
     /* Trailing slashes would only make messages and entry paths ugly. */
-    for (size_t l = strlen(out->path); l > 1 && out->path[l - 1] == '/'; l--) out->path[l - 1] = 0;
+    for (size_t l = strlen(out->path); l > 1 && out->path[l - 1] == '/'; l--) {
+        out->path[l - 1] = 0;
+        want--;
+    }
 
     if (no_cache || env_set("JITFIT_NO_CACHE")) {
         out->state = JF_CACHE_DIR_DISABLED;
@@ -220,6 +224,15 @@ jf_cache_state jf_cache_dir_open(const char *override, int no_cache, int create,
     out->state = JF_CACHE_DIR_REFUSED;
     if (!out->path[0]) {
         snprintf(out->reason, sizeof out->reason, "no home directory to put the cache in");
+        return out->state;
+    }
+    /* A path cut to fit would be another directory (made, listed and cleared in the user's
+     * name); one that fits but leaves no room for the names below it could hold no entry. */
+    if (want < 0 || (size_t)want > JF_CACHE_DIR_MAX) {
+        snprintf(out->reason, sizeof out->reason,
+                 "cache directory path is too long (%d bytes, at most %u): %.60s...", want,
+                 (unsigned)JF_CACHE_DIR_MAX, out->path);
+        out->path[0] = '\0';
         return out->state;
     }
     struct stat st;

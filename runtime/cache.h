@@ -73,10 +73,15 @@ typedef enum jf_cache_state {
                                   cannot be created; `reason` says which */
 } jf_cache_state;
 
+/* The longest cache directory path, in bytes: an entry's temporary file name (46 bytes with
+ * its slash) must still fit below it in PATH_MAX (4096). */
+#define JF_CACHE_DIR_MAX 4032u
+
 /* The resolved disk cache directory. */
 typedef struct jf_cache_dir {
     jf_cache_state state; /* whether the directory may be used */
-    char path[4096];      /* the directory ("" when no home directory could be found) */
+    char path[4096];      /* the directory ("" when no home directory could be found, or
+                             when the path is longer than JF_CACHE_DIR_MAX) */
     char reason[4096 + 160]; /* why it is disabled or refused (one line), "" when OK */
 } jf_cache_dir;
 
@@ -84,8 +89,9 @@ typedef struct jf_cache_dir {
  * $XDG_CACHE_HOME/jitfit (an absolute XDG_CACHE_HOME only, as the XDG spec says), else
  * ~/.cache/jitfit. no_cache (or JITFIT_NO_CACHE set to a value other than "" and "0") disables
  * it. With create, a missing directory is created with mode 0700 (parents too); without, a
- * missing directory is OK (empty) when it could be created, else refused. Then the
- * directory's ownership and mode are checked. Always fills *out; returns its state. */
+ * missing directory is OK (empty) when it could be created, else refused. A path longer than
+ * JF_CACHE_DIR_MAX is refused, never cut. Then the directory's ownership and mode are checked.
+ * Always fills *out; returns its state. */
 JF_INTERNAL jf_cache_state jf_cache_dir_open(const char *override, int no_cache, int create,
                                              jf_cache_dir *out);
 

@@ -710,6 +710,41 @@ static void test_dir_not_creatable(void) {
     CHECK(chmod(root, 0700) == 0);
 }
 
+/* A cache path too long to hold entries (or to fit at all) is refused with a warning, never
+ * cut to a shorter path: that would be another directory, made and used in the user's name. */
+static void test_dir_too_long(void) {
+    char top[512];
+    snprintf(top, sizeof top, "%s/long", root);
+    static const size_t lengths[] = {JF_CACHE_DIR_MAX + 1, 4095, 5000};
+    for (size_t i = 0; i < sizeof lengths / sizeof lengths[0]; i++) {
+        char path[6000];
+        size_t len = (size_t)snprintf(path, sizeof path, "%s", top);
+        while (len < lengths[i]) { /* components of at most 100 bytes, each a legal name */
+            size_t part = lengths[i] - len - 1 < 100 ? lengths[i] - len - 1 : 100;
+            path[len++] = '/';
+            for (size_t j = 0; j < (part ? part : 1); j++) path[len++] = 'd';
+        }
+        path[len] = '\0';
+        setenv("JITFIT_CACHE_DIR", path, 1);
+        jf_cache_dir d;
+        CHECK(jf_cache_dir_open(NULL, 0, 1, &d) == JF_CACHE_DIR_REFUSED);
+        CHECK_CONTAINS(d.reason, "too long");
+        CHECK_STREQ(d.path, "");
+        outcome o = in_child(model_a);
+        CHECK(o.ok && o.backend == JF_BACKEND_C && o.cache == JF_CACHE_MISS && o.value_ok);
+        CHECK_CONTAINS(o.warning, "kernel cache not used: cache directory path is too long");
+        struct stat st;
+        if (!CHECK(stat(top, &st) != 0 && errno == ENOENT)) /* nothing made on the way */
+            fprintf(stderr, "  a %zu-byte cache path made directories\n", len);
+        char cmd[256], *err = NULL;
+        snprintf(cmd, sizeof cmd, "'%s' cache dir", jf_test_cli());
+        CHECK(jf_test_run(cmd, NULL, &err) == 1);
+        CHECK_CONTAINS(err, "too long");
+        free(err);
+    }
+    unsetenv("JITFIT_CACHE_DIR");
+}
+
 /* `jitfit cache clear` removes entries, its temporaries and identity files, and nothing else:
  * the directory may hold other files (JITFIT_CACHE_DIR=$HOME by mistake). */
 static void test_clear_only_ours(void) {
@@ -923,6 +958,7 @@ int main(void) {
     test_prune();
     test_dir_resolution();
     test_dir_not_creatable();
+    test_dir_too_long();
     test_memory(); /* last: it fills this process's memory cache */
     char cmd[256];
     snprintf(cmd, sizeof cmd, "chmod -R u+rwx %s 2>/dev/null; rm -rf %s", root, root);
