@@ -428,10 +428,14 @@ int jf_cc_identity(const char *cc, const char *cache_dir, const char **identity,
 /* ---- files and directories ------------------------------------------------------------------ */
 
 int jf_cc_tmpdir(char *buf, size_t n) {
+    /* $TMPDIR, else /tmp: also when $TMPDIR is unusable (removed since it was set, a file, not
+     * writable, too long), as the compiler itself does (gcc's choose_tmpdir), so a stale
+     * variable does not cost every fit its compiled kernels */
     const char *t = getenv("TMPDIR");
-    if (!t || t[0] != '/') t = "/tmp";
-    snprintf(buf, n, "%s/jitfit-XXXXXX", t);
-    return mkdtemp(buf) ? JF_OK : JF_ERR_IO;
+    if (t && t[0] == '/' && (size_t)snprintf(buf, n, "%s/jitfit-XXXXXX", t) < n && mkdtemp(buf))
+        return JF_OK;
+    if ((size_t)snprintf(buf, n, "/tmp/jitfit-XXXXXX") < n && mkdtemp(buf)) return JF_OK;
+    return JF_ERR_IO;
 }
 
 void jf_cc_tmpdir_remove(const char *dir) {

@@ -41,8 +41,9 @@ JF_INTERNAL const char *jf_cc_command(const char *cc);
 JF_INTERNAL int jf_cc_identity(const char *cc, const char *cache_dir, const char **identity,
                                char *why, size_t n);
 
-/* Creates a fresh private directory (mode 0700, from mkdtemp) under $TMPDIR or /tmp; its path
- * goes to buf. JF_OK or JF_ERR_IO. */
+/* Creates a fresh private directory (mode 0700, from mkdtemp) under $TMPDIR, or under /tmp
+ * when TMPDIR is unset, relative or unusable; its path goes to buf. JF_OK, or JF_ERR_IO with
+ * errno telling why /tmp failed. */
 JF_INTERNAL int jf_cc_tmpdir(char *buf, size_t n);
 /* Removes the files in a directory made by jf_cc_tmpdir, then the directory. */
 JF_INTERNAL void jf_cc_tmpdir_remove(const char *dir);

@@ -27,6 +27,7 @@
 
 #include <cblas.h>
 #include <dlfcn.h>
+#include <errno.h>
 #include <limits.h>
 #include <math.h>
 #include <pthread.h>
@@ -373,8 +374,9 @@ static const c_module *get_c(const struct jf_model *m, const jf_jit_options *o, 
     int st = jf_cc_tmpdir(tmp, sizeof tmp);
     if (st != JF_OK) {
         free(src);
-        jf_warning_append(warn, wn, "cannot create a temporary directory for the C compiler; using "
-                              "the interpreter");
+        snprintf(msg, sizeof msg, "cannot create a temporary directory for the C compiler in "
+                 "$TMPDIR or /tmp: %s; using the interpreter", strerror(errno));
+        jf_warning_append(warn, wn, msg);
         return NULL;
     }
     st = jf_cc_compile_libs(cc, cflags, libs, src, tmp, so, sizeof so, &log);

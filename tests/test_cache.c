@@ -563,6 +563,32 @@ static void test_compiler_leaves_background_process(void) {
     if (f) fclose(f);
 }
 
+/* A $TMPDIR that cannot be used (removed since it was set, a file) does not cost the fit its
+ * compiled kernels: the compile and the load of a cached entry go to /tmp instead, as the
+ * compiler itself does. */
+static void test_tmpdir_unusable(void) {
+    char saved[1024] = "", file[512], gone[512];
+    const char *t = getenv("TMPDIR");
+    if (t) snprintf(saved, sizeof saved, "%s", t);
+    snprintf(file, sizeof file, "%s/tmpdir-file", root);
+    snprintf(gone, sizeof gone, "%s/tmpdir-gone", root);
+    FILE *f = fopen(file, "w");
+    if (f) fclose(f);
+    const char *const tmpdirs[] = {gone, file};
+    for (size_t i = 0; i < 2; i++) {
+        fresh_dir();
+        setenv("TMPDIR", tmpdirs[i], 1);
+        outcome o = in_child(model_a); /* compiled */
+        if (!CHECK(o.ok && o.backend == JF_BACKEND_C && o.cache == JF_CACHE_MISS && o.value_ok))
+            fprintf(stderr, "  TMPDIR=%s: %s\n", tmpdirs[i], o.warning);
+        CHECK_STREQ(o.warning, "");
+        o = in_child(model_a); /* loaded from the disk cache */
+        CHECK(o.ok && o.backend == JF_BACKEND_C && o.cache == JF_CACHE_DISK && o.value_ok);
+    }
+    if (saved[0]) setenv("TMPDIR", saved, 1);
+    else unsetenv("TMPDIR");
+}
+
 /* A FIFO in place of an entry or of the remembered compiler identity is not read (opening it
  * would block until a writer came): the kernels are rebuilt and the FIFOs replaced. A new
  * process each time (the CLI), as the identity is remembered per process too. */
@@ -951,6 +977,7 @@ int main(void) {
     test_broken_compiler_not_stored();
     test_compiler_timeout();
     test_compiler_leaves_background_process();
+    test_tmpdir_unusable();
     test_fifo_entries();
     test_disabled();
     test_cli();
