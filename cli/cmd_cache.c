@@ -90,8 +90,10 @@ int jf_cmd_cache(int argc, char **argv) {
         }
         size_t removed, kept;
         uint64_t kept_bytes;
-        if (jf_cache_disk_prune(&dir, age_s, max_bytes, &removed, &kept, &kept_bytes) != JF_OK) {
-            jf_cli_error("cache: could not prune %s", dir.path);
+        char why[4400];
+        if (jf_cache_disk_prune(&dir, age_s, max_bytes, &removed, &kept, &kept_bytes, why,
+                                sizeof why) != JF_OK) {
+            jf_cli_error("cache: could not prune %s: %s", dir.path, why);
             return 1;
         }
         printf("removed %zu entr%s from %s; %zu left, %" PRIu64 " bytes\n", removed,
@@ -134,8 +136,9 @@ int jf_cmd_cache(int argc, char **argv) {
             return 1;
         }
         size_t removed = 0;
-        if (jf_cache_disk_clear(&dir, &removed) != JF_OK) {
-            jf_cli_error("cache: could not remove every entry from %s", dir.path);
+        char why[4400];
+        if (jf_cache_disk_clear(&dir, &removed, why, sizeof why) != JF_OK) {
+            jf_cli_error("cache: could not remove every entry from %s: %s", dir.path, why);
             return 1;
         }
         printf("removed %zu entr%s from %s\n", removed, removed == 1 ? "y" : "ies", dir.path);

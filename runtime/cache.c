@@ -454,7 +454,8 @@ int jf_cache_disk_info(const jf_cache_dir *dir, size_t *entries, uint64_t *bytes
     while ((e = readdir(d)) != NULL) {
         if (classify(e->d_name) != 1) continue;
         struct stat st;
-        if (fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0) continue;
+        if (fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(st.st_mode))
+            continue;
         (*entries)++;
         *bytes += (uint64_t)st.st_size;
     }
@@ -462,17 +463,33 @@ int jf_cache_disk_info(const jf_cache_dir *dir, size_t *entries, uint64_t *bytes
     return JF_OK;
 }
 
-int jf_cache_disk_clear(const jf_cache_dir *dir, size_t *removed) {
+/* JF_ERR_IO for an opendir that failed (a missing directory is empty: JF_OK), with why. */
+static int list_failed(const jf_cache_dir *dir, char *why, size_t n) {
+    if (errno == ENOENT) return JF_OK;
+    if (why) snprintf(why, n, "cannot list %s: %s", dir->path, strerror(errno));
+    return JF_ERR_IO;
+}
+
+/* Records the first failure to remove name (errno says why) in why. */
+static void remove_failed(const jf_cache_dir *dir, const char *name, int *st, char *why,
+                          size_t n) {
+    if (*st == JF_OK && why) snprintf(why, n, "cannot remove %s/%s: %s", dir->path, name,
+                                      strerror(errno));
+    *st = JF_ERR_IO;
+}
+
+int jf_cache_disk_clear(const jf_cache_dir *dir, size_t *removed, char *why, size_t n) {
     if (removed) *removed = 0;
+    if (why && n) why[0] = '\0';
     DIR *d = opendir(dir->path);
-    if (!d) return errno == ENOENT ? JF_OK : JF_ERR_IO;
+    if (!d) return list_failed(dir, why, n);
     int st = JF_OK;
     struct dirent *e;
     while ((e = readdir(d)) != NULL) {
         int c = classify(e->d_name);
         if (c == 0) continue;
         if (unlinkat(dirfd(d), e->d_name, 0) != 0) {
-            if (errno != ENOENT) st = JF_ERR_IO;
+            if (errno != ENOENT) remove_failed(dir, e->d_name, &st, why, n);
         } else if (c == 1 && removed) {
             (*removed)++;
         }
@@ -495,13 +512,14 @@ static int by_use(const void *a, const void *b) {
 }
 
 int jf_cache_disk_prune(const jf_cache_dir *dir, double max_age_s, uint64_t max_bytes,
-                        size_t *removed, size_t *kept, uint64_t *kept_bytes) {
+                        size_t *removed, size_t *kept, uint64_t *kept_bytes, char *why, size_t n) {
     *removed = *kept = 0;
     *kept_bytes = 0;
+    if (why && n) why[0] = '\0';
     DIR *d = opendir(dir->path);
-    if (!d) return errno == ENOENT ? JF_OK : JF_ERR_IO;
+    if (!d) return list_failed(dir, why, n);
     prune_entry *e = NULL;
-    size_t n = 0, cap = 0;
+    size_t count = 0, cap = 0;
     int st = JF_OK;
     time_t now = time(NULL);
     struct dirent *de;
@@ -514,25 +532,27 @@ int jf_cache_disk_prune(const jf_cache_dir *dir, double max_age_s, uint64_t max_
                 unlinkat(dirfd(d), de->d_name, 0);
             continue;
         }
-        if (n == cap) {
+        if (!S_ISREG(sb.st_mode)) continue; /* not an entry (`cache clear` reports these) */
+        if (count == cap) {
             cap = cap ? 2 * cap : 64;
             prune_entry *ne = realloc(e, cap * sizeof *ne);
             if (!ne) {
                 st = JF_ERR_NOMEM;
+                if (why) snprintf(why, n, "out of memory listing %s", dir->path);
                 break;
             }
             e = ne;
         }
-        memcpy(e[n].name, de->d_name, 32 + sizeof entry_suffix); /* classify: 36 bytes + NUL */
-        e[n].used = sb.st_mtime;
-        e[n].bytes = (uint64_t)sb.st_size;
-        n++;
+        memcpy(e[count].name, de->d_name, 32 + sizeof entry_suffix); /* classify: 36 bytes + NUL */
+        e[count].used = sb.st_mtime;
+        e[count].bytes = (uint64_t)sb.st_size;
+        count++;
     }
     if (st == JF_OK) {
-        qsort(e, n, sizeof *e, by_use);
+        qsort(e, count, sizeof *e, by_use);
         uint64_t total = 0;
-        for (size_t i = 0; i < n; i++) total += e[i].bytes;
-        for (size_t i = 0; i < n; i++) { /* oldest first */
+        for (size_t i = 0; i < count; i++) total += e[i].bytes;
+        for (size_t i = 0; i < count; i++) { /* oldest first */
             int old = max_age_s >= 0 && difftime(now, e[i].used) > max_age_s;
             int over = max_bytes && total > max_bytes;
             if (!old && !over) {
@@ -541,7 +561,7 @@ int jf_cache_disk_prune(const jf_cache_dir *dir, double max_age_s, uint64_t max_
                 continue;
             }
             if (unlinkat(dirfd(d), e[i].name, 0) != 0 && errno != ENOENT) {
-                st = JF_ERR_IO;
+                remove_failed(dir, e[i].name, &st, why, n);
                 (*kept)++;
                 *kept_bytes += e[i].bytes;
                 continue;

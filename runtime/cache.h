@@ -123,21 +123,27 @@ JF_INTERNAL int jf_cache_disk_store(const jf_cache_dir *dir, const jf_cache_key 
 JF_INTERNAL void jf_cache_entry_path(const jf_cache_dir *dir, const jf_cache_key *key,
                                      char *buf, size_t n);
 
-/* Number of entries and their total size in bytes. JF_OK, or JF_ERR_IO when the directory
- * cannot be listed (a missing directory counts as empty). */
+/* Number of entries (regular files with an entry's name) and their total size in bytes.
+ * JF_OK, or JF_ERR_IO when the directory cannot be listed (a missing directory counts as
+ * empty). */
 JF_INTERNAL int jf_cache_disk_info(const jf_cache_dir *dir, size_t *entries, uint64_t *bytes);
 /* Removes every entry (and leftover temporary files of interrupted writes); other files are
- * left alone. *removed (if not NULL) receives the number of entries removed. */
-JF_INTERNAL int jf_cache_disk_clear(const jf_cache_dir *dir, size_t *removed);
+ * left alone. *removed (if not NULL) receives the number of entries removed. JF_OK, or
+ * JF_ERR_IO with a one-line reason in why (if not NULL, n bytes) naming the first file that
+ * could not be removed (e.g. a directory made under an entry's name, which blocks that entry)
+ * or saying that the directory cannot be listed. */
+JF_INTERNAL int jf_cache_disk_clear(const jf_cache_dir *dir, size_t *removed, char *why, size_t n);
 
 /* Removes the entries not used for more than max_age_s seconds (negative: no age limit), then,
  * least recently used first, as many as it takes to bring the entries' total size to at most
  * max_bytes (0: no size limit); also temporaries of writes interrupted a day ago or more. An
  * entry's use time is its mtime: when it was written, or last loaded (to the hour). *removed,
- * *kept and *kept_bytes receive the counts. JF_OK, JF_ERR_IO (the directory cannot be listed,
- * or an entry not removed) or JF_ERR_NOMEM. */
+ * *kept and *kept_bytes receive the counts; only regular files count as entries. JF_OK,
+ * JF_ERR_IO (the directory cannot be listed, or an entry not removed) or JF_ERR_NOMEM, with a
+ * one-line reason in why (if not NULL, n bytes). */
 JF_INTERNAL int jf_cache_disk_prune(const jf_cache_dir *dir, double max_age_s, uint64_t max_bytes,
-                                    size_t *removed, size_t *kept, uint64_t *kept_bytes);
+                                    size_t *removed, size_t *kept, uint64_t *kept_bytes,
+                                    char *why, size_t n);
 
 /* Size of the entry header in bytes (for tests that damage entries on purpose). */
 #define JF_CACHE_HEADER_SIZE 64u

@@ -304,7 +304,7 @@ static void test_damaged_entries(void) {
     CHECK(jf_cache_disk_info(&cd, &entries, &bytes) == JF_OK && entries == 1 &&
           bytes == JF_CACHE_HEADER_SIZE + sizeof payload);
     size_t removed = 0;
-    CHECK(jf_cache_disk_clear(&cd, &removed) == JF_OK && removed == 1);
+    CHECK(jf_cache_disk_clear(&cd, &removed, NULL, 0) == JF_OK && removed == 1);
     CHECK(jf_cache_disk_info(&cd, &entries, &bytes) == JF_OK && entries == 0);
 }
 
@@ -817,6 +817,41 @@ static void age(const char *path, double days) {
     CHECK(utimensat(AT_FDCWD, path, t, AT_SYMLINK_NOFOLLOW) == 0);
 }
 
+/* A directory made under an entry's name is no entry: the fit says once that it cannot store
+ * the kernels there, `cache info` and `cache prune` leave it out, and `cache clear`, which
+ * cannot remove it, names it and says why. */
+static void test_entry_name_taken(void) {
+    const char *dir = fresh_dir();
+    outcome o = in_child(model_a);
+    char entry[600], inner[700];
+    if (!CHECK(o.ok && entry_path(dir, entry, sizeof entry))) return;
+    CHECK(unlink(entry) == 0 && mkdir(entry, 0700) == 0);
+    snprintf(inner, sizeof inner, "%s/file", entry);
+    FILE *f = fopen(inner, "w"); /* not empty, so not removable with rmdir either */
+    if (f) fclose(f);
+    o = in_child(model_a);
+    CHECK(o.ok && o.backend == JF_BACKEND_C && o.cache == JF_CACHE_MISS && o.value_ok);
+    CHECK_CONTAINS(o.warning, "Is a directory");
+    in_child("a*x + b"); /* one real entry beside it */
+    char cmd[4096], *out = NULL, *err = NULL;
+    snprintf(cmd, sizeof cmd, "'%s' cache info", jf_test_cli());
+    CHECK(jf_test_run(cmd, &out, NULL) == 0);
+    CHECK_CONTAINS(out, "entries: 1\n");
+    free(out);
+    snprintf(cmd, sizeof cmd, "'%s' cache prune --max-size 0", jf_test_cli());
+    CHECK(jf_test_run(cmd, &out, NULL) == 0);
+    CHECK_CONTAINS(out, "removed 1 entry");
+    free(out);
+    in_child("a*x + b");
+    snprintf(cmd, sizeof cmd, "'%s' cache clear", jf_test_cli());
+    CHECK(jf_test_run(cmd, NULL, &err) == 1);
+    CHECK_CONTAINS(err, entry);
+    CHECK_CONTAINS(err, "Is a directory");
+    free(err);
+    unlink(inner);
+    rmdir(entry);
+}
+
 /* `jitfit cache prune`: entries older than --older-than go, then the least recently used until
  * --max-size holds; a load marks an entry used; other files, and temporaries of writes still
  * running, stay. */
@@ -982,6 +1017,7 @@ int main(void) {
     test_disabled();
     test_cli();
     test_clear_only_ours();
+    test_entry_name_taken();
     test_prune();
     test_dir_resolution();
     test_dir_not_creatable();
