@@ -200,14 +200,16 @@ jf_cache_state jf_cache_dir_open(const char *override, int no_cache, int create,
     } else {
         const char *home = getenv("HOME");
         /* the reentrant form: the host's threads may be calling getpwuid themselves; home may
-         * point into buf, so it lives as long as home is used */
+         * point into buf, so it lives as long as home is used. A relative HOME counts as none,
+         * as a relative XDG_CACHE_HOME does: it would put a cache below each working
+         * directory. */
         struct passwd pwbuf, *pw = NULL;
         char buf[4096];
-        if (!home || !*home) {
+        if (!home || home[0] != '/') {
             if (getpwuid_r(geteuid(), &pwbuf, buf, sizeof buf, &pw) != 0) pw = NULL;
             home = pw ? pw->pw_dir : NULL;
         }
-        if (home && *home) want = snprintf(out->path, sizeof out->path, "%s/.cache/jitfit", home);
+        if (home && home[0] == '/') want = snprintf(out->path, sizeof out->path, "%s/.cache/jitfit", home);
     }
     /* Trailing slashes would only make messages and entry paths ugly. */
     for (size_t l = strlen(out->path); l > 1 && out->path[l - 1] == '/'; l--) {

@@ -87,7 +87,7 @@ typedef struct jf_cache_dir {
 
 /* Resolves the cache directory: `override` if not NULL, else $JITFIT_CACHE_DIR, else
  * $XDG_CACHE_HOME/jitfit (an absolute XDG_CACHE_HOME only, as the XDG spec says), else
- * ~/.cache/jitfit. no_cache (or JITFIT_NO_CACHE set to a value other than "" and "0") disables
+ * ~/.cache/jitfit (an absolute $HOME, else the home directory in the user database). no_cache (or JITFIT_NO_CACHE set to a value other than "" and "0") disables
  * it. With create, a missing directory is created with mode 0700 (parents too); without, a
  * missing directory is OK (empty) when it could be created, else refused. A path longer than
  * JF_CACHE_DIR_MAX is refused, never cut. Then the directory's ownership and mode are checked.

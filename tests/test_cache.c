@@ -677,6 +677,11 @@ static void test_dir_resolution(void) {
     CHECK_STREQ(d.path, "/explicit/dir");
     jf_cache_dir_open(NULL, 1, 0, &d);
     CHECK(d.state == JF_CACHE_DIR_DISABLED);
+    /* a relative HOME is no home (the user database's is taken): never a cache below the
+     * working directory */
+    setenv("HOME", "relative-home", 1);
+    jf_cache_dir_open(NULL, 0, 0, &d);
+    if (!CHECK(d.path[0] == '/' || d.path[0] == '\0')) fprintf(stderr, "  path %s\n", d.path);
     if (saved_home[0]) setenv("HOME", saved_home, 1);
     /* parents are created 0700 */
     char deep[512];
