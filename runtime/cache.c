@@ -298,6 +298,18 @@ void jf_cache_entry_path(const jf_cache_dir *dir, const jf_cache_key *key, char 
     snprintf(buf, n, "%s/%s%s", dir->path, hex, entry_suffix);
 }
 
+/* Reads up to n bytes (fewer only at the end of the file or on an error); returns how many. */
+static size_t read_all(int fd, unsigned char *p, size_t n) {
+    size_t got = 0;
+    while (got < n) {
+        ssize_t r = read(fd, p + got, n - got);
+        if (r < 0 && errno == EINTR) continue;
+        if (r <= 0) break;
+        got += (size_t)r;
+    }
+    return got;
+}
+
 jf_cache_lookup_result jf_cache_disk_load(const jf_cache_dir *dir, const jf_cache_key *key,
                                           uint32_t kind, unsigned char **payload, size_t *size,
                                           char *why, size_t n) {
@@ -326,43 +338,39 @@ jf_cache_lookup_result jf_cache_disk_load(const jf_cache_dir *dir, const jf_cach
         if (why) snprintf(why, n, "cache entry %s is truncated (%zu bytes)", path, fsize);
         return JF_CACHE_ENTRY_INVALID;
     }
-    unsigned char *buf = malloc(fsize);
-    if (!buf) {
+    /* The header first: a damaged file (one that a crash or a full disk extended to
+     * gigabytes, sparse) is refused by its size field, not read into memory to be hashed. */
+    unsigned char hdr[JF_CACHE_HEADER_SIZE];
+    size_t psize = fsize - JF_CACHE_HEADER_SIZE;
+    const char *bad = NULL;
+    unsigned char *buf = NULL;
+    if (read_all(fd, hdr, sizeof hdr) != sizeof hdr) bad = "could not be read in full";
+    else if (memcmp(hdr, entry_magic, 8) != 0) bad = "is not a jitfit cache entry";
+    else if (get_u32(hdr + 8) != JF_CACHE_FORMAT_VERSION) bad = "has another format version";
+    else if (get_u32(hdr + 12) != kind) bad = "holds another kind of payload";
+    else if (memcmp(hdr + 16, key->bytes, 16) != 0) bad = "belongs to another key";
+    else if (get_u64(hdr + 32) != psize) bad = "is truncated or padded";
+    else if ((buf = malloc(psize ? psize : 1)) == NULL) {
         close(fd);
         if (why) snprintf(why, n, "out of memory reading cache entry %s", path);
         return JF_CACHE_ENTRY_ERROR;
-    }
-    size_t got = 0;
-    while (got < fsize) {
-        ssize_t r = read(fd, buf + got, fsize - got);
-        if (r < 0 && errno == EINTR) continue;
-        if (r <= 0) break;
-        got += (size_t)r;
+    } else if (read_all(fd, buf, psize) != psize) {
+        bad = "could not be read in full";
+    } else {
+        jf_cache_key h = jf_cache_hash(buf, psize);
+        if (memcmp(hdr + 40, h.bytes, 16) != 0) bad = "is corrupt (content hash mismatch)";
     }
     /* Mark the entry used (its mtime), for `jitfit cache prune`'s age and least-recently-used
      * order: at most once an hour, so a fit loop does not write metadata on every load. A
      * failure (a read-only mount) only costs prune's accuracy. */
-    if (difftime(time(NULL), st.st_mtime) > 3600) (void)futimens(fd, NULL);
+    if (!bad && difftime(time(NULL), st.st_mtime) > 3600) (void)futimens(fd, NULL);
     close(fd);
-    const char *bad = NULL;
-    if (got != fsize) bad = "could not be read in full";
-    else if (memcmp(buf, entry_magic, 8) != 0) bad = "is not a jitfit cache entry";
-    else if (get_u32(buf + 8) != JF_CACHE_FORMAT_VERSION) bad = "has another format version";
-    else if (get_u32(buf + 12) != kind) bad = "holds another kind of payload";
-    else if (memcmp(buf + 16, key->bytes, 16) != 0) bad = "belongs to another key";
-    else if (get_u64(buf + 32) != fsize - JF_CACHE_HEADER_SIZE) bad = "is truncated or padded";
-    else {
-        jf_cache_key h = jf_cache_hash(buf + JF_CACHE_HEADER_SIZE, fsize - JF_CACHE_HEADER_SIZE);
-        if (memcmp(buf + 40, h.bytes, 16) != 0) bad = "is corrupt (content hash mismatch)";
-    }
     if (bad) {
         free(buf);
         if (why) snprintf(why, n, "cache entry %s %s", path, bad);
         return JF_CACHE_ENTRY_INVALID;
     }
-    /* Hand out the payload in place: move it to the front instead of copying to a new buffer. */
-    *size = fsize - JF_CACHE_HEADER_SIZE;
-    memmove(buf, buf + JF_CACHE_HEADER_SIZE, *size);
+    *size = psize;
     *payload = buf;
     return JF_CACHE_ENTRY_HIT;
 }

@@ -299,6 +299,14 @@ static void test_damaged_entries(void) {
     CHECK(jf_cache_disk_load(&cd, &key, JF_CACHE_KIND_C_SO, &got, &size, why, sizeof why) ==
           JF_CACHE_ENTRY_INVALID);
     CHECK_CONTAINS(why, "corrupt");
+    /* extended to terabytes (sparse): refused by the header's size, not read into memory */
+    const off_t huge = (off_t)1 << 43;
+    if (truncate(p1, huge) == 0) {
+        CHECK(jf_cache_disk_load(&cd, &key, JF_CACHE_KIND_C_SO, &got, &size, why, sizeof why) ==
+              JF_CACHE_ENTRY_INVALID);
+        CHECK_CONTAINS(why, "truncated or padded");
+        CHECK(truncate(p1, JF_CACHE_HEADER_SIZE + sizeof payload) == 0);
+    }
     size_t entries = 0;
     uint64_t bytes = 0;
     CHECK(jf_cache_disk_info(&cd, &entries, &bytes) == JF_OK && entries == 1 &&
