@@ -10,12 +10,37 @@
  *   doctor  machine facts and self-test fits      (runtime/device, every backend)
  *   help    documentation embedded from docs/
  */
+#include <signal.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "../include/jitfit.h"
+#include "../runtime/jit_cc.h"
 #include "commands.h"
 #include "help.h"
+
+/* Ctrl-C (or a SIGTERM, SIGHUP) while the C compiler runs: the compiler, in a process group
+ * of its own, gets the signal too, as make's children do; then jitfit ends as the signal would
+ * have ended it (the handler is reset by SA_RESETHAND, and the raised signal is delivered when
+ * the handler returns). */
+static void on_terminating_signal(int sig) {
+    jf_cc_signal_running(sig);
+    raise(sig);
+}
+
+static void forward_terminating_signals(void) {
+    static const int sigs[] = {SIGINT, SIGTERM, SIGHUP};
+    for (size_t i = 0; i < sizeof sigs / sizeof sigs[0]; i++) {
+        struct sigaction old, sa;
+        /* one the caller ignores (nohup, a background job) stays ignored */
+        if (sigaction(sigs[i], NULL, &old) != 0 || old.sa_handler == SIG_IGN) continue;
+        memset(&sa, 0, sizeof sa);
+        sa.sa_handler = on_terminating_signal;
+        sigemptyset(&sa.sa_mask);
+        sa.sa_flags = SA_RESETHAND | SA_RESTART;
+        sigaction(sigs[i], &sa, NULL);
+    }
+}
 
 typedef struct command {
     const char *name;                /* subcommand name */
@@ -61,6 +86,7 @@ int main(int argc, char **argv) {
         printf("jitfit %s\n", JITFIT_VERSION);
         return 0;
     }
+    forward_terminating_signals();
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++) {
         if (strcmp(cmd, commands[i].name) != 0) continue;
         /* `jitfit COMMAND --help` (or -h) before any `--`: the command's section, as `jitfit

@@ -109,6 +109,35 @@ static double mono_s(void) {
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
+/* The process groups of the compilers running now (0: a free slot), for
+ * jf_cc_signal_running; read and written with atomics only, as a signal handler reads them.
+ * A compiler that finds no free slot (more than 64 at once) runs untracked. */
+enum { MAX_RUNNING = 64 };
+static pid_t running[MAX_RUNNING];
+
+static int track(pid_t pid) {
+    for (int i = 0; i < MAX_RUNNING; i++) {
+        pid_t free_slot = 0;
+        if (__atomic_compare_exchange_n(&running[i], &free_slot, pid, 0, __ATOMIC_SEQ_CST,
+                                        __ATOMIC_SEQ_CST))
+            return i;
+    }
+    return -1;
+}
+
+/* Called once the compiler has been reaped: its group id may then be given out again, but
+ * not within the instant before the slot is cleared (pids cycle through millions). */
+static void untrack(int slot) {
+    if (slot >= 0) __atomic_store_n(&running[slot], 0, __ATOMIC_SEQ_CST);
+}
+
+void jf_cc_signal_running(int sig) {
+    for (int i = 0; i < MAX_RUNNING; i++) {
+        pid_t pgid = __atomic_load_n(&running[i], __ATOMIC_SEQ_CST);
+        if (pgid > 0) kill(-pgid, sig);
+    }
+}
+
 /* *status of a program that ran to its end but was reaped by someone else: the host program
  * ignores SIGCHLD (the kernel reaps its children) or collects every child itself, and waitpid
  * fails with ECHILD. Its output is complete (read to its end); its exit status is unknown. */
@@ -150,6 +179,7 @@ static int run_capture(char **argv, int capture, char **out, int *status) {
         close(p[0]);
         return err;
     }
+    int slot = track(pid);
     const double timeout = jf_cc_timeout_s();
     const double deadline = timeout > 0 ? mono_s() + timeout : 0.0;
     int timed_out = 0;
@@ -216,7 +246,11 @@ static int run_capture(char **argv, int capture, char **out, int *status) {
             reaped = 1;
             break;
         }
-        if (r < 0 && errno != EINTR) return errno;
+        if (r < 0 && errno != EINTR) {
+            int e = errno;
+            untrack(slot);
+            return e;
+        }
         if (r == 0 && mono_s() >= deadline) timed_out = 1;
         else if (r == 0) {
             struct timespec nap = {0, nap_ns};
@@ -224,6 +258,7 @@ static int run_capture(char **argv, int capture, char **out, int *status) {
             if (nap_ns < 10000000) nap_ns *= 2;
         }
     }
+    untrack(slot);
     if (timed_out) return ETIMEDOUT;
     if (reaped) {
         *status = STATUS_UNKNOWN;

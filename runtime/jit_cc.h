@@ -25,6 +25,13 @@
  * uses the interpreter, with a warning saying so. */
 JF_INTERNAL double jf_cc_timeout_s(void);
 
+/* Sends sig to the process group of each compiler (and its --version probe) this process is
+ * running now. Each runs in a group of its own, so that a timeout kills what it started, and
+ * so the terminal's Ctrl-C, sent to the foreground group, does not reach it: a host that ends
+ * on SIGINT, SIGTERM or SIGHUP calls this from its handler first, or the compiler outlives it
+ * (one that hangs, for good: its time limit was the host's to enforce). Async-signal-safe. */
+JF_INTERNAL void jf_cc_signal_running(int sig);
+
 /* The compiler command to use: cc if not NULL/empty, else $JITFIT_CC if set and non-empty,
  * else "cc". The string is returned as is (it may hold several words). */
 JF_INTERNAL const char *jf_cc_command(const char *cc);

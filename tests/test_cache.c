@@ -571,6 +571,71 @@ static void test_compiler_leaves_background_process(void) {
     if (f) fclose(f);
 }
 
+/* The state letter of process pid from /proc (R, S, Z, ...), or 0 when it is gone. */
+static char proc_state(long pid) {
+    char path[64], line[512];
+    snprintf(path, sizeof path, "/proc/%ld/stat", pid);
+    FILE *f = fopen(path, "r");
+    if (!f) return 0;
+    char *got = fgets(line, sizeof line, f);
+    fclose(f);
+    char *paren = got ? strrchr(line, ')') : NULL;
+    return paren && paren[1] == ' ' ? paren[2] : 0;
+}
+
+/* Ctrl-C while the compiler runs (SIGINT to jitfit's process group, as a terminal sends it)
+ * ends the compiler too, although it runs in a process group of its own: it must not go on
+ * compiling, or hang, with nobody left to wait for it. */
+static void test_interrupt_stops_compiler(void) {
+    fresh_dir();
+    char wrapper[512], pidfile[512], script[2048];
+    snprintf(pidfile, sizeof pidfile, "%s/interrupted-cc.pid", root);
+    unlink(pidfile);
+    snprintf(script, sizeof script,
+             "#!/bin/sh\nif [ \"$1\" = --version ]; then echo 'slow-cc 1.0'; exit 0; fi\n"
+             "echo $$ > '%s.tmp' && mv '%s.tmp' '%s'\nexec sleep 60\n",
+             pidfile, pidfile, pidfile);
+    if (use_cc_script("interrupted-cc.sh", script, wrapper, sizeof wrapper) != 0) return;
+    char tmpdir[512]; /* the interrupted compile's directory stays: below root, not in /tmp */
+    snprintf(tmpdir, sizeof tmpdir, "%s/interrupted-tmp", root);
+    CHECK(mkdir(tmpdir, 0700) == 0);
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid == 0) {
+        setpgid(0, 0); /* a group of its own, as a shell gives a foreground job */
+        setenv("TMPDIR", tmpdir, 1);
+        int null = open("/dev/null", O_WRONLY);
+        dup2(null, 1);
+        dup2(null, 2);
+        execl(jf_test_cli(), "jitfit", "eval", "h1*cos(h2*x)+h3", "--params", "h1=1,h2=2,h3=3",
+              "--at", "x=0.5", "--backend", "c", (char *)NULL);
+        _exit(127);
+    }
+    unsetenv("JITFIT_CC");
+    if (!CHECK(pid > 0)) return;
+    long cc = 0;
+    for (int i = 0; i < 3000 && cc == 0; i++) { /* the compiler has started: up to 30 s */
+        FILE *f = fopen(pidfile, "r");
+        if (f) {
+            if (fscanf(f, "%ld", &cc) != 1) cc = 0;
+            fclose(f);
+        }
+        if (cc == 0) usleep(10000);
+    }
+    kill(-pid, SIGINT);
+    int ws = 0;
+    CHECK(waitpid(pid, &ws, 0) == pid && WIFSIGNALED(ws) && WTERMSIG(ws) == SIGINT);
+    if (!CHECK(cc > 0)) return;
+    char state = 'S';
+    for (int i = 0; i < 500 && state != 0 && state != 'Z'; i++) { /* up to 5 s */
+        state = proc_state(cc);
+        if (state != 0 && state != 'Z') usleep(10000);
+    }
+    if (!CHECK(state == 0 || state == 'Z'))
+        fprintf(stderr, "  the compiler (pid %ld) still runs after Ctrl-C (state %c)\n", cc, state);
+    kill((pid_t)cc, SIGKILL); /* the test's own compiler, if it was left running */
+}
+
 /* A $TMPDIR that cannot be used (removed since it was set, a file) does not cost the fit its
  * compiled kernels: the compile and the load of a cached entry go to /tmp instead, as the
  * compiler itself does. */
@@ -1026,6 +1091,7 @@ int main(void) {
     test_compiler_timeout();
     test_compiler_leaves_background_process();
     test_tmpdir_unusable();
+    test_interrupt_stops_compiler();
     test_fifo_entries();
     test_disabled();
     test_cli();
