@@ -118,7 +118,7 @@ int jf_cmd_cache(int argc, char **argv) {
         size_t entries = 0;
         uint64_t bytes = 0;
         if (dir.path[0] && jf_cache_disk_info(&dir, &entries, &bytes) != JF_OK) {
-            jf_cli_error("cache: cannot list %s", dir.path);
+            jf_cli_error("cache: cannot list %s: %s", dir.path, strerror(errno));
             return 1;
         }
         printf("entries: %zu\nbytes: %" PRIu64 "\n", entries, bytes);

@@ -459,7 +459,8 @@ int jf_cache_disk_info(const jf_cache_dir *dir, size_t *entries, uint64_t *bytes
     *entries = 0;
     *bytes = 0;
     DIR *d = opendir(dir->path);
-    if (!d) return errno == ENOENT ? JF_OK : JF_ERR_IO;
+    /* a path that is not there, or through a file (`info` has said so in its state line) */
+    if (!d) return errno == ENOENT || errno == ENOTDIR ? JF_OK : JF_ERR_IO;
     struct dirent *e;
     while ((e = readdir(d)) != NULL) {
         if (classify(e->d_name) != 1) continue;

@@ -124,8 +124,8 @@ JF_INTERNAL void jf_cache_entry_path(const jf_cache_dir *dir, const jf_cache_key
                                      char *buf, size_t n);
 
 /* Number of entries (regular files with an entry's name) and their total size in bytes.
- * JF_OK, or JF_ERR_IO when the directory cannot be listed (a missing directory counts as
- * empty). */
+ * JF_OK, or JF_ERR_IO with errno set when the directory cannot be listed (a missing
+ * directory, or a file in its place, counts as empty). */
 JF_INTERNAL int jf_cache_disk_info(const jf_cache_dir *dir, size_t *entries, uint64_t *bytes);
 /* Removes every entry (and leftover temporary files of interrupted writes); other files are
  * left alone. *removed (if not NULL) receives the number of entries removed. JF_OK, or

@@ -789,6 +789,17 @@ static void test_dir_not_creatable(void) {
     CHECK(jf_test_run(cmd, &out, NULL) == 1); /* a file in its place is still refused */
     CHECK_CONTAINS(out, "not a directory");
     free(out);
+    /* info says so in its state line, with nothing to list: no second error, status 0 */
+    const char *const infos[] = {file, below};
+    for (size_t i = 0; i < 2; i++) {
+        snprintf(cmd, sizeof cmd, "JITFIT_CACHE_DIR='%s' '%s' cache info 2>&1", infos[i],
+                 jf_test_cli());
+        CHECK(jf_test_run(cmd, &out, NULL) == 0);
+        CHECK_CONTAINS(out, "state: refused");
+        CHECK_CONTAINS(out, "entries: 0\n");
+        CHECK(out && !strstr(out, "cannot list"));
+        free(out);
+    }
     /* an unwritable ancestor: only a user other than root meets it */
     char ro[512], path[600];
     snprintf(ro, sizeof ro, "%s/read-only", root);
