@@ -228,6 +228,15 @@ jf_cache_state jf_cache_dir_open(const char *override, int no_cache, int create,
         snprintf(out->reason, sizeof out->reason, "no home directory to put the cache in");
         return out->state;
     }
+    /* "~" is the shell's to expand: one that reached us unexpanded (a quoted assignment, a
+     * systemd or docker environment file) would make a directory named "~" below the working
+     * directory, which the user may then try to remove with `rm -rf ~`. */
+    if (out->path[0] == '~') {
+        snprintf(out->reason, sizeof out->reason,
+                 "cache directory '%.200s' starts with '~', which only a shell expands (write "
+                 "the home directory's path)", out->path);
+        return out->state;
+    }
     /* A path cut to fit would be another directory (made, listed and cleared in the user's
      * name); one that fits but leaves no room for the names below it could hold no entry. */
     if (want < 0 || (size_t)want > JF_CACHE_DIR_MAX) {

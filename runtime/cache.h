@@ -90,7 +90,7 @@ typedef struct jf_cache_dir {
  * ~/.cache/jitfit (an absolute $HOME, else the home directory in the user database). no_cache (or JITFIT_NO_CACHE set to a value other than "" and "0") disables
  * it. With create, a missing directory is created with mode 0700 (parents too); without, a
  * missing directory is OK (empty) when it could be created, else refused. A path longer than
- * JF_CACHE_DIR_MAX is refused, never cut. Then the directory's ownership and mode are checked.
+ * JF_CACHE_DIR_MAX is refused, never cut, and so is one starting with an unexpanded '~'. Then the directory's ownership and mode are checked.
  * Always fills *out; returns its state. */
 JF_INTERNAL jf_cache_state jf_cache_dir_open(const char *override, int no_cache, int create,
                                              jf_cache_dir *out);

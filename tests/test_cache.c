@@ -860,6 +860,23 @@ static void test_dir_too_long(void) {
     unsetenv("JITFIT_CACHE_DIR");
 }
 
+/* A "~" the shell did not expand (JITFIT_CACHE_DIR='~/cache' in an environment file) is
+ * refused with a warning, never made into a directory named "~" below the working directory. */
+static void test_dir_tilde(void) {
+    char cwd[4096], work[512];
+    snprintf(work, sizeof work, "%s/tilde-cwd", root);
+    if (!CHECK(getcwd(cwd, sizeof cwd) != NULL && mkdir(work, 0700) == 0 && chdir(work) == 0))
+        return;
+    setenv("JITFIT_CACHE_DIR", "~/.cache/jitfit", 1);
+    outcome o = in_child(model_a);
+    CHECK(o.ok && o.backend == JF_BACKEND_C && o.cache == JF_CACHE_MISS && o.value_ok);
+    CHECK_CONTAINS(o.warning, "starts with '~'");
+    struct stat st;
+    CHECK(stat("~", &st) != 0 && errno == ENOENT);
+    unsetenv("JITFIT_CACHE_DIR");
+    CHECK(chdir(cwd) == 0);
+}
+
 /* `jitfit cache clear` removes entries, its temporaries and identity files, and nothing else:
  * the directory may hold other files (JITFIT_CACHE_DIR=$HOME by mistake). */
 static void test_clear_only_ours(void) {
@@ -1112,6 +1129,7 @@ int main(void) {
     test_dir_resolution();
     test_dir_not_creatable();
     test_dir_too_long();
+    test_dir_tilde();
     test_memory(); /* last: it fills this process's memory cache */
     char cmd[256];
     snprintf(cmd, sizeof cmd, "chmod -R u+rwx %s 2>/dev/null; rm -rf %s", root, root);
