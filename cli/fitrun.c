@@ -506,15 +506,22 @@ static int held_params(jf_fitctx *c) {
     }
     size_t nfixed = 0;
     for (size_t k = 0; k < np; k++) nfixed += (size_t)c->fixed[k];
-    if (nfixed == np) {
-        jf_cli_error("--fix holds every parameter of the model: nothing is left to fit");
+    if (nfixed == np) { /* the last list completed the set: name where it was written */
+        const char *origin = s->fix[s->nfix - 1].origin;
+        if (origin)
+            jf_cli_error("%s: fix holds every parameter of the model: nothing is left to fit",
+                         origin);
+        else
+            jf_cli_error("--fix holds every parameter of the model: nothing is left to fit");
         return 2;
     }
     return 0;
 }
 
-/* Starting values and bounds: the model's, then each p0/bounds list in order. Returns 0 or the
- * exit status after printing the error: 2, as a value the user gave is wrong. */
+/* Starting values and bounds: the model's, then each p0/bounds list in order. The --fix names
+ * are checked first: a `--fix q=1` also went to the p0 lists, and a name the model lacks must be
+ * reported as the --fix it was written in, not as a --p0. Returns 0 or the exit status after
+ * printing the error: 2, as a value the user gave is wrong. */
 static int start_and_bounds(jf_fitctx *c) {
     const jf_spec *s = c->spec;
     jf_model *m = c->model;
@@ -526,6 +533,8 @@ static int start_and_bounds(jf_fitctx *c) {
         jf_cli_error("out of memory");
         return 1;
     }
+    int hrc = held_params(c);
+    if (hrc) return hrc;
     for (size_t k = 0; k < np; k++) {
         c->p0[k] = jf_model_param_initial(m, k);
         jf_model_param_bounds(m, k, &c->lo[k], &c->hi[k]);
@@ -563,8 +572,7 @@ static int start_and_bounds(jf_fitctx *c) {
     }
     int rc = check_starts(c, from);
     free(from);
-    if (!rc) rc = fixed_scales(c);
-    return rc ? rc : held_params(c);
+    return rc ? rc : fixed_scales(c);
 }
 
 /* The starts (defaults filled in) against the bounds; from[k] names where start k was set. */

@@ -625,11 +625,28 @@ static void test_fix(void) {
     free(err);
     if (job) unlink(job);
     free(job);
+    /* the errors of a job file's fix name its line, not --p0 or --fix */
+    snprintf(text, sizeof text, "[defaults]\ndata = %s\nfix = c=0.3\n"
+                                "[fit a]\nmodel = a*exp(-k*x)+d\n"
+                                "[fit b]\nmodel = a*exp(-b*x)+c\nfix = a, b\n", data);
+    job = jf_test_tmpfile(".ini", text);
+    snprintf(cmd, sizeof cmd, "JITFIT_CACHE_DIR='%s' '%s' run '%s'", cache_dir, jf_test_cli(),
+             job ? job : "");
+    CHECK(jf_test_run(cmd, &out, &err) == 2);
+    CHECK_CONTAINS(err, ".ini:3: fix: the model has no parameter 'c'");
+    CHECK_CONTAINS(err, ".ini:8: fix holds every parameter of the model: nothing is left to fit");
+    CHECK(!strstr(err, "p0:") && !strstr(err, "--fix"));
+    free(out);
+    free(err);
+    if (job) unlink(job);
+    free(job);
     static const struct {
         const char *opt, *msg;
         int rc;
     } bad[] = {
         {"--fix q", "--fix: the model has no parameter 'q'", 2},
+        /* NAME=VALUE also sets the start, but the name is the --fix's, not a --p0's */
+        {"--fix q=1", "--fix: the model has no parameter 'q'", 2},
         {"--fix a,b,c", "--fix holds every parameter of the model: nothing is left to fit", 2},
         {"--fix c=x", "--fix: 'x' is not a number (for 'c')", 2},
         {"--fix 'a b'", "--fix: expected NAME or NAME=VALUE, got 'a b'", 2},
