@@ -460,7 +460,9 @@ static int fixed_scales(jf_fitctx *c) {
         rc = 2;
     } else {
         for (size_t k = 0; k < np && !rc; k++)
-            if (!set[k]) {
+            if (!set[k] && c->fixed && c->fixed[k]) {
+                c->x_scale[k] = 1; /* held (--fix): not fitted, so its scale is never used */
+            } else if (!set[k]) {
                 jf_cli_error("%s: no scale for '%s': name every parameter, or give one number "
                              "for all, or 'jac'",
                              what, jf_model_param_name(c->model, k));

@@ -610,6 +610,12 @@ static void test_fix(void) {
     free(out);
     free(out2);
     free(err);
+    /* --x-scale names the fitted parameters only: a held one's scale is never used */
+    snprintf(args, sizeof args, "--json 'a*exp(-b*x)+c' '%s' --fix c=0.3 --x-scale a=1,b=2", data);
+    CHECK(fit(args, &out, &err) == 0);
+    CHECK(json_param(out, "c", "value") == 0.3);
+    free(out);
+    free(err);
     /* a job file's key, and its line in the error */
     char text[2048];
     snprintf(text, sizeof text, "[fit a]\nmodel = a*exp(-b*x)+c\ndata = %s\nfix = c=0.3\n"
