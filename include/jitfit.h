@@ -237,7 +237,7 @@ typedef enum jf_device {
 /* The data of one fit. x holds the independent variables column by column in the model's
  * variable order: variable j of point i is x[j*ldx + i]. The arrays are read, never kept. */
 typedef struct jf_data {
-    size_t n;            /* number of points (must exceed the number of parameters) */
+    size_t n;            /* number of points (must exceed the number of fitted parameters) */
     const double *x;     /* num_vars columns; may be NULL for a model without variables */
     size_t ldx;          /* leading dimension of x; 0 means n */
     const double *y;     /* n observed responses */
@@ -355,7 +355,7 @@ typedef struct jf_fit_result {
                               the data do not determine (rank-deficient J), if any */
     size_t num_params;     /* number of parameters */
     size_t n;              /* number of data points */
-    size_t dof;            /* n - num_params */
+    size_t dof;            /* n - the fitted parameters (num_params less those held fixed) */
     double *params;        /* fitted values */
     double *std_errors;    /* standard errors: sqrt(diag(covariance)); inf for a parameter
                               the model does not depend on */
@@ -391,8 +391,9 @@ typedef struct jf_fit_result {
 
 /* Fits model m to data. On JF_OK *out receives a result (even when the solver did not
  * converge: see status); the caller frees it with jf_fit_result_free. opts NULL means
- * jf_fit_options_default(). Errors: JF_ERR_ARG (NULL model, data or out, n <= num_params, a
- * starting value outside its bounds, lower >= upper, an invalid option),
+ * jf_fit_options_default(). Errors: JF_ERR_ARG (NULL model, data or out, n not above the
+ * number of fitted parameters, a starting value outside its bounds, lower >= upper, an
+ * invalid option),
  * JF_ERR_DATA (non-finite x, y or sigma, or sigma <= 0), JF_ERR_UNAVAILABLE (device GPU
  * without one), JF_ERR_NOMEM. On error *out is NULL; if errmsg is not NULL it receives a
  * one-line explanation the caller frees with jf_free. */
