@@ -552,8 +552,9 @@ static int start_and_bounds(jf_fitctx *c) {
     }
     for (size_t i = 0; i < s->np0; i++) {
         char what[600];
-        if (s->p0[i].origin) snprintf(what, sizeof what, "%s: p0", s->p0[i].origin);
-        else snprintf(what, sizeof what, "--p0"); /* in a job, jf_cli_error names the fit */
+        const char *key = s->p0[i].key ? s->p0[i].key : "p0"; /* a fix's NAME=VALUE: "fix" */
+        if (s->p0[i].origin) snprintf(what, sizeof what, "%s: %s", s->p0[i].origin, key);
+        else snprintf(what, sizeof what, "--%s", key); /* in a job, jf_cli_error names the fit */
         memset(set, 0, np * sizeof *set);
         if (jf_cli_assign_by_name(m, 0, s->p0[i].text, what, c->p0, set) != 0) {
             if (!s->p0[i].origin) jf_run_usage_hint();

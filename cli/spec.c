@@ -56,8 +56,11 @@ static int items_copy(jf_spec_item **dst, const jf_spec_item *src, size_t n) {
     *dst = calloc(n, sizeof **dst);
     if (!*dst) return -1;
     for (size_t i = 0; i < n; i++)
+    {
+        (*dst)[i].key = src[i].key; /* a static string */
         if (dup_or_null(&(*dst)[i].text, src[i].text) || dup_or_null(&(*dst)[i].origin, src[i].origin))
             return -1;
+    }
     return 0;
 }
 
@@ -176,6 +179,7 @@ static jf_spec_rc push_item(jf_spec_item **items, size_t *n, const char *text, c
     *items = ni;
     ni[*n].text = strdup(text);
     ni[*n].origin = origin ? strdup(origin) : NULL;
+    ni[*n].key = NULL;
     if (!ni[*n].text || (origin && !ni[*n].origin)) {
         free(ni[*n].text);
         free(ni[*n].origin);
@@ -290,6 +294,7 @@ static jf_spec_rc set_fix(jf_spec *s, const char *v, const char *origin, char **
             rc = JF_SPEC_BAD;
         } else {
             rc = push_item(&s->p0, &s->np0, values, origin);
+            if (rc == JF_SPEC_OK) s->p0[s->np0 - 1].key = "fix";
         }
     }
     if (rc == JF_SPEC_OK) rc = push_item(&s->fix, &s->nfix, names, origin);

@@ -18,6 +18,8 @@
 typedef struct jf_spec_item {
     char *text;   /* "a=1,b=2" (bounds: "a=0:inf") */
     char *origin; /* "jobs.ini:12" for a job file; NULL for the command line */
+    const char *key; /* the key it was written under when not the list's own: "fix" for the
+                        NAME=VALUE of a fix, which joins p0 (messages name it); else NULL */
 } jf_spec_item;
 
 /* Everything a fit needs to know, before the model and data are read. Strings are malloc'd. */

@@ -653,6 +653,7 @@ static void test_fix(void) {
         {"--fix q", "--fix: the model has no parameter 'q'", 2},
         /* NAME=VALUE also sets the start, but the name is the --fix's, not a --p0's */
         {"--fix q=1", "--fix: the model has no parameter 'q'", 2},
+        {"--fix c=0.3,c=0.4", "--fix: 'c' is given twice", 2},
         {"--fix a,b,c", "--fix holds every parameter of the model: nothing is left to fit", 2},
         {"--fix c=x", "--fix: 'x' is not a number (for 'c')", 2},
         {"--fix 'a b'", "--fix: expected NAME or NAME=VALUE, got 'a b'", 2},
