@@ -149,7 +149,8 @@ out:
 }
 
 /* --fix in a batch: the library writes a held parameter's value into the model, one model for
- * all fits, so the groups --p0-file gives starts must agree on it. Groups that will not be
+ * all fits, so the groups --p0-file gives starts must agree on it, and on the value a --fix
+ * NAME=VALUE named (c->fixed 2): the file must not silently replace it. Groups that will not be
  * fitted (pre_err) take the common value. Returns 0, or 1 after printing which groups differ. */
 static int held_values(const jf_fitctx *c, const groups *g, double *p0, const size_t *line,
                        char *const *pre_err) {
@@ -159,11 +160,22 @@ static int held_values(const jf_fitctx *c, const groups *g, double *p0, const si
     if (first == g->n) return 0;
     for (size_t j = 0; j < np; j++) {
         if (!c->fixed[j]) continue;
-        double v = p0[first * np + j];
+        double v = c->fixed[j] == 2 ? c->p0[j] : p0[first * np + j];
         for (size_t k = 0; k < g->n; k++) {
             double u = p0[k * np + j];
             if (pre_err[k]) {
                 p0[k * np + j] = v;
+            } else if (c->fixed[j] == 2 && memcmp(&u, &v, sizeof u) != 0) {
+                char a[64], b[64], wb[64] = "";
+                jf_cli_format_double(a, sizeof a, v);
+                jf_cli_format_double(b, sizeof b, u);
+                if (line[k]) snprintf(wb, sizeof wb, " (line %zu)", line[k]);
+                jf_cli_error("%s: parameter '%s' is held at %s (--fix %s=%s), but the file "
+                             "starts group '%s'%s at %s: a held parameter has one value; drop "
+                             "it from the file or the value from --fix",
+                             c->spec->p0_file, jf_model_param_name(m, j), a,
+                             jf_model_param_name(m, j), a, g->label[k], wb, b);
+                return 1;
             } else if (memcmp(&u, &v, sizeof u) != 0) {
                 char a[64], b[64], wa[64] = "", wb[64] = "";
                 jf_cli_format_double(a, sizeof a, v);

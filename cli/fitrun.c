@@ -562,8 +562,11 @@ static int start_and_bounds(jf_fitctx *c) {
             free(set);
             return 2;
         }
-        for (size_t k = 0; k < np; k++)
+        for (size_t k = 0; k < np; k++) {
             if (set[k]) from[k] = s->p0[i].origin;
+            /* held at the value its fix named (2), unless a later p0 set another start */
+            if (set[k] && c->fixed && c->fixed[k]) c->fixed[k] = s->p0[i].key ? 2 : 1;
+        }
     }
     free(set);
     for (size_t i = 0; i < s->nbounds; i++) {

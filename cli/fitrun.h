@@ -43,7 +43,9 @@ typedef struct jf_fitctx {
     double *p0;            /* num_params starting values (shared by the groups of a batch) */
     double *lo, *hi;       /* num_params bounds */
     double *x_scale;       /* num_params fixed scales (--x-scale), or NULL: 'jac' */
-    int *fixed;            /* num_params flags: 1 held at its start (--fix), or NULL: none */
+    int *fixed;            /* num_params flags: 1 held at its start (--fix NAME), 2 held at
+                              the value its fix gave (--fix NAME=VALUE, which then also is p0's
+                              entry), 0 fitted; or NULL: none held */
     size_t rows_dropped;   /* rows dropped by --nan-policy omit */
     size_t rows_no_label;  /* of those, rows dropped for a missing group label (the others had
                               NaN in a used column) */

@@ -691,6 +691,22 @@ static void test_fix(void) {
                         "'u' (line 2) and 0.4 for group 'v' (line 3)");
     free(out);
     free(err);
+    /* the value --fix names is the held value: a file that starts every group elsewhere does
+     * not replace it silently */
+    snprintf(args, sizeof args, "'a*exp(-b*x)+c' '%s' --group g --fix c=0.5 --p0-file '%s'",
+             data, p0same);
+    CHECK(fit(args, &out, &err) == 1);
+    CHECK_CONTAINS(err, "parameter 'c' is held at 0.5 (--fix c=0.5), but the file starts group "
+                        "'u' (line 2) at 0.3");
+    free(out);
+    free(err);
+    /* a later --p0 sets the start the parameter is held at, which the file then must match */
+    snprintf(args, sizeof args,
+             "'a*exp(-b*x)+c' '%s' --group g --fix c=0.5 --p0 c=0.3 --p0-file '%s'", data, p0same);
+    CHECK(fit(args, &out, &err) == 0);
+    CHECK_CONTAINS(out, "0.3 (fixed)");
+    free(out);
+    free(err);
 }
 
 /* `jitfit run --json` stays one JSON array with an object for every fit, also for fits that
