@@ -892,13 +892,6 @@ int jf_run_spec(const jf_spec *s, FILE *out, jf_run_summary *sum) {
     if (s->nan_omit) drop_nan_rows(&c);
 
     jf_table *t = &c.table;
-    size_t np = jf_model_num_params(m);
-    if (!s->group && t->nrows <= np) {
-        jf_cli_error("%s: %zu data row%s for %zu parameter%s: a fit needs more rows than "
-                     "parameters",
-                     c.df->path, t->nrows, t->nrows == 1 ? "" : "s", np, np == 1 ? "" : "s");
-        goto done;
-    }
     const double *sigma = s->sigma ? t->values + (nv + 1) * t->ld : NULL;
     for (size_t i = 0; sigma && i < t->nrows; i++)
         if (!(sigma[i] > 0)) {
@@ -909,6 +902,22 @@ int jf_run_spec(const jf_spec *s, FILE *out, jf_run_summary *sum) {
             goto done;
         }
     if ((rc = start_and_bounds(&c)) != 0) goto done;
+    /* the parameters fitted count: those --fix holds do not (the library's rule) */
+    size_t np = jf_model_num_params(m), nheld = 0;
+    for (size_t k = 0; c.fixed && k < np; k++) nheld += c.fixed[k] != 0;
+    if (!s->group && t->nrows <= np - nheld) {
+        if (nheld)
+            jf_cli_error("%s: %zu data row%s for %zu fitted parameter%s (%zu held by --fix): a "
+                         "fit needs more rows than the parameters it fits",
+                         c.df->path, t->nrows, t->nrows == 1 ? "" : "s", np - nheld,
+                         np - nheld == 1 ? "" : "s", nheld);
+        else
+            jf_cli_error("%s: %zu data row%s for %zu parameter%s: a fit needs more rows than "
+                         "parameters",
+                         c.df->path, t->nrows, t->nrows == 1 ? "" : "s", np, np == 1 ? "" : "s");
+        rc = 1;
+        goto done;
+    }
     rc = s->group ? jf_batch_run(&c, out, sum) : run_single(&c, out, sum);
 
 done:

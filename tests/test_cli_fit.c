@@ -610,6 +610,24 @@ static void test_fix(void) {
     free(out);
     free(out2);
     free(err);
+    /* the rows needed count the fitted parameters only, as the library's */
+    const char *three = tmp("x,y\n0,2.8\n1,1.5\n2,0.9\n");
+    snprintf(args, sizeof args, "--json 'a*exp(-b*x)+c' '%s' --fix c=0.3", three);
+    CHECK(fit(args, &out, &err) == 0);
+    CHECK(json_number(out, "dof") == 1);
+    free(out);
+    free(err);
+    snprintf(args, sizeof args, "'a*exp(-b*x)+c' '%s' --fix b=1,c=0.3", three);
+    CHECK(fit(args, &out, &err) == 0);
+    free(out);
+    free(err);
+    const char *two = tmp("x,y\n0,2.8\n1,1.5\n");
+    snprintf(args, sizeof args, "'a*exp(-b*x)+c' '%s' --fix c=0.3", two);
+    CHECK(fit(args, &out, &err) == 1);
+    CHECK_CONTAINS(err, "2 data rows for 2 fitted parameters (1 held by --fix): a fit needs "
+                        "more rows than the parameters it fits");
+    free(out);
+    free(err);
     /* --x-scale names the fitted parameters only: a held one's scale is never used */
     snprintf(args, sizeof args, "--json 'a*exp(-b*x)+c' '%s' --fix c=0.3 --x-scale a=1,b=2", data);
     CHECK(fit(args, &out, &err) == 0);
