@@ -24,6 +24,9 @@ struct jf_model {
     char **var_names;     /* nv names, in declaration order */
     char *response;       /* response name ("y" unless the model says `NAME ~ ...`) */
     char *source_name;    /* name of the source for messages */
+    size_t nheld;         /* parameters of the model this one was derived from that jf_model_fix
+                             held at numbers (for messages: "3 parameters" would mislead the
+                             caller, whose model has np + nheld); 0 for a compiled model */
     struct jf_schedule *sched; /* schedule of {f, df[0..np)} built once at compile time, so the
                                   reference evaluator does not rebuild it per point; may be NULL
                                   (models assembled by hand in tests) */

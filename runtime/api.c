@@ -121,6 +121,7 @@ int jf_model_fix(const struct jf_model *m, const int *fixed, const double *value
     for (size_t k = 0; st == JF_OK && k < m->np; k++) index[k] = fixed[k] ? UINT32_MAX : (uint32_t)np++;
     if (st == JF_OK) {
         r->np = np;
+        r->nheld = m->nheld + (m->np - np);
         r->nv = m->nv;
         r->param_names = calloc(np ? np : 1, sizeof *r->param_names);
         r->p_init = malloc((np ? np : 1) * sizeof *r->p_init);

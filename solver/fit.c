@@ -325,6 +325,11 @@ static int check_data(const fit_setup *s, const jf_data *d, double **w, char **e
     const struct jf_model *m = s->m;
     *w = NULL;
     size_t np = m->np, n = d->n;
+    if (n <= np && m->nheld) /* the reduced model of a fit with held parameters (fixed.c) */
+        return fail(errmsg, JF_ERR_ARG,
+                    "%zu data point%s for %zu fitted parameter%s (%zu held fixed): a fit needs "
+                    "more points than the parameters it fits",
+                    n, n == 1 ? "" : "s", np, np == 1 ? "" : "s", m->nheld);
     if (n <= np)
         return fail(errmsg, JF_ERR_ARG,
                     "%zu data point%s for %zu parameter%s: a fit needs more points than "

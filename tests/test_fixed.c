@@ -142,6 +142,12 @@ static void check_options(void) {
     if (r) CHECK(r->dof == 2);
     jf_fit_result_free(r);
     jf_free(err);
+    /* and too few say so: not "1 data point for 1 parameter" of a 3-parameter model */
+    jf_data d1 = {1, xs, 0, ys, NULL};
+    CHECK(jf_fit(m, &d1, &o, &r, &err) == JF_ERR_ARG && !r);
+    CHECK_CONTAINS(err ? err : "", "1 data point for 1 fitted parameter (2 held fixed): a fit "
+                                   "needs more points than the parameters it fits");
+    jf_free(err);
     jf_model_free(m);
 }
 
