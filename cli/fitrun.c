@@ -868,7 +868,10 @@ int jf_run_spec(const jf_spec *s, FILE *out, jf_run_summary *sum) {
         const char *k = c.keys[i];
         int nonfinite = c.df->numeric && (strcmp(k, "nan") == 0 || strcmp(k, "inf") == 0 ||
                                           strcmp(k, "-inf") == 0);
-        int word = !c.df->numeric && jf_datafile_missing_word(k);
+        /* a CSV's 'nan' too: a numeric column reads it as NaN, and so do pandas' labels */
+        double kv = 0;
+        int word = !c.df->numeric && (jf_datafile_missing_word(k) ||
+                                      (jf_cli_parse_double(k, &kv) == 0 && isnan(kv)));
         if (k[0] && !nonfinite && !word) continue;
         if (!s->nan_omit) {
             long col = jf_datafile_column(c.df, s->group) + 1;

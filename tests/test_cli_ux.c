@@ -297,6 +297,21 @@ static void test_nan_policy(void) {
     CHECK_CONTAINS(out, "\n  4 rows dropped: 1 with NaN, 3 with no group label\n");
     free(out);
     free(err);
+    /* so is 'nan' (any spelling a numeric column reads as NaN), not a group named 'nan' */
+    snprintf(buf, sizeof buf, "fit --group g 'a*x+b' '%s'",
+             tmp(".csv", "g,x,y\nA,0,1\nA,1,3\nA,2,5\nNaN,3,7\n"));
+    CHECK(jf(buf, &out, &err) == 1);
+    CHECK_CONTAINS(err, ":5: column 1 ('g'): 'NaN' marks a missing group label");
+    free(out);
+    free(err);
+    snprintf(buf, sizeof buf, "fit --group g --nan-policy omit 'a*x+b' '%s'",
+             tmp(".csv", "g,x,y\nA,0,1\nA,1,3\nnan,2,0\nA,2,5\nB,0,2\nB,1,4\n-nan,1,9\n"
+                         "B,2,6\n"));
+    CHECK(jf(buf, &out, &err) == 0);
+    CHECK(out && !strstr(out, "nan"));
+    CHECK_CONTAINS(out, "\n  2 rows with no group label dropped\n");
+    free(out);
+    free(err);
     snprintf(buf, sizeof buf, "fit --nan-policy never 'a*x+b' '%s'", p);
     CHECK(jf(buf, &out, &err) == 2);
     CHECK_CONTAINS(err, "--nan-policy: unknown policy 'never'");
