@@ -410,6 +410,9 @@ static const fail_case fail_cases[] = {
     {"let*x", P, 1, 4, "syntax error: unexpected '*', expected a name"},
     {"param a = 1\n\n  y ~ a*)", P, 3, 9, "unexpected ')'"},
     {"param a = 1\r\ny ~ a*exq(x)\r\n", P, 2, 7, "unknown function 'exq'"},
+    /* a line that ends too early ends at its CR: the column of the CR, not of the LF after it */
+    {"param a = 1\r\ny ~ a*x +\r\n", P, 2, 10, "unexpected end of line, expected an expression"},
+    {"y ~ a*x + # c\r\n", P, 1, 14, "unexpected end of line, expected an expression"},
     /* lexical */
     {"a $ b", P, 1, 3, "invalid character '$'"},
     {"a ! b", P, 1, 3, "invalid character '!'"},
@@ -491,6 +494,13 @@ static void test_notes_and_warnings(void) {
     CHECK(jf_diagnostic_line(d, 0) == 1 && jf_diagnostic_column(d, 0) == 3);
     CHECK_CONTAINS(jf_diagnostics_text(d), "<model>:1:3: error: ");
     CHECK_CONTAINS(jf_diagnostics_text(d), "\n    y = a*x\n      ^\n");
+    jf_diagnostics_free(d);
+    /* with CRLF the caret of an error at the end of a line is under the end, and the CR is
+     * not quoted (it was '?', the caret one place right) */
+    d = diags_of("\357\273\277y ~ a*x +\r\n", NULL, &st);
+    CHECK(st == JF_ERR_PARSE);
+    CHECK(jf_diagnostic_line(d, 0) == 1 && jf_diagnostic_column(d, 0) == 10);
+    CHECK_CONTAINS(jf_diagnostics_text(d), "\n    y ~ a*x +\n             ^\n");
     jf_diagnostics_free(d);
     /* only on the first line: a later line's columns are counted as always */
     d = diags_of("\357\273\277a*x\n+ b = 1", NULL, &st);
