@@ -131,7 +131,24 @@ static void untrack(int slot) {
     if (slot >= 0) __atomic_store_n(&running[slot], 0, __ATOMIC_SEQ_CST);
 }
 
+/* Compilers being started now (posix_spawn has not returned their pid to track yet), and the
+ * signal jf_cc_signal_running forwarded (0: none). A compiler started in that window would be
+ * missed by the handler and outlive jitfit: run_capture starts none once a signal is
+ * forwarded, and the handler waits for one being started to be tracked. Each side writes its
+ * own variable before it reads the other's (sequentially consistent), so at least one of them
+ * sees the other. */
+static int spawning;
+static int forwarded;
+
 void jf_cc_signal_running(int sig) {
+    __atomic_store_n(&forwarded, sig, __ATOMIC_SEQ_CST);
+    /* A start takes milliseconds (the exec of the compiler); the spawning thread blocks these
+     * signals meanwhile, so this runs on another thread and does not wait for itself. At most
+     * about 1 s, then on regardless. */
+    for (int i = 0; i < 1000 && __atomic_load_n(&spawning, __ATOMIC_SEQ_CST) > 0; i++) {
+        struct timespec ms = {0, 1000000};
+        nanosleep(&ms, NULL);
+    }
     for (int i = 0; i < MAX_RUNNING; i++) {
         pid_t pgid = __atomic_load_n(&running[i], __ATOMIC_SEQ_CST);
         if (pgid > 0) kill(-pgid, sig);
@@ -168,10 +185,25 @@ static int run_capture(char **argv, int capture, char **out, int *status) {
     /* its own process group, so that a timeout kills what it started too (cc1, as, ld) */
     posix_spawnattr_t attr;
     posix_spawnattr_init(&attr);
-    posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP);
+    /* Until its pid is tracked, the terminating signals wait in this thread (see spawning);
+     * the compiler itself starts with this thread's mask as it was. */
+    sigset_t term, mask;
+    sigemptyset(&term);
+    sigaddset(&term, SIGINT);
+    sigaddset(&term, SIGTERM);
+    sigaddset(&term, SIGHUP);
+    pthread_sigmask(SIG_BLOCK, &term, &mask);
+    posix_spawnattr_setsigmask(&attr, &mask);
+    posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK);
     posix_spawnattr_setpgroup(&attr, 0);
     pid_t pid;
-    int err = posix_spawnp(&pid, argv[0], &fa, &attr, argv, environ);
+    __atomic_add_fetch(&spawning, 1, __ATOMIC_SEQ_CST);
+    int err = __atomic_load_n(&forwarded, __ATOMIC_SEQ_CST) ? EINTR /* jitfit is ending */
+                                                            : posix_spawnp(&pid, argv[0], &fa,
+                                                                           &attr, argv, environ);
+    int slot = err == 0 ? track(pid) : -1;
+    __atomic_sub_fetch(&spawning, 1, __ATOMIC_SEQ_CST);
+    pthread_sigmask(SIG_SETMASK, &mask, NULL);
     posix_spawnattr_destroy(&attr);
     posix_spawn_file_actions_destroy(&fa);
     close(p[1]);
@@ -179,7 +211,6 @@ static int run_capture(char **argv, int capture, char **out, int *status) {
         close(p[0]);
         return err;
     }
-    int slot = track(pid);
     const double timeout = jf_cc_timeout_s();
     const double deadline = timeout > 0 ? mono_s() + timeout : 0.0;
     int timed_out = 0;

@@ -29,7 +29,10 @@ JF_INTERNAL double jf_cc_timeout_s(void);
  * running now. Each runs in a group of its own, so that a timeout kills what it started, and
  * so the terminal's Ctrl-C, sent to the foreground group, does not reach it: a host that ends
  * on SIGINT, SIGTERM or SIGHUP calls this from its handler first, or the compiler outlives it
- * (one that hangs, for good: its time limit was the host's to enforce). Async-signal-safe. */
+ * (one that hangs, for good: its time limit was the host's to enforce). A compiler being
+ * started by another thread is waited for (a few ms, at most 1 s) and signalled too, and none
+ * is started after this call (the compile fails): the host is ending. Async-signal-safe (it
+ * calls kill and nanosleep only). */
 JF_INTERNAL void jf_cc_signal_running(int sig);
 
 /* The compiler command to use: cc if not NULL/empty, else $JITFIT_CC if set and non-empty,

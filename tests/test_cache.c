@@ -636,6 +636,73 @@ static void test_interrupt_stops_compiler(void) {
     kill((pid_t)cc, SIGKILL); /* the test's own compiler, if it was left running */
 }
 
+/* Ctrl-C while the compiler is being started (posix_spawn has not returned its pid yet): it is
+ * ended too. The start is made long (60 ms or so) by a PATH of 40000 entries before the
+ * compiler's directory, which posix_spawnp searches in the child while jitfit waits; the
+ * signal is sent 20 ms after the compiler's --version probe ran, so within the compile's start.
+ * Before, jitfit died before it tracked the compiler, which then ran on, orphaned. */
+static void test_interrupt_while_starting_compiler(void) {
+    fresh_dir();
+    char dir[512], path[512], marker[512], pidfile[512], script[4096], cc[600];
+    snprintf(dir, sizeof dir, "%s/starting-bin", root);
+    snprintf(marker, sizeof marker, "%s/starting-cc.probed", root);
+    snprintf(pidfile, sizeof pidfile, "%s/starting-cc.pid", root);
+    unlink(marker);
+    unlink(pidfile);
+    CHECK(mkdir(dir, 0700) == 0);
+    snprintf(script, sizeof script,
+             "#!/bin/sh\nif [ \"$1\" = --version ]; then : > '%s'; echo 'starting-cc 1.0'; "
+             "exit 0; fi\necho $$ > '%s.tmp' && mv '%s.tmp' '%s'\nexec sleep 60\n",
+             marker, pidfile, pidfile, pidfile);
+    if (use_cc_script("starting-bin/starting-cc", script, cc, sizeof cc) != 0) return;
+    unsetenv("JITFIT_CC");
+    size_t cap = 40000 * 3 + sizeof dir + 32;
+    char *long_path = malloc(cap);
+    if (!CHECK(long_path != NULL)) return;
+    long_path[0] = '\0';
+    for (int i = 0; i < 40000; i++) memcpy(long_path + 3 * i, "/x:", 4);
+    snprintf(long_path + 3 * 40000, cap - 3 * 40000, "%s:/usr/bin:/bin", dir);
+    snprintf(path, sizeof path, "%s/starting-tmp", root);
+    CHECK(mkdir(path, 0700) == 0);
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid == 0) {
+        setpgid(0, 0);
+        setenv("TMPDIR", path, 1);
+        setenv("PATH", long_path, 1);
+        setenv("JITFIT_CC", "starting-cc", 1);
+        int null = open("/dev/null", O_WRONLY);
+        dup2(null, 1);
+        dup2(null, 2);
+        execl(jf_test_cli(), "jitfit", "eval", "h1*cos(h2*x)+h4", "--params", "h1=1,h2=2,h4=3",
+              "--at", "x=0.5", "--backend", "c", (char *)NULL);
+        _exit(127);
+    }
+    free(long_path);
+    if (!CHECK(pid > 0)) return;
+    for (int i = 0; i < 3000 && access(marker, F_OK) != 0; i++) usleep(10000); /* up to 30 s */
+    usleep(20000);
+    kill(-pid, SIGINT);
+    int ws = 0;
+    CHECK(waitpid(pid, &ws, 0) == pid && WIFSIGNALED(ws) && WTERMSIG(ws) == SIGINT);
+    usleep(300000); /* a compiler started after all would have written its pid by now */
+    long started = 0;
+    FILE *f = fopen(pidfile, "r");
+    if (f) {
+        if (fscanf(f, "%ld", &started) != 1) started = 0;
+        fclose(f);
+    }
+    char state = started ? 'S' : 0;
+    for (int i = 0; i < 500 && state != 0 && state != 'Z'; i++) { /* up to 5 s */
+        state = proc_state(started);
+        if (state != 0 && state != 'Z') usleep(10000);
+    }
+    if (!CHECK(state == 0 || state == 'Z'))
+        fprintf(stderr, "  the compiler (pid %ld) still runs after Ctrl-C (state %c)\n", started,
+                state);
+    if (started) kill((pid_t)started, SIGKILL);
+}
+
 /* A $TMPDIR that cannot be used (removed since it was set, a file) does not cost the fit its
  * compiled kernels: the compile and the load of a cached entry go to /tmp instead, as the
  * compiler itself does. */
@@ -1120,6 +1187,7 @@ int main(void) {
     test_compiler_leaves_background_process();
     test_tmpdir_unusable();
     test_interrupt_stops_compiler();
+    test_interrupt_while_starting_compiler();
     test_fifo_entries();
     test_disabled();
     test_cli();
