@@ -120,6 +120,8 @@ static jf_model *no_var_reading(const jf_spec *s, const char *text_name, const j
  * column t), they show which. */
 static void note_no_var(const jf_spec *s, const jf_model *m, const jf_datafile *df) {
     const char *resp = s->ycol ? s->ycol : jf_model_response_name(m);
+    /* without the response's column the fit fails on it: that is the message, not this */
+    if (!df->positional && jf_datafile_column(df, resp) < 0) return;
     fprintf(stderr, "jitfit: note: the data have no column 'x' and the model does not name it: "
                     "it is fitted with no variable, to the response alone");
     size_t unused = 0;

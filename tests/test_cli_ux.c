@@ -962,6 +962,14 @@ static void test_no_variable(void) {
     CHECK_NEAR(param(out, "a") + param(out, "b"), 3, 1e-9);
     free(out);
     free(err);
+    /* no column for the response either: the missing column is the message, with no note that
+     * the model is fitted to it (it named the response column 'Y' among the unused ones) */
+    snprintf(buf, sizeof buf, "fit c '%s'", tmp(".csv", "t,Y\n1,1\n2,2\n3,3\n4,6\n"));
+    CHECK(jf(buf, &out, &err) == 1);
+    CHECK_CONTAINS(err, "no column 'y' (columns: t, Y)");
+    CHECK(err && !strstr(err, "note:"));
+    free(out);
+    free(err);
     /* other columns, not used: the note names them (a misspelt variable, `tt` for `t`) */
     snprintf(buf, sizeof buf, "fit 'a*exp(-b*tt)' '%s'", tmp(".csv", "t,y\n1,1\n2,2\n3,3\n4,6\n"));
     jf(buf, &out, &err);
