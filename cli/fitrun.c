@@ -819,6 +819,14 @@ int jf_run_spec(const jf_spec *s, FILE *out, jf_run_summary *sum) {
         rc = jf_run_setting_error(NULL, "--sigma: column '%s' is the response", s->sigma);
         goto done;
     }
+    if (s->plot) { /* before the fit, as a missing cairo is */
+        char *why = nv == 1 || nv == 2 ? NULL : jf_plot_vars_error(s->plot, nv);
+        if (nv != 1 && nv != 2) {
+            jf_cli_error("%s", why ? why : "out of memory");
+            free(why);
+            goto done;
+        }
+    }
     if (c.df->positional && name_positional(c.df, m, s, resp) != 0) goto done;
 
     /* Variables, response, sigma: adjacent columns of one block, which is exactly jf_data's

@@ -382,11 +382,16 @@ const char *jf_plot_cairo_version(void) {
     return jf_cairo_load(why, sizeof why) == 0 ? cairo_version_string() : "";
 }
 
+char *jf_plot_vars_error(const char *path, size_t nv) {
+    if (nv == 1 || nv == 2) return NULL;
+    return jf_cli_strf("%s: --plot draws models of one or two variables; this model has %zu",
+                       path, nv);
+}
+
 int jf_plot_write(const char *path, const jf_plot_data *d, char **err) {
     *err = NULL;
     if (d->nv != 1 && d->nv != 2) {
-        *err = jf_cli_strf("%s: --plot draws models of one or two variables; this model has %zu",
-                        path, d->nv);
+        *err = jf_plot_vars_error(path, d->nv);
         return -1;
     }
     const char *dot = strrchr(path, '.');

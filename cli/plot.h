@@ -34,6 +34,9 @@ typedef struct jf_plot_data {
 #define JF_PLOT_DATA_RGB 0.12, 0.47, 0.71
 #define JF_PLOT_CURVE_RGB 0.84, 0.15, 0.16
 
+/* NULL when a model of nv variables can be drawn (one or two), else the malloc'd message
+ * naming path; so a fit with --plot fails before it runs. */
+char *jf_plot_vars_error(const char *path, size_t nv);
 /* Writes the plot; the format follows the extension (.svg or .png, any case). Returns 0, or -1
  * with *err a malloc'd message (unsupported variable count, cannot write the file, ...). */
 int jf_plot_write(const char *path, const jf_plot_data *d, char **err);

@@ -947,6 +947,14 @@ static void test_no_variable(void) {
     CHECK(err && !strstr(err, "warning"));
     free(out);
     free(err);
+    /* --plot cannot draw it: said before the fit runs (no report), not after */
+    snprintf(buf, sizeof buf, "fit c '%s' --plot /tmp/jf_novar_plot.png", y);
+    CHECK(jf(buf, &out, &err) == 1);
+    CHECK_CONTAINS(err, "/tmp/jf_novar_plot.png: --plot draws models of one or two variables; "
+                        "this model has 0");
+    CHECK(out && !strstr(out, "parameter"));
+    free(out);
+    free(err);
     /* a model file with parameters, the response named by --y, several parameters */
     const char *m = tmp(".jf", "param c = 0\nparam d = 1\ny ~ c + d^2 - d^2\n");
     snprintf(buf, sizeof buf, "fit --json --y z '%s' '%s'", m,
