@@ -200,6 +200,17 @@ static int is_missing_word(const char *s, const char *e) {
 
 int jf_datafile_missing_word(const char *s) { return is_missing_word(s, s + strlen(s)); }
 
+/* 1 when the line whose first non-blank byte is q (up to e) is a comment: it starts with '#',
+ * unless its first field is a missing-value word that starts so (#N/A, #NA: what a spreadsheet
+ * writes into a cell), which makes it a row of data to read or reject, never one dropped
+ * without a word. */
+static int is_comment(const char *q, const char *e) {
+    if (q == e || *q != '#') return 0;
+    const char *f = q;
+    while (f < e && *f != ',' && *f != ';' && *f != '\t' && *f != ' ' && *f != '\r') f++;
+    return !is_missing_word(q, f);
+}
+
 /* Splits off the next field of a line [*p, e) for separator sep: sets [*fs, *fe) to the field
  * without surrounding blanks and advances *p past it and its separator. Returns 0 when there
  * was no field left (only for JF_SEP_BLANKS; CSV/TSV lines always have one more field after a
@@ -491,7 +502,7 @@ int jf_datafile_open_ex(const char *path, const jf_dataopts *o, jf_datafile **ou
             const char *le = line_end(s, end, &next);
             const char *q = s;
             while (q < le && is_blank(*q)) q++;
-            if (q == le || *q == '#') continue;
+            if (q == le || is_comment(q, le)) continue;
             /* The separator is known only once the header is split; a quoted header is CSV. */
             le = (f->quoted && memchr(q, ',', (size_t)(le - q))) ? record_end(f, s, end, &next, &extra)
                                                                   : le;
@@ -740,7 +751,7 @@ int jf_datafile_read(const jf_datafile *f, const char *const *names, size_t nnam
         const char *e = record_end(f, s, end, &next, &extra);
         const char *q = s;
         while (q < e && is_blank(*q)) q++;
-        if (q == e || *q == '#') continue;
+        if (q == e || is_comment(q, e)) continue;
         const char *p = f->sep == JF_SEP_BLANKS ? q : s, *fs, *fe;
         size_t col = 0;
         int last = 0, r;
@@ -867,7 +878,7 @@ int jf_datafile_read_text(const jf_datafile *f, const char *name, char ***out, s
         const char *e = record_end(f, s, end, &next, &extra);
         const char *q = s;
         while (q < e && is_blank(*q)) q++;
-        if (q == e || *q == '#') continue;
+        if (q == e || is_comment(q, e)) continue;
         const char *p = f->sep == JF_SEP_BLANKS ? q : s, *fs = NULL, *fe = NULL;
         size_t col = 0;
         int last = 0, r;

@@ -219,6 +219,19 @@ static void test_nan_policy(void) {
     CHECK_CONTAINS(err, ":3: column 2 ('y'): 'NAN!' is not a number");
     free(out);
     free(err);
+    /* a row whose first cell is #N/A (a spreadsheet's export, unquoted) is data, not a
+     * comment line dropped without a word; a '#' line that is not such a word stays one */
+    const char *hn = tmp(".csv", "x,y\n# a comment\n0,1\n#N/A,3\n2,5\n#NA;x\n3,7\n4,9\n");
+    snprintf(buf, sizeof buf, "fit 'a*x+b' '%s'", hn);
+    CHECK(jf(buf, &out, &err) == 1);
+    CHECK_CONTAINS(err, ":4: column 1 ('x'): '#N/A' marks a missing value" NAN_HINT);
+    free(out);
+    free(err);
+    snprintf(buf, sizeof buf, "fit --json --nan-policy omit 'a*x+b' '%s'", hn);
+    CHECK(jf(buf, &out, &err) == 1); /* '#NA;x' starts as a missing word does: an error */
+    CHECK_CONTAINS(err, ":6: column 1 ('x'): '#NA;x' is not a number");
+    free(out);
+    free(err);
     /* a headerless file whose first row has such a word: that row is data, not a header */
     const char *h = tmp(".csv", "0,NA\n1,3\n2,5\n3,7\n4,9\n");
     snprintf(buf, sizeof buf, "fit 'a*x+b' '%s'", h);
