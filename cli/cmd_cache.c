@@ -8,6 +8,7 @@
 #include <sys/stat.h>
 
 #include "../runtime/cache.h"
+#include "../runtime/text.h"
 #include "commands.h"
 #include "util.h"
 
@@ -28,6 +29,16 @@ static int missing(const jf_cache_dir *dir) {
     struct stat st;
     return dir->state == JF_CACHE_DIR_REFUSED && dir->path[0] && stat(dir->path, &st) != 0 &&
            (errno == ENOENT || errno == ENOTDIR);
+}
+
+/* A refused directory's reason as a note on stderr (fits run uncached there): `dir`, and a
+ * clear or prune with nothing to remove, still say why the cache is not used. */
+static void note_refused(const jf_cache_dir *dir) {
+    if (dir->state != JF_CACHE_DIR_REFUSED) return;
+    char why[sizeof dir->reason];
+    snprintf(why, sizeof why, "%s", dir->reason);
+    jf_text_printable(why, sizeof why, 0);
+    fprintf(stderr, "jitfit: note: the kernel cache is not used: %s\n", why);
 }
 
 /* prune's options into *age_s (-1: none) and *bytes (0: none); 0, or 2 after a usage error. */
@@ -81,6 +92,7 @@ int jf_cmd_cache(int argc, char **argv) {
         int u = prune_options(argc, argv, &age_s, &max_bytes);
         if (u) return u;
         if (missing(&dir)) {
+            note_refused(&dir);
             printf("removed 0 entries from %s\n", dir.path);
             return 0;
         }
@@ -105,6 +117,7 @@ int jf_cmd_cache(int argc, char **argv) {
             jf_cli_error("cache: %s", dir.reason);
             return 1;
         }
+        note_refused(&dir);
         printf("%s\n", dir.path);
         return 0;
     }
@@ -128,6 +141,7 @@ int jf_cmd_cache(int argc, char **argv) {
         /* A refused directory may belong to someone else: its files are not ours to delete.
          * One that does not exist (refused because it could not be created) holds nothing. */
         if (missing(&dir)) {
+            note_refused(&dir);
             printf("removed 0 entries from %s\n", dir.path);
             return 0;
         }

@@ -940,6 +940,19 @@ static void test_dir_tilde(void) {
     CHECK_CONTAINS(o.warning, "starts with '~'");
     struct stat st;
     CHECK(stat("~", &st) != 0 && errno == ENOENT);
+    /* `cache dir` and a `cache clear` with nothing to remove say that the cache is not used */
+    static const char *const cmds[] = {"dir", "clear"};
+    for (size_t i = 0; i < 2; i++) {
+        char cmd[4096], *out = NULL, *err = NULL;
+        snprintf(cmd, sizeof cmd, "'%s' cache %s", jf_test_cli(), cmds[i]);
+        CHECK(jf_test_run(cmd, &out, &err) == 0);
+        CHECK_CONTAINS(out, "~/.cache/jitfit");
+        CHECK_CONTAINS(err, "note: the kernel cache is not used: cache directory "
+                            "'~/.cache/jitfit' starts with '~'");
+        free(out);
+        free(err);
+    }
+    CHECK(stat("~", &st) != 0 && errno == ENOENT);
     unsetenv("JITFIT_CACHE_DIR");
     CHECK(chdir(cwd) == 0);
 }
