@@ -245,7 +245,8 @@ static void unknown_key(const char *path, const entry *e) {
 
 /* Keys that may be given several times in one section (they accumulate). */
 static int repeatable(const char *key) {
-    return strcmp(key, "p0") == 0 || strcmp(key, "bounds") == 0 || strncmp(key, "param ", 6) == 0;
+    return strcmp(key, "p0") == 0 || strcmp(key, "bounds") == 0 || strcmp(key, "fix") == 0 ||
+           strncmp(key, "param ", 6) == 0;
 }
 
 /* Applies the entries of one section to s. Returns the number of errors printed. */

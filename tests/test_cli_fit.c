@@ -664,6 +664,22 @@ static void test_fix(void) {
     free(err);
     if (job) unlink(job);
     free(job);
+    /* fix may repeat in a section, as p0, bounds and param: each line holds more */
+    snprintf(text, sizeof text, "[fit a]\nmodel = a*exp(-b*x)+c\ndata = %s\nfix = c=0.3\n"
+                                "fix = b=0.5\n", data);
+    job = jf_test_tmpfile(".ini", text);
+    snprintf(cmd, sizeof cmd, "JITFIT_CACHE_DIR='%s' '%s' run --json '%s'", cache_dir,
+             jf_test_cli(), job ? job : "");
+    CHECK(jf_test_run(cmd, &out, &err) == 0);
+    CHECK(!strstr(err, "given twice"));
+    CHECK_CONTAINS(out, "\"value\": 0.3, \"stderr\": 0, \"initial\": 0.3, \"at_bound\": null, "
+                        "\"fixed\": true}");
+    CHECK_CONTAINS(out, "\"value\": 0.5, \"stderr\": 0, \"initial\": 0.5, \"at_bound\": null, "
+                        "\"fixed\": true}");
+    free(out);
+    free(err);
+    if (job) unlink(job);
+    free(job);
     static const struct {
         const char *opt, *msg;
         int rc;
