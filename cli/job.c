@@ -249,6 +249,17 @@ static int repeatable(const char *key) {
            strncmp(key, "param ", 6) == 0;
 }
 
+/* The name of section "fit NAME": NAME without the blanks around it (so [fit  a] and
+ * [fit a ] are fit "a", which --only selects), its length in *len. */
+static const char *fit_name(const char *sec, size_t *len) {
+    const char *name = sec + 4;
+    while (*name == ' ' || *name == '\t') name++;
+    size_t n = strlen(name);
+    while (n && (name[n - 1] == ' ' || name[n - 1] == '\t')) n--;
+    *len = n;
+    return name;
+}
+
 /* Applies the entries of one section to s. Returns the number of errors printed. */
 static int apply(reader *r, const char *section, jf_spec *s, const char *base) {
     int errors = 0;
@@ -332,14 +343,26 @@ int jf_job_read(const char *path, jf_job *job) {
             errors++;
             continue;
         }
-        for (size_t j = 0; j < i; j++)
-            if (strcmp(r.h[j].name, sec) == 0) {
-                jf_cli_error("%s:%zu: a second [%s] (the first is on line %zu): fit "
+        size_t nl;
+        const char *name = fit_name(sec, &nl);
+        if (!nl) {
+            jf_cli_error("%s:%zu: [%s]: a fit needs a name ([fit NAME])", path, r.h[i].line,
+                         sec);
+            errors++;
+            continue;
+        }
+        for (size_t j = 0; j < i; j++) {
+            size_t ol = 0;
+            const char *other = strncmp(r.h[j].name, "fit ", 4) == 0
+                                    ? fit_name(r.h[j].name, &ol) : NULL;
+            if (other && ol == nl && strncmp(other, name, nl) == 0) {
+                jf_cli_error("%s:%zu: a second [fit %.*s] (the first is on line %zu): fit "
                                 "names must differ",
-                        path, r.h[i].line, sec, r.h[j].line);
+                        path, r.h[i].line, (int)nl, name, r.h[j].line);
                 errors++;
                 break;
             }
+        }
         char *shown = strdup(sec);
         if (shown) jf_text_printable(shown, strlen(shown), 0);
         if (shown && strcmp(shown, sec) != 0) {
@@ -373,13 +396,17 @@ int jf_job_read(const char *path, jf_job *job) {
         jf_spec_init(s);
         job->lines[job->nfits] = r.h[i].line;
         job->nfits++;
-        const char *name = sec + 4;
-        while (*name == ' ') name++;
-        s->name = strdup(name);
+        size_t namelen;
+        const char *name = fit_name(sec, &namelen);
+        if (!(s->name = strndup(name, namelen))) {
+            jf_cli_error("out of memory");
+            errors++;
+            break;
+        }
         errors += apply(&r, "defaults", s, base);
         errors += apply(&r, sec, s, base);
         if (!errors && (!s->model || !s->data)) {
-            jf_cli_error("%s:%zu: [fit %s] needs %s", path, r.h[i].line, name,
+            jf_cli_error("%s:%zu: [fit %s] needs %s", path, r.h[i].line, s->name,
                          !s->model && !s->data ? "a model and data"
                          : !s->model           ? "a model"
                                                : "data");

@@ -632,6 +632,10 @@ static void test_job_checks(void) {
         {"[fits]\n[fit a]\nmodel = a*x+b\ndata = DATA\n", 2, ":1: unknown section [fits]"},
         {"[fit a]\nmodel = a*x+b\ndata = DATA\n[fit a]\nmodel = a*x\n", 2, ":4: a second [fit a] (the first is on line 1)"},
         {"[fit a,b]\nmodel = a*x+b\ndata = DATA\n", 2, ":1: [fit a,b]: a fit name cannot hold ','"},
+        /* blanks around a fit's name are not part of it: [fit  a] is a second [fit a], and a
+         * name of blanks is none */
+        {"[fit a]\nmodel = a*x+b\ndata = DATA\n[fit  a ]\nmodel = a*x\n", 2, ":4: a second [fit a] (the first is on line 1)"},
+        {"[fit  ]\nmodel = a*x+b\ndata = DATA\n", 2, ":1: [fit  ]: a fit needs a name"},
         /* an indented key would be glued to the value above */
         {"[fit a]\nmodel = a*x+b\ndata = DATA\nloss = huber\n    ftol = 1e-3\n", 2, ":5: an indented line continues 'loss'"},
         {"max_nfev = 3\n[defaults]\nmax_nfev = 50\n[fit a]\nmodel = a*x+b\ndata = DATA\n", 2, ":3: 'max_nfev' is given twice in [defaults] (first on line 1)"},
