@@ -201,13 +201,19 @@ static int is_missing_word(const char *s, const char *e) {
 int jf_datafile_missing_word(const char *s) { return is_missing_word(s, s + strlen(s)); }
 
 /* 1 when the line whose first non-blank byte is q (up to e) is a comment: it starts with '#',
- * unless its first field is a missing-value word that starts so (#N/A, #NA: what a spreadsheet
- * writes into a cell), which makes it a row of data to read or reject, never one dropped
- * without a word. */
-static int is_comment(const char *q, const char *e) {
+ * unless its first field (by the file's separator sep; 0 before the header has set it: the
+ * header's own rule, a comma, else a tab, else blanks) is a missing-value word that starts so
+ * (#N/A, #NA: what a spreadsheet writes into a cell), which makes it a row of data to read or
+ * reject, never one dropped without a word. "#NA means missing" stays a comment. */
+static int is_comment(const char *q, const char *e, int sep) {
     if (q == e || *q != '#') return 0;
+    if (!sep)
+        sep = memchr(q, ',', (size_t)(e - q))    ? JF_SEP_COMMA
+              : memchr(q, '\t', (size_t)(e - q)) ? JF_SEP_TAB
+                                                 : JF_SEP_BLANKS;
     const char *f = q;
-    while (f < e && *f != ',' && *f != ';' && *f != '\t' && *f != ' ' && *f != '\r') f++;
+    while (f < e && *f != sep && !(sep == JF_SEP_BLANKS && *f == '\t')) f++;
+    while (f > q && is_blank(f[-1])) f--; /* blanks around a field are not part of it */
     return !is_missing_word(q, f);
 }
 
@@ -502,7 +508,7 @@ int jf_datafile_open_ex(const char *path, const jf_dataopts *o, jf_datafile **ou
             const char *le = line_end(s, end, &next);
             const char *q = s;
             while (q < le && is_blank(*q)) q++;
-            if (q == le || is_comment(q, le)) continue;
+            if (q == le || is_comment(q, le, 0)) continue;
             /* The separator is known only once the header is split; a quoted header is CSV. */
             le = (f->quoted && memchr(q, ',', (size_t)(le - q))) ? record_end(f, s, end, &next, &extra)
                                                                   : le;
@@ -751,7 +757,7 @@ int jf_datafile_read(const jf_datafile *f, const char *const *names, size_t nnam
         const char *e = record_end(f, s, end, &next, &extra);
         const char *q = s;
         while (q < e && is_blank(*q)) q++;
-        if (q == e || is_comment(q, e)) continue;
+        if (q == e || is_comment(q, e, f->sep)) continue;
         const char *p = f->sep == JF_SEP_BLANKS ? q : s, *fs, *fe;
         size_t col = 0;
         int last = 0, r;
@@ -878,7 +884,7 @@ int jf_datafile_read_text(const jf_datafile *f, const char *name, char ***out, s
         const char *e = record_end(f, s, end, &next, &extra);
         const char *q = s;
         while (q < e && is_blank(*q)) q++;
-        if (q == e || is_comment(q, e)) continue;
+        if (q == e || is_comment(q, e, f->sep)) continue;
         const char *p = f->sep == JF_SEP_BLANKS ? q : s, *fs = NULL, *fe = NULL;
         size_t col = 0;
         int last = 0, r;
