@@ -35,6 +35,26 @@ static void summary_row(FILE *f, const char *name, const jf_run_summary *s, int 
             jf_report_cache_name(s->cache));
 }
 
+/* --only's list without the blanks around its names ("a, b" is "a,b": fit names have none
+ * either); NULL when out of memory. */
+static char *trim_names(const char *list) {
+    char *out = malloc(strlen(list) + 1), *o = out;
+    if (!out) return NULL;
+    for (const char *p = list;;) {
+        size_t l = strcspn(p, ",");
+        const char *b = p, *e = p + l;
+        while (b < e && (*b == ' ' || *b == '\t')) b++;
+        while (e > b && (e[-1] == ' ' || e[-1] == '\t')) e--;
+        memcpy(o, b, (size_t)(e - b));
+        o += e - b;
+        if (!p[l]) break;
+        *o++ = ',';
+        p += l + 1;
+    }
+    *o = '\0';
+    return out;
+}
+
 /* 1 when fit name is selected by --only's comma-separated list (every fit without one). */
 static int selected(const char *only, const char *name) {
     if (!only) return 1;
@@ -158,7 +178,15 @@ int jf_cmd_run(int argc, char **argv) {
                     path, job.fits[k].name);
             rc = 2;
         }
-    if (rc == 0 && only && !*only) {
+    char *only_trimmed = NULL;
+    if (rc == 0 && only) {
+        if (!(only_trimmed = trim_names(only))) {
+            jf_cli_error("out of memory");
+            rc = 1;
+        }
+        only = only_trimmed;
+    }
+    if (rc == 0 && only && !only[strspn(only, ",")]) {
         fprintf(stderr, "jitfit: run: --only needs the names of fits\n");
         rc = 2;
     }
@@ -222,6 +250,7 @@ int jf_cmd_run(int argc, char **argv) {
     free(rcs);
     free(ran);
     free(optidx);
+    free(only_trimmed);
     jf_job_free(&job);
     if (rc) return rc;
     return any_failed; /* 2 when a setting was wrong, else 1 when a fit failed */

@@ -739,6 +739,19 @@ static void test_job_run(void) {
     CHECK_CONTAINS(err, "has no [fit three]");
     free(out);
     free(err);
+    /* blanks around the names are not part of them, as in the file's [fit NAME] */
+    snprintf(buf, sizeof buf, "run --max-nfev 1 --only ' two , one' '%s'", job);
+    CHECK(jf(buf, &out, &err) == 1);
+    CHECK_CONTAINS(out, "\n  one ");
+    CHECK_CONTAINS(out, "\n  two ");
+    CHECK(!strstr(err ? err : "", "has no"));
+    free(out);
+    free(err);
+    snprintf(buf, sizeof buf, "run --only ' , ' '%s'", job);
+    CHECK(jf(buf, &out, &err) == 2);
+    CHECK_CONTAINS(err, "--only needs the names of fits");
+    free(out);
+    free(err);
     /* command-line errors in run: run's usage line, once, and the fit they failed in */
     snprintf(buf, sizeof buf, "run '%s' --bogus", job);
     CHECK(jf(buf, &out, &err) == 2);
