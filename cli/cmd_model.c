@@ -223,9 +223,9 @@ int jf_cmd_diff(int argc, char **argv) {
         printf("d/d%s = %s\n", name, t);
         jf_free(t);
     }
-    if (param && !found) {
+    if (param && !found) { /* a usage error (exit 2), as eval's --params naming none */
         jf_cli_error("diff: the model has no parameter '%s'", param);
-        rc = 1;
+        rc = 2;
     }
     jf_model_free(m);
     return rc;

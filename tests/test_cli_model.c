@@ -89,7 +89,7 @@ static void test_diff(void) {
     CHECK_STREQ(out, "d/da = exp(-b*x)\n");
     free(out);
     free(err);
-    CHECK(run("diff 'a*x' --param q", &out, &err) == 1);
+    CHECK(run("diff 'a*x' --param q", &out, &err) == 2); /* a usage error, as eval --params q=1 */
     CHECK_CONTAINS(err, "no parameter 'q'");
     free(out);
     free(err);
