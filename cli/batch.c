@@ -148,10 +148,10 @@ out:
     return rc;
 }
 
-/* --fix in a batch: the library writes a held parameter's value into the model, one model for
- * all fits, so the groups --p0-file gives starts must agree on it, and on the value a --fix
- * NAME=VALUE named (c->fixed 2): the file must not silently replace it. Groups that will not be
- * fitted (pre_err) take the common value. Returns 0, or 1 after printing which groups differ. */
+/* --fix in a batch: a --fix NAME=VALUE (c->fixed 2) holds every group at that value, so the
+ * groups --p0-file starts must not silently replace it; groups that will not be fitted (pre_err)
+ * take the first fitted group's values, so that they add no set of held values of their own
+ * (fit_groups). Returns 0, or 1 after printing the group whose start differs. */
 static int held_values(const jf_fitctx *c, const groups *g, double *p0, const size_t *line,
                        char *const *pre_err) {
     const jf_model *m = c->model;
@@ -176,22 +176,87 @@ static int held_values(const jf_fitctx *c, const groups *g, double *p0, const si
                              c->spec->p0_file, jf_model_param_name(m, j), a,
                              jf_model_param_name(m, j), a, g->label[k], wb, b);
                 return 1;
-            } else if (memcmp(&u, &v, sizeof u) != 0) {
-                char a[64], b[64], wa[64] = "", wb[64] = "";
-                jf_cli_format_double(a, sizeof a, v);
-                jf_cli_format_double(b, sizeof b, u);
-                if (line[first]) snprintf(wa, sizeof wa, " (line %zu)", line[first]);
-                if (line[k]) snprintf(wb, sizeof wb, " (line %zu)", line[k]);
-                jf_cli_error("%s: parameter '%s' is held fixed (--fix), but its start is %s for "
-                             "group '%s'%s and %s for group '%s'%s: a batch holds a fixed "
-                             "parameter at one value; fit such groups in separate runs",
-                             c->spec->p0_file, jf_model_param_name(m, j), a, g->label[first], wa,
-                             b, g->label[k], wb);
-                return 1;
             }
         }
     }
     return 0;
+}
+
+/* Progress of a batch run as several jf_fit_batch calls: each reports its own fits. */
+typedef struct progress_part {
+    size_t base;  /* fits of the calls before this one */
+    size_t total; /* fits of all the calls */
+} progress_part;
+
+/* 1 when groups a and b start their held parameters (c->fixed) at the same values, bit for bit
+ * (-0 and 0 make different kernels). */
+static int same_held(const jf_fitctx *c, const double *p0, size_t np, size_t a, size_t b) {
+    for (size_t j = 0; j < np; j++)
+        if (c->fixed[j] && memcmp(&p0[a * np + j], &p0[b * np + j], sizeof(double)) != 0)
+            return 0;
+    return 1;
+}
+
+/* jf_fit_batch over the groups, results at their groups' indices. The library holds a parameter
+ * at one value per batch (written into the model: one compile per set of values), so with --fix
+ * and --p0-file starts that differ in a held parameter, each set of held values is a batch of its
+ * own, in order of first appearance. */
+static void fit_groups(const jf_fitctx *c, size_t n, const jf_data *data, const double *p0,
+                       jf_fit_options *o, jf_fit_result **res, char **errs) {
+    const jf_model *m = c->model;
+    size_t np = jf_model_num_params(m), nparts = 0;
+    size_t *part = c->fixed ? malloc((n + 1) * sizeof *part) : NULL;
+    size_t *rep = c->fixed ? malloc((n + 1) * sizeof *rep) : NULL;
+    if (c->fixed && (!part || !rep)) {
+        for (size_t k = 0; k < n; k++) errs[k] = strdup("out of memory");
+        free(part);
+        free(rep);
+        return;
+    }
+    for (size_t k = 0; part && k < n; k++) {
+        size_t q = 0;
+        while (q < nparts && !same_held(c, p0, np, rep[q], k)) q++;
+        if (q == nparts) rep[nparts++] = k;
+        part[k] = q;
+    }
+    if (nparts <= 1) { /* one batch, as always without differing held values */
+        free(part);
+        free(rep);
+        jf_fit_batch(m, n, data, p0, o, res, errs);
+        return;
+    }
+    jf_data *sd = malloc(n * sizeof *sd);
+    double *sp = malloc(n * np * sizeof *sp);
+    jf_fit_result **sr = malloc(n * sizeof *sr);
+    char **se = malloc(n * sizeof *se);
+    size_t *idx = malloc(n * sizeof *idx);
+    progress_part pp = {0, n};
+    if (o->batch_progress) o->batch_progress_ctx = &pp;
+    for (size_t q = 0; sd && sp && sr && se && idx && q < nparts; q++) {
+        size_t cnt = 0;
+        for (size_t k = 0; k < n; k++)
+            if (part[k] == q) {
+                idx[cnt] = k;
+                sd[cnt] = data[k];
+                memcpy(sp + cnt * np, p0 + k * np, np * sizeof *sp);
+                cnt++;
+            }
+        jf_fit_batch(m, cnt, sd, sp, o, sr, se);
+        for (size_t i = 0; i < cnt; i++) {
+            res[idx[i]] = sr[i];
+            errs[idx[i]] = se[i];
+        }
+        pp.base += cnt;
+    }
+    if (!sd || !sp || !sr || !se || !idx)
+        for (size_t k = 0; k < n; k++) errs[k] = strdup("out of memory");
+    free(sd);
+    free(sp);
+    free(sr);
+    free(se);
+    free(idx);
+    free(part);
+    free(rep);
 }
 
 /* The results' warnings under the table (a single fit's report shows its warning; the table
@@ -211,9 +276,14 @@ static void print_warnings(FILE *out, jf_fit_result *const *res, size_t n) {
     free(w);
 }
 
-/* The terminal progress line; batch_progress calls it from one thread at a time. */
+/* The terminal progress line; batch_progress calls it from one thread at a time. ctx: NULL,
+ * or the progress_part of one of several calls (fit_groups). */
 static void show_progress(void *ctx, size_t done, size_t total) {
-    (void)ctx;
+    const progress_part *pp = ctx;
+    if (pp) {
+        done += pp->base;
+        total = pp->total;
+    }
     fprintf(stderr, "\r  fitting groups: %zu/%zu%s", done, total, done == total ? "\n" : "");
     fflush(stderr);
 }
@@ -295,8 +365,7 @@ int jf_batch_run(jf_fitctx *c, FILE *out, jf_run_summary *sum) {
         o.batch_progress = show_progress;
         o.batch_progress_ctx = NULL;
     }
-    int st = jf_fit_batch(m, g.n, data, p0, &o, res, errs);
-    (void)st; /* per-group failures are reported per row below */
+    fit_groups(c, g.n, data, p0, &o, res, errs); /* failures are reported per row below */
     for (size_t k = 0; k < g.n; k++)
         if (pre_err[k]) {
             jf_fit_result_free(res[k]);
