@@ -491,11 +491,13 @@ static int held_params(jf_fitctx *c) {
         const char *p = s->fix[i].text; /* "a,c": checked by jf_spec_set */
         while (*p) {
             size_t n = strcspn(p, ",");
-            long k = -1;
-            for (size_t j = 0; j < np && k < 0; j++) {
-                const char *nm = jf_model_param_name(c->model, j);
-                if (strlen(nm) == n && strncmp(nm, p, n) == 0) k = (long)j;
+            char *name = strndup(p, n);
+            if (!name) {
+                jf_cli_error("out of memory");
+                return 1;
             }
+            long k = jf_model_param_index(c->model, name);
+            free(name);
             if (k < 0) {
                 char what[600];
                 if (s->fix[i].origin) snprintf(what, sizeof what, "%s: fix", s->fix[i].origin);
