@@ -493,15 +493,68 @@ int jf_cc_identity(const char *cc, const char *cache_dir, const char **identity,
 
 /* ---- files and directories ------------------------------------------------------------------ */
 
+/* A private directory lives for one compile or load (removed right after), so one of ours
+ * older than this was left by a process that ended mid-compile: killed (SIGKILL, Ctrl-C with
+ * no handler in a program embedding the library), or crashed. Far above the compile time
+ * limit's default (300 s). */
+#define STALE_TMPDIR_S (6 * 3600)
+
+/* Removes the directories named jitfit-PID-* in base that this user owns, that were last
+ * changed STALE_TMPDIR_S ago or more, and whose process no longer exists here, with the
+ * regular files in them (all a compile leaves). Both conditions, since another pid namespace
+ * sharing /tmp has pids this one cannot see. Nothing is followed through a link; what cannot
+ * be removed stays, silently: this is housekeeping, not part of the fit. */
+static void sweep_stale(const char *base) {
+    DIR *d = opendir(base);
+    if (!d) return;
+    time_t now = time(NULL);
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL) {
+        char *end;
+        if (strncmp(e->d_name, "jitfit-", 7) != 0) continue;
+        long pid = strtol(e->d_name + 7, &end, 10);
+        if (end == e->d_name + 7 || *end != '-' || pid <= 0 || pid == (long)getpid()) continue;
+        struct stat st;
+        if (fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISDIR(st.st_mode) ||
+            st.st_uid != geteuid() || now - st.st_mtime < STALE_TMPDIR_S)
+            continue;
+        if (kill((pid_t)pid, 0) == 0 || errno != ESRCH) continue;
+        int fd = openat(dirfd(d), e->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        DIR *sub = fd >= 0 ? fdopendir(fd) : NULL;
+        if (!sub) {
+            if (fd >= 0) close(fd);
+            continue;
+        }
+        struct dirent *f;
+        while ((f = readdir(sub)) != NULL) {
+            struct stat fs;
+            if (fstatat(dirfd(sub), f->d_name, &fs, AT_SYMLINK_NOFOLLOW) == 0 &&
+                !S_ISDIR(fs.st_mode))
+                unlinkat(dirfd(sub), f->d_name, 0);
+        }
+        closedir(sub);
+        unlinkat(dirfd(d), e->d_name, AT_REMOVEDIR);
+    }
+    closedir(d);
+}
+
 int jf_cc_tmpdir(char *buf, size_t n) {
     /* $TMPDIR, else /tmp: also when $TMPDIR is unusable (removed since it was set, a file, not
      * writable, too long), as the compiler itself does (gcc's choose_tmpdir), so a stale
-     * variable does not cost every fit its compiled kernels */
+     * variable does not cost every fit its compiled kernels. The pid in the name lets a later
+     * process tell a directory left by an interrupted compile (sweep_stale). */
     const char *t = getenv("TMPDIR");
-    if (t && t[0] == '/' && (size_t)snprintf(buf, n, "%s/jitfit-XXXXXX", t) < n && mkdtemp(buf))
-        return JF_OK;
-    if ((size_t)snprintf(buf, n, "/tmp/jitfit-XXXXXX") < n && mkdtemp(buf)) return JF_OK;
-    return JF_ERR_IO;
+    const char *base = NULL;
+    long pid = (long)getpid();
+    if (t && t[0] == '/' && (size_t)snprintf(buf, n, "%s/jitfit-%ld-XXXXXX", t, pid) < n &&
+        mkdtemp(buf))
+        base = t;
+    else if ((size_t)snprintf(buf, n, "/tmp/jitfit-%ld-XXXXXX", pid) < n && mkdtemp(buf))
+        base = "/tmp";
+    if (!base) return JF_ERR_IO;
+    static int swept; /* once per process, in the directory of its first private one */
+    if (!__atomic_exchange_n(&swept, 1, __ATOMIC_SEQ_CST)) sweep_stale(base);
+    return JF_OK;
 }
 
 void jf_cc_tmpdir_remove(const char *dir) {

@@ -729,6 +729,59 @@ static void test_tmpdir_unusable(void) {
     else unsetenv("TMPDIR");
 }
 
+static void age(const char *path, double days);
+
+static int exists(const char *path) {
+    struct stat st;
+    return lstat(path, &st) == 0;
+}
+
+/* A private compile directory left by a process that ended mid-compile (killed, crashed) is
+ * removed by a later process's first compile: only one named for a process that no longer
+ * exists, owned by this user and hours old. The directories of a live process, a fresh one,
+ * one of another naming and a link (nor what it points to) stay. */
+static void test_stale_tmpdirs(void) {
+    char saved[1024] = "", base[100], path[6][200], target_file[sizeof path[5] + 16];
+    const char *t = getenv("TMPDIR");
+    if (t) snprintf(saved, sizeof saved, "%s", t);
+    snprintf(base, sizeof base, "%s/sweep", root);
+    CHECK(mkdir(base, 0700) == 0);
+    pid_t dead = fork();
+    if (dead == 0) _exit(0);
+    waitpid(dead, NULL, 0);
+    snprintf(path[0], sizeof path[0], "%s/jitfit-%ld-stale1", base, (long)dead);
+    snprintf(path[1], sizeof path[1], "%s/jitfit-%ld-fresh1", base, (long)dead);
+    snprintf(path[2], sizeof path[2], "%s/jitfit-%ld-alive1", base, (long)getpid());
+    snprintf(path[3], sizeof path[3], "%s/jitfit-other1", base);
+    snprintf(path[4], sizeof path[4], "%s/jitfit-%ld-link01", base, (long)dead);
+    snprintf(path[5], sizeof path[5], "%s/target", base);
+    for (int i = 0; i < 6; i++) {
+        if (i == 4) continue;
+        CHECK(mkdir(path[i], 0700) == 0);
+        char file[sizeof path + 16];
+        snprintf(file, sizeof file, "%s/kernels-1.so", path[i]);
+        FILE *f = fopen(file, "w");
+        if (CHECK(f != NULL)) fclose(f);
+    }
+    CHECK(symlink(path[5], path[4]) == 0);
+    snprintf(target_file, sizeof target_file, "%s/kernels-1.so", path[5]);
+    for (int i = 0; i < 6; i++)
+        if (i != 1) age(path[i], 1.0);
+    fresh_dir();
+    setenv("TMPDIR", base, 1);
+    char cmd[1200], *out = NULL;
+    snprintf(cmd, sizeof cmd, "'%s' eval 'a*x + b' --params a=1,b=2 --at x=3 --backend c",
+             jf_test_cli());
+    CHECK(jf_test_run(cmd, &out, NULL) == 0);
+    free(out);
+    CHECK(!exists(path[0]));
+    for (int i = 1; i < 6; i++)
+        if (!CHECK(exists(path[i]))) fprintf(stderr, "  %s was removed\n", path[i]);
+    CHECK(exists(target_file));
+    if (saved[0]) setenv("TMPDIR", saved, 1);
+    else unsetenv("TMPDIR");
+}
+
 /* A FIFO in place of an entry or of the remembered compiler identity is not read (opening it
  * would block until a writer came): the kernels are rebuilt and the FIFOs replaced. A new
  * process each time (the CLI), as the identity is remembered per process too. */
@@ -1199,6 +1252,7 @@ int main(void) {
     test_compiler_timeout();
     test_compiler_leaves_background_process();
     test_tmpdir_unusable();
+    test_stale_tmpdirs();
     test_interrupt_stops_compiler();
     test_interrupt_while_starting_compiler();
     test_fifo_entries();
