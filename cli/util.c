@@ -82,6 +82,13 @@ static int looks_like_path(const char *arg) {
     return only_names && strchr(arg, '/');
 }
 
+/* 1 when arg ends in ".jf": a missing one is an error of its own, never read as a formula
+ * (a formula cannot end in ".jf"). */
+static int is_jf_name(const char *arg) {
+    size_t n = strlen(arg);
+    return n > 3 && strcmp(arg + n - 3, ".jf") == 0;
+}
+
 jf_model *jf_cli_load_model_ex(const char *arg, const char *text_name, const char *const *vars,
                                size_t nvars, jf_diagnostics **keep) {
     jf_model_options o = jf_model_options_default();
@@ -91,8 +98,7 @@ jf_model *jf_cli_load_model_ex(const char *arg, const char *text_name, const cha
     jf_diagnostics *d = NULL;
     struct stat st;
     int st_code;
-    size_t alen = strlen(arg);
-    if (alen > 3 && strcmp(arg + alen - 3, ".jf") == 0 && stat(arg, &st) != 0) {
+    if (is_jf_name(arg) && stat(arg, &st) != 0) {
         /* a model file's name, not a formula (which cannot end in ".jf") */
         jf_cli_error("%s: %s", arg, strerror(errno));
         if (keep) *keep = NULL;
@@ -119,7 +125,8 @@ void jf_cli_print_model_diagnostics(const char *arg, const jf_model *m, jf_diagn
     /* asked before printing: jf_cli_print_diagnostics frees d */
     int flagged = !m || jf_diagnostics_count(d) > 0;
     jf_cli_print_diagnostics(d);
-    if (flagged && looks_like_path(arg) && stat(arg, &st) != 0)
+    /* a missing "x.jf" already said "No such file"; it was not read as a formula */
+    if (flagged && !is_jf_name(arg) && looks_like_path(arg) && stat(arg, &st) != 0)
         fprintf(stderr, "jitfit: note: there is no model file '%s' (%s), so it was read as a "
                         "formula\n", arg, strerror(errno));
 }

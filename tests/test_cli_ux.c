@@ -523,6 +523,14 @@ static void test_missing_model_file(void) {
     CHECK(err && !strstr(err, "no model file"));
     free(out);
     free(err);
+    /* a missing name ending in .jf is an error of its own: it was not read as a formula, so no
+     * note may say it was */
+    snprintf(buf, sizeof buf, "fit /nonexistent/peak.jf '%s'", data);
+    CHECK(jf(buf, &out, &err) == 1);
+    CHECK_CONTAINS(err, "jitfit: /nonexistent/peak.jf: No such file or directory");
+    CHECK(err && !strstr(err, "read as a formula"));
+    free(out);
+    free(err);
 }
 
 /* JSON output is UTF-8 whatever the data's encoding: a Latin-1 label's byte becomes U+FFFD,
