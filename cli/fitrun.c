@@ -161,6 +161,8 @@ static jf_model *load_model(const jf_spec *s, const jf_datafile *df) {
         jf_diagnostics_free(d);
         jf_cli_print_diagnostics(d2);
         note_no_var(s, m0, df);
+        /* the plain reading warned (no x): a path of a missing file says so, as it would */
+        jf_cli_note_missing_model_file(s->model);
         return m0;
     }
     if (!m || vars_in_data(m, df) || df->positional) {
@@ -201,6 +203,7 @@ static jf_model *load_model(const jf_spec *s, const jf_datafile *df) {
     jf_cli_print_diagnostics(d2);
     if (jf_model_num_vars(m2) == 0) {
         note_no_var(s, m2, df);
+        jf_cli_note_missing_model_file(s->model);
         return m2;
     }
     /* The formula now means something else than its plain reading: say how it was read. */

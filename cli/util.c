@@ -121,12 +121,16 @@ jf_model *jf_cli_load_model_ex(const char *arg, const char *text_name, const cha
 }
 
 void jf_cli_print_model_diagnostics(const char *arg, const jf_model *m, jf_diagnostics *d) {
-    struct stat st;
     /* asked before printing: jf_cli_print_diagnostics frees d */
     int flagged = !m || jf_diagnostics_count(d) > 0;
     jf_cli_print_diagnostics(d);
+    if (flagged) jf_cli_note_missing_model_file(arg);
+}
+
+void jf_cli_note_missing_model_file(const char *arg) {
+    struct stat st;
     /* a missing "x.jf" already said "No such file"; it was not read as a formula */
-    if (flagged && !is_jf_name(arg) && looks_like_path(arg) && stat(arg, &st) != 0)
+    if (!is_jf_name(arg) && looks_like_path(arg) && stat(arg, &st) != 0)
         fprintf(stderr, "jitfit: note: there is no model file '%s' (%s), so it was read as a "
                         "formula\n", arg, strerror(errno));
 }

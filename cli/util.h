@@ -36,6 +36,10 @@ jf_model *jf_cli_load_model(const char *arg, const char *const *vars, size_t nva
  * with a warning, a note on stderr that there is no such model file and arg was read as a
  * formula. */
 void jf_cli_print_model_diagnostics(const char *arg, const jf_model *m, jf_diagnostics *d);
+/* That note alone, for a reading of arg kept although the plain one warned (jitfit fit's reading
+ * with no variable: `models/peak` is then a quotient of two parameters fitted to the response
+ * alone, with no warning of its own). */
+void jf_cli_note_missing_model_file(const char *arg);
 jf_model *jf_cli_load_model_ex(const char *arg, const char *text_name, const char *const *vars,
                                size_t nvars, jf_diagnostics **keep);
 /* strcmp of two char * elements, for qsort and bsearch over arrays of strings. */

@@ -518,6 +518,18 @@ static void test_missing_model_file(void) {
     CHECK_CONTAINS(err, "there is no model file 'models/peak' (No such file or directory)");
     free(out);
     free(err);
+    /* so does one on data without a column x, where it is read with no variable (fitted to
+     * the response alone, without the plain reading's warning) */
+    snprintf(buf, sizeof buf, "fit models/peak '%s'", tmp(".csv", "t,y\n" LINE_ROWS));
+    jf(buf, &out, &err);
+    CHECK_CONTAINS(err, "there is no model file 'models/peak' (No such file or directory)");
+    free(out);
+    free(err);
+    snprintf(buf, sizeof buf, "fit models/peak '%s'", tmp(".csv", "1\n3\n5\n7\n9\n"));
+    jf(buf, &out, &err);
+    CHECK_CONTAINS(err, "there is no model file 'models/peak' (No such file or directory)");
+    free(out);
+    free(err);
     snprintf(buf, sizeof buf, "fit a/x '%s'", data);
     jf(buf, &out, &err);
     CHECK(err && !strstr(err, "no model file"));
