@@ -1,7 +1,7 @@
 /* Embedding jitfit: compile a model once, then fit many data sets with it and read the results.
  * Uses only the public header; builds against an installed jitfit with
  *
- *   cc embed.c $(pkg-config --cflags --libs jitfit) -o embed
+ *   cc embed.c $(pkg-config --cflags --libs jitfit) -lm -o embed
  *
  * or with CMake's find_package(jitfit) (see examples/embed/CMakeLists.txt). It fits an
  * exponential decay y = a*exp(-k*x) + c to eight synthetic decays, first one by one with jf_fit
