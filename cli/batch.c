@@ -499,7 +499,7 @@ int jf_batch_run(jf_fitctx *c, FILE *out, jf_run_summary *sum) {
         free(grad);
         char *err = NULL;
         if (jf_output_csv(s->output, s->group, c->keys, c->names, ncols, t->values, t->ld,
-                          t->nrows, nv, fit, se, &err) != 0) {
+                          t->nrows, nv, fit, se, s->opts.nthreads, &err) != 0) {
             jf_cli_error("%s", err ? err : "out of memory");
             rc = 1;
         }

@@ -707,7 +707,7 @@ static int run_single(jf_fitctx *c, FILE *out, jf_run_summary *sum) {
     if (s->output) {
         char *err = NULL;
         if (jf_output_csv(s->output, NULL, NULL, c->names, t->ncols, t->values, t->ld, t->nrows,
-                          nv, fit, fit + t->nrows, &err) != 0) {
+                          nv, fit, fit + t->nrows, s->opts.nthreads, &err) != 0) {
             jf_cli_error("%s", err ? err : "out of memory");
             rc = 1;
         }

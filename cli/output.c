@@ -7,31 +7,93 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../solver/solver.h"
 #include "util.h"
 
-/* A CSV field, quoted when it holds a separator, a quote or a line break. */
-static void csv_text(FILE *f, const char *s) {
-    if (!strpbrk(s, ",\"\r\n") && s[0] != ' ' && s[0] != '#') {
-        fputs(s, f);
-        return;
+/* A growable text buffer for one chunk of rows. */
+typedef struct chunk {
+    char *text;  /* the rows, not NUL-terminated */
+    size_t len;  /* bytes used */
+    size_t cap;  /* bytes allocated */
+    int nomem;   /* an allocation failed: the chunk is incomplete */
+} chunk;
+
+static void put(chunk *c, const char *s, size_t n) {
+    if (c->nomem) return;
+    if (c->len + n > c->cap) {
+        size_t cap = c->cap ? c->cap : 4096;
+        while (cap < c->len + n) cap *= 2;
+        char *t = realloc(c->text, cap);
+        if (!t) {
+            c->nomem = 1;
+            return;
+        }
+        c->text = t;
+        c->cap = cap;
     }
-    fputc('"', f);
-    for (; *s; s++) {
-        if (*s == '"') fputc('"', f);
-        fputc(*s, f);
-    }
-    fputc('"', f);
+    memcpy(c->text + c->len, s, n);
+    c->len += n;
 }
 
-static void csv_num(FILE *f, double v) {
+static void put_char(chunk *c, char ch) { put(c, &ch, 1); }
+
+/* A CSV field, quoted when it holds a separator, a quote or a line break. */
+static void csv_text(chunk *c, const char *s) {
+    if (!strpbrk(s, ",\"\r\n") && s[0] != ' ' && s[0] != '#') {
+        put(c, s, strlen(s));
+        return;
+    }
+    put_char(c, '"');
+    for (; *s; s++) {
+        if (*s == '"') put_char(c, '"');
+        put_char(c, *s);
+    }
+    put_char(c, '"');
+}
+
+static void csv_num(chunk *c, double v, char sep) {
     char buf[64];
     jf_cli_format_double(buf, sizeof buf, v);
-    fputs(buf, f);
+    size_t n = strlen(buf);
+    buf[n] = sep;
+    put(c, buf, n + 1);
+}
+
+/* Rows a task formats: big enough that a task costs far more than handing it out. */
+#define CHUNK_ROWS 4096
+
+/* What the tasks of a round share: the data, and the round's first chunk. */
+typedef struct rows_job {
+    const char *const *keys; /* group labels, or NULL */
+    size_t ncols, ld, n, ycol;
+    const double *cols, *fit, *fit_se;
+    size_t first;  /* chunk number of task 0 of this round */
+    chunk *out;    /* one per task of the round */
+} rows_job;
+
+static void format_rows(void *ctx, size_t task, int worker) {
+    (void)worker;
+    rows_job *j = ctx;
+    chunk *c = &j->out[task];
+    size_t begin = (j->first + task) * CHUNK_ROWS;
+    size_t end = begin + CHUNK_ROWS < j->n ? begin + CHUNK_ROWS : j->n;
+    c->len = 0;
+    for (size_t i = begin; i < end; i++) {
+        if (j->keys) {
+            csv_text(c, j->keys[i]);
+            put_char(c, ',');
+        }
+        for (size_t k = 0; k < j->ncols; k++) csv_num(c, j->cols[k * j->ld + i], ',');
+        csv_num(c, j->fit[i], ',');
+        csv_num(c, j->cols[j->ycol * j->ld + i] - j->fit[i], ',');
+        csv_num(c, j->fit_se[i], '\n');
+    }
 }
 
 int jf_output_csv(const char *path, const char *group_name, char *const *keys,
                   const char *const *names, size_t ncols, const double *cols, size_t ld,
-                  size_t n, size_t ycol, const double *fit, const double *fit_se, char **err) {
+                  size_t n, size_t ycol, const double *fit, const double *fit_se, int nthreads,
+                  char **err) {
     *err = NULL;
     int to_stdout = strcmp(path, "-") == 0;
     FILE *f = to_stdout ? stdout : fopen(path, "w");
@@ -42,38 +104,52 @@ int jf_output_csv(const char *path, const char *group_name, char *const *keys,
         if (*err) snprintf(*err, len, "%s: %s", path, strerror(e));
         return -1;
     }
+    /* The shortest round-trip digits cost about a microsecond a number (glibc's printf and
+     * strtod work in multiple precision), twenty times the fit's own time per point: so the
+     * rows are formatted in parallel, a round of chunks at a time, and written in order. */
+    int nomem = 0;
+    chunk head = {0};
     if (keys) {
-        csv_text(f, group_name);
-        fputc(',', f);
+        csv_text(&head, group_name);
+        put_char(&head, ',');
     }
     for (size_t c = 0; c < ncols; c++) {
-        csv_text(f, names[c]);
-        fputc(',', f);
+        csv_text(&head, names[c]);
+        put_char(&head, ',');
     }
-    fputs("fit,residual,fit_stderr\n", f);
-    for (size_t i = 0; i < n; i++) {
-        if (keys) {
-            csv_text(f, keys[i]);
-            fputc(',', f);
+    static const char tail[] = "fit,residual,fit_stderr\n";
+    put(&head, tail, sizeof tail - 1);
+    nomem |= head.nomem;
+    if (!nomem) fwrite(head.text, 1, head.len, f);
+    free(head.text);
+    size_t nchunks = (n + CHUNK_ROWS - 1) / CHUNK_ROWS;
+    int threads = jf_threads_resolve(nthreads);
+    if ((size_t)threads > nchunks) threads = nchunks > 0 ? (int)nchunks : 1;
+    jf_pool *pool = threads > 1 ? jf_pool_create(threads) : NULL;
+    size_t per_round = (size_t)jf_pool_size(pool) * 4;
+    rows_job job = {(const char *const *)keys, ncols, ld, n, ycol, cols, fit, fit_se, 0, NULL};
+    job.out = calloc(per_round, sizeof *job.out);
+    nomem |= job.out == NULL;
+    for (size_t first = 0; !nomem && first < nchunks; first += per_round) {
+        size_t tasks = nchunks - first < per_round ? nchunks - first : per_round;
+        job.first = first;
+        jf_pool_run(pool, tasks, format_rows, &job);
+        for (size_t t = 0; t < tasks && !nomem; t++) {
+            nomem |= job.out[t].nomem;
+            if (!nomem) fwrite(job.out[t].text, 1, job.out[t].len, f);
         }
-        for (size_t c = 0; c < ncols; c++) {
-            csv_num(f, cols[c * ld + i]);
-            fputc(',', f);
-        }
-        csv_num(f, fit[i]);
-        fputc(',', f);
-        csv_num(f, cols[ycol * ld + i] - fit[i]);
-        fputc(',', f);
-        csv_num(f, fit_se[i]);
-        fputc('\n', f);
     }
+    if (job.out)
+        for (size_t t = 0; t < per_round; t++) free(job.out[t].text);
+    free(job.out);
+    jf_pool_free(pool);
     int bad = ferror(f);
     if (to_stdout) bad |= fflush(f) != 0;
     else bad |= fclose(f) != 0;
-    if (bad) {
+    if (bad || nomem) {
         size_t len = strlen(path) + 32;
         *err = malloc(len);
-        if (*err) snprintf(*err, len, "%s: write error", path);
+        if (*err) snprintf(*err, len, "%s: %s", path, nomem ? "out of memory" : "write error");
         return -1;
     }
     return 0;

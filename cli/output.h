@@ -13,10 +13,12 @@
 #include <stddef.h>
 
 /* Writes the CSV to path ("-": standard output). keys/group_name may be NULL. Column c of the
- * data is cols[c*ld .. c*ld+n); ycol is the response's column. Returns 0, or -1 with *err a
+ * data is cols[c*ld .. c*ld+n); ycol is the response's column. The rows are formatted on
+ * nthreads threads (0: all cores; --threads), written in order. Returns 0, or -1 with *err a
  * malloc'd message ("out.csv: Permission denied"). */
 int jf_output_csv(const char *path, const char *group_name, char *const *keys,
                   const char *const *names, size_t ncols, const double *cols, size_t ld,
-                  size_t n, size_t ycol, const double *fit, const double *fit_se, char **err);
+                  size_t n, size_t ycol, const double *fit, const double *fit_se, int nthreads,
+                  char **err);
 
 #endif

@@ -813,6 +813,59 @@ static void test_run_json_failures(void) {
     free(err);
 }
 
+/* --output of many rows (several chunks formatted on threads, written in order): the same
+ * bytes on 1 and 3 threads, every row in input order with its group label, the data columns
+ * read back exactly and residual = y - fit exactly. */
+static void test_output_rows(void) {
+    enum { N = 10007 };
+    size_t cap = (size_t)N * 64 + 64, len = 0;
+    char *text = malloc(cap);
+    double *xs = malloc(N * sizeof *xs), *ys = malloc(N * sizeof *ys);
+    if (!CHECK(text && xs && ys)) return;
+    len += (size_t)snprintf(text, cap, "g,x,y\n");
+    for (int i = 0; i < N; i++) {
+        xs[i] = i / 7.0;
+        ys[i] = 2 * xs[i] + 1 + ((i * 7919) % 13 - 6) / 97.0;
+        len += (size_t)snprintf(text + len, cap - len, "%c,%.17g,%.17g\n", "ABC"[i * 3 / N],
+                                xs[i], ys[i]);
+    }
+    const char *path = tmp(text);
+    char args[2048], *out[2] = {NULL, NULL}, *err = NULL;
+    for (int k = 0; k < 2; k++) {
+        snprintf(args, sizeof args, "--group g --threads %d --output - 'a*x + b' '%s'",
+                 k ? 3 : 1, path);
+        CHECK(fit(args, &out[k], &err) == 0);
+        free(err);
+        err = NULL;
+    }
+    if (CHECK(out[0] && out[1])) {
+        CHECK_STREQ(out[1], out[0]);
+        const char *p = out[0];
+        CHECK(strncmp(p, "g,x,y,fit,residual,fit_stderr\n", 30) == 0);
+        p = strchr(p, '\n');
+        int rows = 0, bad = 0;
+        while (p && p[1]) {
+            p++;
+            char key = p[0];
+            char *e;
+            double x = strtod(p + 2, &e), y = strtod(e + 1, &e), f = strtod(e + 1, &e),
+                   r = strtod(e + 1, &e);
+            if (rows >= N || key != "ABC"[rows * 3 / N] || x != xs[rows] || y != ys[rows] ||
+                r != y - f)
+                bad++;
+            rows++;
+            p = strchr(e, '\n');
+        }
+        CHECK(rows == N);
+        if (!CHECK(bad == 0)) fprintf(stderr, "  %d of %d rows differ\n", bad, rows);
+    }
+    free(out[0]);
+    free(out[1]);
+    free(text);
+    free(xs);
+    free(ys);
+}
+
 int main(void) {
     if (access(jf_test_cli(), X_OK) != 0) return jf_test_skip("the jitfit command is not built");
     if (!mkdtemp(cache_dir)) return jf_test_skip("cannot create a temporary cache directory");
@@ -825,6 +878,7 @@ int main(void) {
     test_default_start();
     test_x_scale();
     test_fix();
+    test_output_rows();
     for (size_t i = 0; i < ntmp; i++) {
         unlink(tmp_paths[i]);
         free(tmp_paths[i]);
