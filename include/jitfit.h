@@ -276,7 +276,9 @@ typedef struct jf_iteration_info {
     double step_norm;  /* scaled norm of the last step (0 at iteration 0) */
     double damping;    /* current Levenberg-Marquardt damping parameter */
     double gain_ratio; /* actual / predicted reduction of the last trial step (NaN at 0) */
-    double optimality; /* infinity norm of the scaled gradient */
+    double optimality; /* the gradient test's measure: max over free k of |g_k|/(‖J_k‖·‖r‖)
+                          (MINPACK's cosine); for a robust loss of the loss-scaled J with
+                          √(2·cost) for ‖r‖, which can exceed 1 far beyond f_scale */
     int accepted;      /* 1 when the last trial step was accepted */
 } jf_iteration_info;
 
@@ -367,7 +369,9 @@ typedef struct jf_fit_result {
     double chi2;           /* χ² = SSR with sigma given; NaN without sigma */
     double reduced_chi2;   /* χ²/dof with sigma given; NaN without sigma */
     double r_squared;      /* 1 - Σ(f-y)² / Σ(y-ȳ)² (unweighted) */
-    double optimality;     /* infinity norm of the scaled gradient at the solution */
+    double optimality;     /* max over free k of |g_k|/(‖J_k‖·‖r‖) at the solution (MINPACK's
+                              cosine, at most 1): g the cost's gradient, J and r weighted by
+                              1/sigma but not scaled by a robust loss */
     size_t nfev;           /* model evaluations (passes over the data) at the start, the trial
                               points and the polish steps (not the final statistics) */
     size_t iterations;     /* accepted and rejected trial steps */
