@@ -83,7 +83,8 @@ void jf_report_text(FILE *f, const jf_report *r) {
     size_t nfixed = 0;
     for (size_t k = 0; res->fixed && k < np; k++) nfixed += res->fixed[k] != 0;
     if (nfixed) fprintf(f, " (%zu fixed)", nfixed);
-    if (r->rows_dropped) fprintf(f, " (%zu rows with NaN dropped)", r->rows_dropped);
+    if (r->rows_dropped)
+        fprintf(f, " (%zu row%s with NaN dropped)", r->rows_dropped, r->rows_dropped == 1 ? "" : "s");
     if (r->sigma) fprintf(f, ", sigma from column '%s'%s", r->sigma,
                           r->absolute_sigma ? " (absolute)" : "");
     if (r->loss != JF_LOSS_LINEAR)

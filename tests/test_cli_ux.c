@@ -249,6 +249,11 @@ static void test_nan_policy(void) {
     CHECK_NEAR(param(out, "a"), 2, 1e-9);
     free(out);
     free(err);
+    snprintf(buf, sizeof buf, "fit --nan-policy omit 'a*x+b' '%s'", h);
+    CHECK(jf(buf, &out, &err) == 0);
+    CHECK_CONTAINS(out, ": 4 points, 2 parameters (1 row with NaN dropped)");
+    free(out);
+    free(err);
     /* With --group, each group's rows_dropped counts its own rows; a group left with no rows
      * gets an error entry (after the others) and the exit status 1: no group is lost. */
     const char *g = tmp(".csv", "g,x,y\nA,0,1\nA,1,3\nA,2,nan\nA,3,7\nA,4,9\nB,0,1\nB,1,nan\n"
