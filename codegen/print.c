@@ -61,13 +61,24 @@ static void put(out *o, const char *s, size_t n) {
 static void puts_(out *o, const char *s) { put(o, s, strlen(s)); }
 
 /* Shortest round-tripping decimal of a finite v; the caller's thread is in the C locale. At
- * most 17 significant digits always suffice for a double. */
+ * most 17 significant digits always suffice for a double. The fewest digits decide the value,
+ * but not the form: %.2g of 2500 is 2.5e+03, so a number whose decimal exponent is below
+ * max(digits, 15) (and at least -4) is written out as %.15g would write it, 2500; %.15g itself
+ * is not used, as it shows digits past the shortest for a subnormal (4.94065645841247e-324). */
 static void format_double(char *buf, size_t size, double v) {
-    for (int prec = 1; prec <= 17; prec++) {
+    int prec = 1;
+    for (; prec < 17; prec++) {
         snprintf(buf, size, "%.*g", prec, v);
         if (strtod(buf, NULL) == v)
-            return;
+            break;
     }
+    char e[40];
+    snprintf(e, sizeof e, "%.*e", prec - 1, v);
+    int exp10 = atoi(strchr(e, 'e') + 1);
+    if (exp10 >= -4 && exp10 < (prec > 15 ? prec : 15))
+        snprintf(buf, size, "%.*f", exp10 < prec - 1 ? prec - 1 - exp10 : 0, v);
+    else
+        snprintf(buf, size, "%.*g", prec, v);
 }
 
 static void put_const(out *o, double v) {

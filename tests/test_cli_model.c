@@ -36,6 +36,16 @@ static void test_check(void) {
     remove(path);
     free(path);
 
+    /* a constant prints as the shortest text that reads back, without a needless exponent */
+    CHECK(run("check 'a*x + 2.5E+3 + 100*x^2'", &out, &err) == 0);
+    CHECK_CONTAINS(out, "model: y ~ a*x + 2500 + 100*x^2\n");
+    free(out);
+    free(err);
+    CHECK(run("diff 'a*x^2 + 1e-7*a'", &out, &err) == 0);
+    CHECK_STREQ(out, "d/da = x^2 + 1e-07\n");
+    free(out);
+    free(err);
+
     CHECK(run("check 'a*exq(-b*x)'", &out, &err) == 1);
     CHECK_CONTAINS(err, "<command line>:1:3: error: unknown function 'exq' (did you mean 'exp'?)");
     CHECK_CONTAINS(err, "    a*exq(-b*x)\n      ^^^\n");
