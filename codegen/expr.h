@@ -174,6 +174,11 @@ JF_INTERNAL jf_ref jf_dag_diff(jf_dag *d, jf_ref f, uint32_t k);
 JF_INTERNAL char *jf_dag_to_text(const jf_dag *d, jf_ref r, const char *const *param_names,
                                  const char *const *var_names);
 
+/* Writes v into buf (at least 32 bytes) as the model text writes a constant: the shortest
+ * decimal that reads back to v, in the "C" locale whatever the process locale; nan, inf, -inf
+ * for the others. For messages that quote a number the user can type back in. */
+JF_INTERNAL void jf_double_text(char *buf, size_t size, double v);
+
 /* Depth of node r (see jf_node.depth). Recursive walkers rely on callers having bounded it
  * (the resolver rejects models deeper than JF_DAG_MAX_DEPTH). */
 #define JF_DAG_MAX_DEPTH 4096u

@@ -239,6 +239,20 @@ static void print(out *o, const jf_dag *d, jf_ref r) {
     put(o, ")", 1);
 }
 
+void jf_double_text(char *buf, size_t size, double v) {
+    if (!isfinite(v)) {
+        snprintf(buf, size, "%s", isnan(v) ? "nan" : v < 0 ? "-inf" : "inf");
+        return;
+    }
+    locale_t c_locale = newlocale(LC_ALL_MASK, "C", (locale_t)0);
+    locale_t old = c_locale ? uselocale(c_locale) : (locale_t)0;
+    format_double(buf, size, v);
+    if (c_locale) {
+        uselocale(old);
+        freelocale(c_locale);
+    }
+}
+
 char *jf_dag_to_text(const jf_dag *d, jf_ref r, const char *const *param_names,
                      const char *const *var_names) {
     if (d == NULL || r >= jf_dag_size(d))

@@ -21,8 +21,11 @@ int jf_bounds_resolve(const struct jf_model *m, const double *lower, const doubl
         /* isnan first: NaN compares false and would slip through lo < hi. */
         if (isnan(lo[k]) || isnan(hi[k]) || !(lo[k] < hi[k]) || lo[k] == INFINITY ||
             hi[k] == -INFINITY) {
-            snprintf(msg, msglen, "parameter '%s': bounds [%g, %g] are empty (need lower < upper)",
-                     m->param_names[k], lo[k], hi[k]);
+            char a[40], b[40];
+            jf_double_text(a, sizeof a, lo[k]);
+            jf_double_text(b, sizeof b, hi[k]);
+            snprintf(msg, msglen, "parameter '%s': bounds [%s, %s] are empty (need lower < upper)",
+                     m->param_names[k], a, b);
             return JF_ERR_ARG;
         }
     }
@@ -39,14 +42,18 @@ int jf_bounds_start(const struct jf_model *m, const double *p0, const double *lo
         else if (isfinite(lo[k])) v = lo[k] + 1.0;
         else if (isfinite(hi[k])) v = hi[k] - 1.0;
         else v = 1.0; /* the last four: scipy's _initialize_feasible for p0=None */
+        char a[40], b[40], c[40];
+        jf_double_text(a, sizeof a, v);
         if (!isfinite(v)) {
-            snprintf(msg, msglen, "parameter '%s': starting value %g is not finite",
-                     m->param_names[k], v);
+            snprintf(msg, msglen, "parameter '%s': starting value %s is not finite",
+                     m->param_names[k], a);
             return JF_ERR_ARG;
         }
         if (v < lo[k] || v > hi[k]) {
-            snprintf(msg, msglen, "parameter '%s': starting value %g is outside its bounds [%g, %g]",
-                     m->param_names[k], v, lo[k], hi[k]);
+            jf_double_text(b, sizeof b, lo[k]);
+            jf_double_text(c, sizeof c, hi[k]);
+            snprintf(msg, msglen, "parameter '%s': starting value %s is outside its bounds [%s, %s]",
+                     m->param_names[k], a, b, c);
             return JF_ERR_ARG;
         }
         x0[k] = v;

@@ -522,9 +522,11 @@ static void note_nonfinite(char *msg, const jf_problem *prob, const double *p,
             }
             size_t len = strlen(msg);
             len += (size_t)snprintf(msg + len, MSG_LEN - len, ": first at point %zu (0-based", b0 + i);
-            for (size_t j = 0; j < m->nv && j < 4 && len < MSG_LEN; j++)
-                len += (size_t)snprintf(msg + len, MSG_LEN - len, ", %s = %.17g", m->var_names[j],
-                                        prob->view.x[j * prob->view.ldx + b0 + i]);
+            for (size_t j = 0; j < m->nv && j < 4 && len < MSG_LEN; j++) {
+                char xv[40];
+                jf_double_text(xv, sizeof xv, prob->view.x[j * prob->view.ldx + b0 + i]);
+                len += (size_t)snprintf(msg + len, MSG_LEN - len, ", %s = %s", m->var_names[j], xv);
+            }
             double v = bad == np ? r[i] : J[i * np + bad];
             const char *what = isnan(v) ? "NaN" : v > 0 ? "inf" : "-inf";
             if (len < MSG_LEN) {
@@ -553,9 +555,11 @@ static void note_nonfinite(char *msg, const jf_problem *prob, const double *p,
                                 m->param_names[big_k], big);
     if (len < MSG_LEN)
         len += (size_t)snprintf(msg + len, MSG_LEN - len, " at point %zu (0-based", big_i);
-    for (size_t j = 0; j < m->nv && j < 4 && len < MSG_LEN; j++)
-        len += (size_t)snprintf(msg + len, MSG_LEN - len, ", %s = %.17g", m->var_names[j],
-                                prob->view.x[j * prob->view.ldx + big_i]);
+    for (size_t j = 0; j < m->nv && j < 4 && len < MSG_LEN; j++) {
+        char xv[40];
+        jf_double_text(xv, sizeof xv, prob->view.x[j * prob->view.ldx + big_i]);
+        len += (size_t)snprintf(msg + len, MSG_LEN - len, ", %s = %s", m->var_names[j], xv);
+    }
     if (len < MSG_LEN)
         snprintf(msg + len, MSG_LEN - len, ")); start closer to the solution or rescale "
                  "the data");

@@ -48,18 +48,23 @@ static int rows_agree(const struct jf_model *m, const int *fixed, const double *
         for (size_t i = 1; i < nfits; i++) {
             double u = rows[i * np + k];
             if (memcmp(&u, &v, sizeof u) != 0) {
+                char a[40], b[40];
+                jf_double_text(a, sizeof a, v);
+                jf_double_text(b, sizeof b, u);
                 snprintf(msg, msglen,
                          "parameter '%s' is held fixed, but the fits' starting values for it "
-                         "differ (%.17g in fit 0, %.17g in fit %zu): a batch holds a fixed "
+                         "differ (%s in fit 0, %s in fit %zu): a batch holds a fixed "
                          "parameter at one value for all its fits",
-                         m->param_names[k], v, u, i);
+                         m->param_names[k], a, b, i);
                 return JF_ERR_ARG;
             }
         }
         if (!isfinite(v) || v < lo[k] || v > hi[k]) {
+            char a[40];
+            jf_double_text(a, sizeof a, v);
             snprintf(msg, msglen,
-                     "parameter '%s': the value %g it is held fixed at is %s", m->param_names[k],
-                     v, isfinite(v) ? "outside its bounds" : "not finite");
+                     "parameter '%s': the value %s it is held fixed at is %s", m->param_names[k],
+                     a, isfinite(v) ? "outside its bounds" : "not finite");
             return JF_ERR_ARG;
         }
     }

@@ -428,7 +428,7 @@ static void test_bad_data(void) {
         free(out);
         free(err);
     }
-    char *out = NULL, *err = NULL;
+    char *out = NULL, *err = NULL, args0[1024];
     CHECK(fit("'a*x+b' /nonexistent/data.csv", &out, &err) == 1);
     CHECK_CONTAINS(err, "/nonexistent/data.csv: No such file or directory");
     free(out);
@@ -436,6 +436,12 @@ static void test_bad_data(void) {
     /* A starting value outside the bounds is refused before fitting. */
     CHECK(fit("--p0 b=-1 " EXAMPLE_JF " " EXAMPLE_CSV, &out, &err) == 2);
     CHECK_CONTAINS(err, "parameter 'b': the starting value -1 is outside its bounds [0, inf]");
+    free(out);
+    free(err);
+    /* A point where the model is not finite is named by its x as written, not 17 digits. */
+    snprintf(args0, sizeof args0, "'a*log(x)+b' '%s'", tmp("x,y\n0.1,1\n0.2,2\n-0.3,3\n0.4,4\n"));
+    CHECK(fit(args0, &out, &err) == 1);
+    CHECK_CONTAINS(err, "first at point 2 (0-based, x = -0.3), where the residual is NaN");
     free(out);
     free(err);
     /* A model with errors: the compiler's diagnostics, exit 1. */

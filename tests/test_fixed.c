@@ -201,7 +201,8 @@ static void check_batch(void) {
     rows[5] = 0.4;
     CHECK(jf_fit_batch(m, 2, d, rows, &o, res, errs) == JF_ERR_ARG);
     CHECK(!res[0] && !res[1]);
-    CHECK_CONTAINS(errs[1] ? errs[1] : "", "parameter 'c' is held fixed, but the fits' starting values");
+    CHECK_CONTAINS(errs[1] ? errs[1] : "", "parameter 'c' is held fixed, but the fits' starting "
+                                           "values for it differ (0.3 in fit 0, 0.4 in fit 1)");
     for (int i = 0; i < 2; i++) jf_free(errs[i]);
     cols.code = code;
     CHECK(jf_fit_batch_columns(m, 2, d, rows, &o, &cols) == JF_ERR_ARG);
