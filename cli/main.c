@@ -50,7 +50,7 @@ typedef struct command {
 
 static const command commands[] = {
     {"check", jf_cmd_check, "check MODEL                      parse a model, list its parameters"},
-    {"eval", jf_cmd_eval, "eval MODEL --params a=1 --at x=2  value and gradient at a point"},
+    {"eval", jf_cmd_eval, "eval MODEL [options]             value and gradient at a point"},
     {"diff", jf_cmd_diff, "diff MODEL [--param NAME]        print the simplified derivatives"},
     {"codegen", jf_cmd_codegen, "codegen MODEL --target c|cuda    print generated kernel code"},
     {"cache", jf_cmd_cache, "cache dir|info|clear|prune       inspect, clear or trim the kernel cache"},

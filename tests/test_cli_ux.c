@@ -959,6 +959,19 @@ static void test_help(void) {
         free(out);
         free(err);
     }
+    /* the list of commands is a table: every summary starts in the same column */
+    CHECK(jf("help", &out, &err) == 0);
+    const char *line = out ? strstr(out, "commands:\n") : NULL;
+    size_t col = 0, nlines = 0;
+    for (line = line ? strchr(line, '\n') + 1 : NULL; line && strncmp(line, "  ", 2) == 0;
+         line = strchr(line, '\n') + 1, nlines++) {
+        size_t gap = strstr(line + 2, "  ") - line, c = gap + strspn(line + gap, " ");
+        if (!col) col = c;
+        if (!CHECK(c == col)) fprintf(stderr, "  %.*s\n", (int)strcspn(line, "\n"), line);
+    }
+    CHECK(nlines >= 10);
+    free(out);
+    free(err);
     /* after `--` it is a formula's text (--help is -(-help)), not an option */
     CHECK(jf("diff -- --help", &out, &err) == 0);
     CHECK_CONTAINS(out, "d/dhelp = 1");
