@@ -42,7 +42,7 @@ int jf_help_print(FILE *f, const char *topic) {
 void jf_help_topics(FILE *f) {
     fputs("help topics (jitfit help TOPIC):\n"
           "  check eval diff codegen cache fit run doctor help   a command and its options\n"
-          "  dsl                                                 the model language\n"
+          "  dsl (or model)                                      the model language\n"
           "  howto                                               job files, embedding, repeated fits\n"
           "  cli                                                 the whole command-line reference\n",
           f);

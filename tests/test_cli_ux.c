@@ -926,7 +926,7 @@ static void test_help(void) {
     static const struct {
         const char *topic, *text; /* topic, a string its help must contain */
     } topics[] = {{"fit", "--group"}, {"fit", "--nan-policy"}, {"run", "[fit NAME]"},
-                  {"dsl", "Grammar"}, {"howto", "job file"}, {"check", "caret"},
+                  {"dsl", "Grammar"}, {"model", "Grammar"}, {"howto", "job file"}, {"check", "caret"},
                   {"eval", "\"gradient\""}, {"diff", "d/dNAME"}, {"codegen", "hex"},
                   {"cache", "JITFIT_NO_CACHE"}};
     for (size_t i = 0; i < sizeof topics / sizeof topics[0]; i++) {
@@ -970,6 +970,7 @@ static void test_help(void) {
         if (!CHECK(c == col)) fprintf(stderr, "  %.*s\n", (int)strcspn(line, "\n"), line);
     }
     CHECK(nlines >= 10);
+    CHECK_CONTAINS(out, "\n  dsl (or model)  "); /* the alias is listed where the topics are */
     free(out);
     free(err);
     /* after `--` it is a formula's text (--help is -(-help)), not an option */
