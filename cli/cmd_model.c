@@ -129,8 +129,13 @@ int jf_cmd_eval(int argc, char **argv) {
     }
     /* values that do not fit the model are usage errors (exit 2), as fit's --p0 */
     rc = 2;
-    if (params && jf_cli_assign_by_name(m, 0, params, "--params", p, pset) != 0) goto done;
-    if (at && jf_cli_assign_by_name(m, 1, at, "--at", x, xset) != 0) goto done;
+    char *msg = NULL;
+    if ((params && jf_cli_assign_by_name(m, 0, params, "--params", p, pset, &msg) != 0) ||
+        (at && jf_cli_assign_by_name(m, 1, at, "--at", x, xset, &msg) != 0)) {
+        jf_cli_error("eval: %s", msg ? msg : "out of memory");
+        free(msg);
+        goto done;
+    }
     for (size_t k = 0; k < np; k++)
         if (!pset[k]) {
             jf_cli_error("eval: no value for parameter '%s' (give it in --params)",

@@ -223,12 +223,12 @@ static int apply_bounds(const jf_model *m, const jf_spec_item *it, double *lo, d
     const char *origin = it->origin;
     const char *what = origin ? "bounds" : "--bounds";
     jf_cli_assign *items = NULL;
-    char full[600];
-    if (origin) snprintf(full, sizeof full, "%s: bounds", origin);
-    long n = jf_cli_parse_assignments(it->text, origin ? full : what, &items);
+    char *msg = NULL;
+    long n = jf_cli_split_assignments(it->text, &items, &msg);
     if (n < 0) {
-        if (!origin) jf_run_usage_hint();
-        return 2;
+        int rc = jf_run_setting_error(origin, "%s: %s", what, msg ? msg : "out of memory");
+        free(msg);
+        return rc;
     }
     int rc = 0;
     char names[512];
@@ -454,28 +454,26 @@ static int fixed_scales(jf_fitctx *c) {
         jf_cli_error("out of memory");
         return 1;
     }
-    char what[600];
-    if (it->origin) snprintf(what, sizeof what, "%s: x_scale", it->origin);
-    else snprintf(what, sizeof what, "--x-scale");
+    const char *what = it->origin ? "x_scale" : "--x-scale";
     double one;
     int rc = 0;
+    char *msg = NULL;
     if (jf_cli_parse_double(it->text, &one) == 0) {
         for (size_t k = 0; k < np; k++) c->x_scale[k] = one;
-    } else if (jf_cli_assign_by_name(c->model, 0, it->text, what, c->x_scale, set) != 0) {
-        rc = 2;
+    } else if (jf_cli_assign_by_name(c->model, 0, it->text, what, c->x_scale, set, &msg) != 0) {
+        rc = jf_run_setting_error(it->origin, "%s", msg ? msg : "out of memory");
+        free(msg);
     } else {
         for (size_t k = 0; k < np && !rc; k++)
-            if (!set[k] && c->fixed && c->fixed[k]) {
+            if (!set[k] && c->fixed && c->fixed[k])
                 c->x_scale[k] = 1; /* held (--fix): not fitted, so its scale is never used */
-            } else if (!set[k]) {
-                jf_cli_error("%s: no scale for '%s': name every parameter, or give one number "
-                             "for all, or 'jac'",
-                             what, jf_model_param_name(c->model, k));
-                rc = 2;
-            }
+            else if (!set[k])
+                rc = jf_run_setting_error(it->origin,
+                                          "%s: no scale for '%s': name every parameter, or give "
+                                          "one number for all, or 'jac'",
+                                          what, jf_model_param_name(c->model, k));
     }
     free(set);
-    if (rc && !it->origin) jf_run_usage_hint();
     return rc;
 }
 
@@ -501,14 +499,10 @@ static int held_params(jf_fitctx *c) {
             }
             long k = jf_model_param_index(c->model, name);
             free(name);
-            if (k < 0) {
-                char what[600];
-                if (s->fix[i].origin) snprintf(what, sizeof what, "%s: fix", s->fix[i].origin);
-                else snprintf(what, sizeof what, "--fix");
-                jf_cli_error("%s: the model has no parameter '%.*s'", what, (int)n, p);
-                if (!s->fix[i].origin) jf_run_usage_hint();
-                return 2;
-            }
+            if (k < 0)
+                return jf_run_setting_error(s->fix[i].origin,
+                                            "%s: the model has no parameter '%.*s'",
+                                            s->fix[i].origin ? "fix" : "--fix", (int)n, p);
             c->fixed[k] = 1;
             p += n + (p[n] == ',');
         }
@@ -517,12 +511,9 @@ static int held_params(jf_fitctx *c) {
     for (size_t k = 0; k < np; k++) nfixed += (size_t)c->fixed[k];
     if (nfixed == np) { /* the last list completed the set: name where it was written */
         const char *origin = s->fix[s->nfix - 1].origin;
-        if (origin)
-            jf_cli_error("%s: fix holds every parameter of the model: nothing is left to fit",
-                         origin);
-        else
-            jf_cli_error("--fix holds every parameter of the model: nothing is left to fit");
-        return 2;
+        return jf_run_setting_error(origin, "%s holds every parameter of the model: nothing is "
+                                            "left to fit",
+                                    origin ? "fix" : "--fix");
     }
     return 0;
 }
@@ -558,16 +549,16 @@ static int start_and_bounds(jf_fitctx *c) {
         return 1;
     }
     for (size_t i = 0; i < s->np0; i++) {
-        char what[600];
+        char what[64], *msg = NULL;
         const char *key = s->p0[i].key ? s->p0[i].key : "p0"; /* a fix's NAME=VALUE: "fix" */
-        if (s->p0[i].origin) snprintf(what, sizeof what, "%s: %s", s->p0[i].origin, key);
-        else snprintf(what, sizeof what, "--%s", key); /* in a job, jf_cli_error names the fit */
+        snprintf(what, sizeof what, "%s%s", s->p0[i].origin ? "" : "--", key);
         memset(set, 0, np * sizeof *set);
-        if (jf_cli_assign_by_name(m, 0, s->p0[i].text, what, c->p0, set) != 0) {
-            if (!s->p0[i].origin) jf_run_usage_hint();
+        if (jf_cli_assign_by_name(m, 0, s->p0[i].text, what, c->p0, set, &msg) != 0) {
+            int rc = jf_run_setting_error(s->p0[i].origin, "%s", msg ? msg : "out of memory");
+            free(msg);
             free(from);
             free(set);
-            return 2;
+            return rc;
         }
         for (size_t k = 0; k < np; k++) {
             if (set[k]) from[k] = s->p0[i].origin;

@@ -231,24 +231,21 @@ long jf_cli_split_assignments(const char *text, jf_cli_assign **out, char **msg)
     return n;
 }
 
-long jf_cli_parse_assignments(const char *text, const char *what, jf_cli_assign **out) {
-    char *msg = NULL;
-    long n = jf_cli_split_assignments(text, out, &msg);
-    if (n < 0) jf_cli_error("%s: %s", what, msg ? msg : "out of memory");
-    free(msg);
-    return n;
-}
-
 int jf_cli_assign_by_name(const jf_model *m, int vars, const char *text, const char *what,
-                          double *values, int *set) {
+                          double *values, int *set, char **msg) {
     jf_cli_assign *a = NULL;
-    long n = jf_cli_parse_assignments(text, what, &a);
-    if (n < 0) return -1;
+    char *why = NULL;
+    *msg = NULL;
+    long n = jf_cli_split_assignments(text, &a, &why);
+    if (n < 0) {
+        if (why) *msg = jf_cli_strf("%s: %s", what, why);
+        free(why);
+        return -1;
+    }
     size_t count = vars ? jf_model_num_vars(m) : jf_model_num_params(m);
     /* A name twice in one list is a slip (which value was meant?), not a last-one-wins. */
     unsigned char *seen = calloc(count ? count : 1, 1);
     int rc = seen ? 0 : -1;
-    if (!seen) jf_cli_error("out of memory");
     for (long i = 0; i < n && rc == 0; i++) {
         size_t k = 0;
         double v;
@@ -258,15 +255,15 @@ int jf_cli_assign_by_name(const jf_model *m, int vars, const char *text, const c
             k++;
         }
         if (k == count) {
-            jf_cli_error("%s: the model has no %s '%s'", what, vars ? "variable" : "parameter",
-                         a[i].name);
+            *msg = jf_cli_strf("%s: the model has no %s '%s'", what, vars ? "variable" : "parameter",
+                               a[i].name);
             rc = -1;
         } else if (jf_cli_parse_double(a[i].value, &v) != 0 || isnan(v)) {
             /* NaN would read as "no value given" downstream, silently replaced by a default */
-            jf_cli_error("%s: '%s' is not a number (for '%s')", what, a[i].value, a[i].name);
+            *msg = jf_cli_strf("%s: '%s' is not a number (for '%s')", what, a[i].value, a[i].name);
             rc = -1;
         } else if (seen[k]) {
-            jf_cli_error("%s: '%s' is given twice", what, a[i].name);
+            *msg = jf_cli_strf("%s: '%s' is given twice", what, a[i].name);
             rc = -1;
         } else {
             values[k] = v;

@@ -61,16 +61,14 @@ typedef struct jf_cli_assign {
  * ("expected NAME=VALUE, got 'a'"; NULL when out of memory). The caller frees the items with
  * jf_cli_assign_free. */
 long jf_cli_split_assignments(const char *text, jf_cli_assign **out, char **msg);
-/* jf_cli_split_assignments that prints its error ("jitfit: WHAT: message"; what is the option
- * name) instead of returning it. */
-long jf_cli_parse_assignments(const char *text, const char *what, jf_cli_assign **out);
 void jf_cli_assign_free(jf_cli_assign *a, long n);
 
 /* Fills values[k] for each parameter (or variable, when vars is 1) of m named in "a=1,b=2".
  * Unknown names are errors (with a suggestion); set[k] (if not NULL) marks the ones given.
- * Returns 0, or -1 after printing an error. */
+ * Returns 0, or -1 with a malloc'd "WHAT: message" in *msg (NULL when out of memory): the
+ * caller prints it with its command's prefix, as its other option errors. */
 int jf_cli_assign_by_name(const jf_model *m, int vars, const char *text, const char *what,
-                          double *values, int *set);
+                          double *values, int *set, char **msg);
 
 /* Writes a double as JSON: shortest round-trip decimal, locale-independent; non-finite values
  * become null (JSON has no inf/nan) unless as_string_nonfinite, then "inf"/"-inf"/"nan". */

@@ -485,12 +485,13 @@ static void test_usage(void) {
         {"--backend cuda " EXAMPLE_JF " " EXAMPLE_CSV, "--backend: unknown backend 'cuda'"},
         {EXAMPLE_JF " " EXAMPLE_CSV " --ftol", "option --ftol needs a value"},
         {EXAMPLE_JF " " EXAMPLE_CSV " --bogus", "unknown option '--bogus'"},
-        {"--p0 q=1 " EXAMPLE_JF " " EXAMPLE_CSV, "the model has no parameter 'q'"},
+        {"--p0 q=1 " EXAMPLE_JF " " EXAMPLE_CSV, "jitfit: fit: --p0: the model has no parameter 'q'"},
         {"--p0 a=x " EXAMPLE_JF " " EXAMPLE_CSV, "'x' is not a number"},
         {"--p0 a " EXAMPLE_JF " " EXAMPLE_CSV, "expected NAME=VALUE"},
         /* NaN reads as "no value given" downstream: it would become the default 1 */
         {"--p0 a=nan " EXAMPLE_JF " " EXAMPLE_CSV, "--p0: 'nan' is not a number (for 'a')"},
-        {"--p0 a=1,b=2,a=3 " EXAMPLE_JF " " EXAMPLE_CSV, "--p0: 'a' is given twice"},
+        {"--p0 a=1,b=2,a=3 " EXAMPLE_JF " " EXAMPLE_CSV, "jitfit: fit: --p0: 'a' is given twice"},
+        {"--bounds a " EXAMPLE_JF " " EXAMPLE_CSV, "jitfit: fit: --bounds: expected NAME=VALUE"},
         {"--bounds a=1 " EXAMPLE_JF " " EXAMPLE_CSV, "--bounds: expected LOW:HIGH for 'a'"},
         {"--bounds a=2:1 " EXAMPLE_JF " " EXAMPLE_CSV,
          "--bounds: the lower bound of 'a' is not below its upper bound"},
@@ -565,9 +566,9 @@ static void test_x_scale(void) {
     static const struct {
         const char *opt, *msg;
     } bad[] = {
-        {"--x-scale a=1,b=1", "--x-scale: no scale for 'c': name every parameter"},
+        {"--x-scale a=1,b=1", "jitfit: fit: --x-scale: no scale for 'c': name every parameter"},
         {"--x-scale a=1,b=0,c=1", "'0' is not a positive finite scale (for 'b')"},
-        {"--x-scale q=1", "--x-scale: the model has no parameter 'q'"},
+        {"--x-scale q=1", "jitfit: fit: --x-scale: the model has no parameter 'q'"},
         {"--x-scale -1", "'-1': a scale must be positive and finite"},
         {"--x-scale inf", "'inf': a scale must be positive and finite"},
     };
@@ -690,11 +691,12 @@ static void test_fix(void) {
         const char *opt, *msg;
         int rc;
     } bad[] = {
-        {"--fix q", "--fix: the model has no parameter 'q'", 2},
+        {"--fix q", "jitfit: fit: --fix: the model has no parameter 'q'", 2},
         /* NAME=VALUE also sets the start, but the name is the --fix's, not a --p0's */
         {"--fix q=1", "--fix: the model has no parameter 'q'", 2},
         {"--fix c=0.3,c=0.4", "--fix: 'c' is given twice", 2},
-        {"--fix a,b,c", "--fix holds every parameter of the model: nothing is left to fit", 2},
+        {"--fix a,b,c", "jitfit: fit: --fix holds every parameter of the model: nothing is left "
+                        "to fit", 2},
         {"--fix c=x", "--fix: 'x' is not a number (for 'c')", 2},
         {"--fix 'a b'", "--fix: expected NAME or NAME=VALUE, got 'a b'", 2},
         {"--fix c,", "--fix: expected NAME or NAME=VALUE, got ''", 2},

@@ -73,7 +73,7 @@ static void test_eval(void) {
 
     /* values that do not fit the model are usage errors, as fit's --p0 */
     CHECK(run("eval 'a*x' --params a=1,zz=2 --at x=1", &out, &err) == 2);
-    CHECK_CONTAINS(err, "no parameter 'zz'");
+    CHECK_CONTAINS(err, "jitfit: eval: --params: the model has no parameter 'zz'");
     free(out);
     free(err);
     CHECK(run("eval 'a*x' --params a=1", &out, &err) == 2);

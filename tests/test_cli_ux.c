@@ -788,7 +788,7 @@ static void test_job_run(void) {
     free(err);
     snprintf(buf, sizeof buf, "run '%s' --only one --p0 q=2", job);
     CHECK(jf(buf, &out, &err) == 2);
-    CHECK_CONTAINS(err, "jitfit: [fit one]: --p0: the model has no parameter 'q'");
+    CHECK_CONTAINS(err, "jitfit: run: [fit one]: --p0: the model has no parameter 'q'");
     free(out);
     free(err);
     CHECK(jf("run /nonexistent/job.ini", &out, &err) == 2);
