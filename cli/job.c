@@ -51,7 +51,8 @@ typedef struct reader {
     int after_key;     /* 1 when inih would read an indented line as a continuation */
     char *long_value;  /* the value of the current line when inih got a stand-in, else NULL */
     int too_long;      /* line number of a line over JOB_MAX_LINE (or a section name over
-                          JOB_MAX_SECTION), or 0 */
+                          JOB_MAX_SECTION, or one inih cannot be given), or 0 */
+    char too_long_why[96]; /* what is wrong with that line: the error names the limit hit */
     entry *e;          /* entries so far */
     size_t n, cap;     /* count and capacity of e */
     header *h;         /* section headers so far */
@@ -116,8 +117,11 @@ static char *read_line(char *str, int num, void *stream) {
     char *s = r->buf;
     size_t len = (size_t)got;
     if (r->line == 1 && strncmp(s, "\xEF\xBB\xBF", 3) == 0) s += 3, len -= 3; /* inih skips it */
-    if (len && len > JOB_MAX_LINE - 2 + (s[len - 1] == '\n') && !r->too_long)
+    if (len && len > JOB_MAX_LINE - 2 + (s[len - 1] == '\n') && !r->too_long) {
         r->too_long = (int)r->line;
+        snprintf(r->too_long_why, sizeof r->too_long_why, "line longer than %d characters",
+                 JOB_MAX_LINE - 2);
+    }
     r->continuation = s[0] == ' ' || s[0] == '\t';
     char *t = s;
     while (isspace((unsigned char)*t)) t++;
@@ -126,7 +130,11 @@ static char *read_line(char *str, int num, void *stream) {
     if (!comment && !blank && !continued && *t == '[') {
         char *end = find_or_comment(t + 1, "]");
         if (*end == ']') {
-            if ((size_t)(end - t - 1) > JOB_MAX_SECTION && !r->too_long) r->too_long = (int)r->line;
+            if ((size_t)(end - t - 1) > JOB_MAX_SECTION && !r->too_long) {
+                r->too_long = (int)r->line;
+                snprintf(r->too_long_why, sizeof r->too_long_why,
+                         "section name longer than %d characters", JOB_MAX_SECTION);
+            }
             add_header(r, t + 1, (size_t)(end - t - 1));
         }
         r->after_key = 0;
@@ -147,7 +155,15 @@ static char *read_line(char *str, int num, void *stream) {
         char *sep = find_or_comment(t, "=:");
         size_t key = (size_t)(sep - s);
         if ((*sep != '=' && *sep != ':') || key + 4 > (size_t)num) {
-            if (!r->too_long) r->too_long = (int)r->line; /* no stand-in can say this */
+            if (!r->too_long) { /* no stand-in can say this */
+                r->too_long = (int)r->line;
+                if (*sep != '=' && *sep != ':')
+                    snprintf(r->too_long_why, sizeof r->too_long_why,
+                             "syntax error: expected [section], key = value, or a comment");
+                else
+                    snprintf(r->too_long_why, sizeof r->too_long_why,
+                             "key longer than %d characters", num - 4);
+            }
             snprintf(str, (size_t)num, "#\n");
         } else {
             r->long_value = strdup(clean_value(sep + 1));
@@ -318,9 +334,7 @@ int jf_job_read(const char *path, jf_job *job) {
         jf_cli_error("out of memory");
         errors++;
     } else if (r.too_long) {
-        jf_cli_error("%s:%d: line longer than %d characters, or a section name "
-                        "longer than %d",
-                path, r.too_long, JOB_MAX_LINE - 2, JOB_MAX_SECTION);
+        jf_cli_error("%s:%d: %s", path, r.too_long, r.too_long_why);
         errors++;
     } else if (bad_line > 0) {
         jf_cli_error("%s:%d: syntax error: expected [section], key = value, or a "

@@ -43,6 +43,8 @@ static int jf(const char *args, char **out, char **err) {
 #define NAN_HINT " (--nan-policy omit, or nan_policy = omit in a job file, drops rows with NaN or missing values)"
 /* 288 characters that change nothing in a model */
 #define LONG_ZEROS_8 " + 0*x + 0*x + 0*x + 0*x + 0*x + 0*x"
+/* A fit name of 45 characters: "fit " and it make the longest section name a job may hold. */
+#define NAME_45 "abcdefghijklmnopqrstuvwxyzabcdefghijklmnopqrs"
 #define LONG_ZEROS LONG_ZEROS_8 LONG_ZEROS_8 LONG_ZEROS_8 LONG_ZEROS_8 LONG_ZEROS_8 LONG_ZEROS_8 LONG_ZEROS_8 LONG_ZEROS_8
 
 /* The value of a parameter in --json output. */
@@ -672,6 +674,11 @@ static void test_job_checks(void) {
         {"[fit a]\nmodel = a*x+b\ndata = DATA\n[fit g]\nmodel = a*x+b\ndata = DATA\ngroup = x\nplot = g.svg\n", 2, ":4: [fit g]: --plot draws one fit"},
         {"[fit a]\nmodel = a*x+b\ndata = DATA\noutput = same.csv\n[fit b]\nmodel = a*x\ndata = DATA\noutput = ./same.csv\n", 2, ":5: [fit b] and [fit a] (line 1) both write"},
         {"[fit a]\nmodel = a*x+b\ndata = DATA\noutput = DATA\n", 2, ":1: [fit a]: output "},
+        /* the error names the limit the line passed: a section name of 49 characters (a fit's
+         * name of 45) is the longest; a long line that is no key = value is a syntax error */
+        {"[fit " NAME_45 "]\nmodel = a*x+b\ndata = DATA\n", 0, ""},
+        {"[fit " NAME_45 "b]\nmodel = a*x+b\ndata = DATA\n", 2, ":1: section name longer than 49 characters\n"},
+        {"[fit a]\nmodel = a*x+b\ndata = DATA\nno equals sign" LONG_ZEROS "\n", 2, ":4: syntax error: expected [section]"},
     };
     const char *data = tmp(".csv", "x,y\n" LINE_ROWS);
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
