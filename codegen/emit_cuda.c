@@ -376,9 +376,13 @@ void jf_emit_cuda_model(jf_buf *b, const jf_emit_model *em, const jf_emit_option
     jf_buf_puts(b, cuda_common_tail);
     jf_buf_printf(b,
                   "/* ---- model%s%s: %zu parameter(s), %zu variable(s); %zu operations for f, "
-                  "%zu for f and its gradient; normal_eq sums %zu values ---- */\n",
-                  em->suffix[0] ? " " : "", em->suffix, m->np, m->nv, em->sf->n, em->sall->n,
-                  jf_emit_num_acc(m->np));
+                  "%zu for f and its gradient; ",
+                  em->suffix[0] ? " " : "", em->suffix, m->np, m->nv, em->sf->n, em->sall->n);
+    /* without normal_eq (a large model) no kernel sums: the line must not say one does */
+    if (o->no_normal_eq)
+        jf_buf_puts(b, "no normal_eq: the solver forms J^T J from jacobian_row with cuBLAS ---- */\n");
+    else
+        jf_buf_printf(b, "normal_eq sums %zu values ---- */\n", jf_emit_num_acc(m->np));
     if (o->cuda_single)
         jf_buf_puts(b, "/* single precision: the model is evaluated in fp32; r, J, the loss and "
                        "the sums are fp64 */\n");
