@@ -428,8 +428,9 @@ static void drop_nan_rows(jf_fitctx *c) {
         c->rows_dropped = bad;
         c->rows_no_label = no_label;
         if (no_label == 0 || no_label == bad)
-            fprintf(stderr, "jitfit: note: %s: dropped %zu of %zu rows with %s (--nan-policy omit)\n",
-                    c->df->path, bad, n0, no_label ? "no group label" : "NaN in the used columns");
+            fprintf(stderr, "jitfit: note: %s: dropped %zu of %zu row%s with %s (--nan-policy omit)\n",
+                    c->df->path, bad, n0, n0 == 1 ? "" : "s",
+                    no_label ? "no group label" : "NaN in the used columns");
         else
             fprintf(stderr, "jitfit: note: %s: dropped %zu of %zu rows: %zu with NaN in the used "
                             "columns, %zu with no group label (--nan-policy omit)\n",

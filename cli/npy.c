@@ -326,7 +326,8 @@ int jf_npy_parse(const char *path, const unsigned char *buf, size_t len, jf_npy 
     if (nrows && rec > SIZE_MAX / nrows / 2) FAIL("%s: the array is too large", path);
     size_t need = rec * nrows, have = len - hstart - hlen;
     if (have < need)
-        FAIL("%s: truncated .npy data: expected %zu bytes, found %zu", path, need, have);
+        FAIL("%s: truncated .npy data: expected %zu byte%s, found %zu", path, need,
+             need == 1 ? "" : "s", have);
     out->values = malloc((nrows * ncols > 0 ? nrows * ncols : 1) * sizeof(double));
     out->inexact = calloc(ncols, sizeof *out->inexact);
     if (!out->values || !out->inexact) {

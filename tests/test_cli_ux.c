@@ -152,6 +152,8 @@ static void test_npy(void) {
         {"{'descr': '<c16', 'fortran_order': False, 'shape': (6, 2), }", 96, "unsupported dtype '<c16'"},
         {"{'descr': '<f8', 'fortran_order': False, 'shape': (6, 2), }", 40,
          "truncated .npy data: expected 96 bytes, found 40"},
+        {"{'descr': '|u1', 'fortran_order': False, 'shape': (1, 1), }", 0,
+         "truncated .npy data: expected 1 byte, found 0"},
         {"{'descr': '<f8', 'fortran_order': False, 'shape': (2, 3, 2), }", 96,
          "more than 2 dimensions"},
         {"{'descr': '|O', 'fortran_order': False, 'shape': (6, 2), }", 96, "unsupported dtype"},
@@ -287,6 +289,12 @@ static void test_nan_policy(void) {
     CHECK(!strstr(out ? out : "", "\"group\": \"\""));
     /* the note names the reason: no cell of the row is NaN */
     CHECK_CONTAINS(err, "dropped 1 of 5 rows with no group label (--nan-policy omit)");
+    free(out);
+    free(err);
+    const char *one = tmp(".csv", "x,y\nnan,1\n");
+    snprintf(buf, sizeof buf, "fit --nan-policy omit 'a*x+b' '%s'", one);
+    CHECK(jf(buf, &out, &err) == 1);
+    CHECK_CONTAINS(err, "dropped 1 of 1 row with NaN in the used columns");
     free(out);
     free(err);
     snprintf(buf, sizeof buf, "fit --group g --nan-policy omit 'a*x+b' '%s'", eg);
