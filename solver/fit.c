@@ -484,11 +484,59 @@ static void note_params(char *msg, const int *mark, size_t np, char *const *name
 /* Appends to msg which parameters the data do not determine although they influence the model
  * (rank-deficient J: collinear columns, e.g. a+b), as scipy's curve_fit warns that the
  * covariance could not be estimated; zero columns are noted apart. mark: np ints of scratch. */
-static void note_undetermined(char *msg, const int *unident, const double *A, size_t np,
-                              char *const *names, int *mark) {
+/* Whether the Jacobian columns j and k, equal at x, part when x_j alone moves (by 1e-2
+ * relative): then they were equal because x_j = x_k (a1*exp(-k1*x)+a2*exp(-k2*x) at k1 = k2),
+ * not because the model cannot tell them apart at all (a*x + b*x). One linear-loss pass. */
+static int parts_when_moved(jf_problem *prob, const double *x, size_t j, size_t k) {
+    size_t np = prob->np;
+    double *acc = malloc(prob->nacc * sizeof *acc), *xp = malloc(np * sizeof *xp);
+    int parts = 0;
+    if (acc && xp) {
+        memcpy(xp, x, np * sizeof *xp);
+        xp[j] += 1e-2 * fmax(fabs(x[j]), 1.0);
+        jf_problem_normal_eq(prob, xp, JF_LOSS_LINEAR, acc);
+        /* the packed upper triangle, row by row: (a, b ≥ a) at a·np − a(a−1)/2 + (b − a) */
+        double ajj = acc[j * np - j * (j - 1) / 2], akk = acc[k * np - k * (k - 1) / 2];
+        double ajk = acc[j * np - j * (j - 1) / 2 + (k - j)];
+        parts = ajj > 0 && akk > 0 && ajk / sqrt(ajj * akk) < 1.0 - 1e-9;
+    }
+    free(acc);
+    free(xp);
+    return parts;
+}
+
+static void note_undetermined(char *msg, const int *unident, const double *A, const double *x,
+                              const double *x0, jf_problem *prob, char *const *names,
+                              int *mark) {
+    size_t np = prob->np;
     for (size_t k = 0; k < np; k++) mark[k] = unident[k] && A[k * np + k] > 0;
     note_params(msg, mark, np, names, "; the data do not determine",
                 " (the Jacobian is rank-deficient at the solution)");
+    /* Pairs of those that started equal and are still equal, with equal Jacobian columns, are
+     * a symmetric start, such as the default start 1 for both terms of
+     * a1*exp(-k1*x)+a2*exp(-k2*x): every step keeps them equal (up to rounding), so the fit
+     * never tells them apart, whatever the data. */
+    size_t len = strlen(msg), pairs = 0;
+    const double close = 1e-8;
+    for (size_t j = 0; j < np; j++) {
+        if (!mark[j]) continue;
+        for (size_t k = j + 1; k < np && len < MSG_LEN - 80; k++) {
+            double ajj = A[j * np + j], akk = A[k * np + k], ajk = A[j * np + k];
+            if (!mark[k] || x0[j] != x0[k] ||
+                !(fabs(x[j] - x[k]) <= close * fmax(fabs(x[j]), fabs(x[k]))) ||
+                !(fabs(ajj - akk) <= close * ajj) || !(fabs(ajk - ajj) <= close * ajj) ||
+                !parts_when_moved(prob, x, j, k))
+                continue;
+            len += (size_t)snprintf(msg + len, MSG_LEN - len, "%s '%s' and '%s'",
+                                    pairs ? "," : ";", names[j], names[k]);
+            pairs++;
+            mark[k] = 0; /* a third equal one pairs with j only */
+        }
+    }
+    if (pairs && len < MSG_LEN)
+        snprintf(msg + len, MSG_LEN - len, " started equal and the model treats %s alike, so "
+                 "no step can part them: give them different starting values",
+                 pairs == 1 ? "them" : "each pair");
 }
 
 /* Writes to msg (of MSG_LEN) why the start is not usable: where the model value or a
@@ -875,7 +923,7 @@ static int run_fit(const fit_setup *s, const jf_data *d, const double *w, const 
                         "; at the solution the model does not depend on",
                         " (a zero Jacobian column there but not at the start: a factor vanished, "
                         "e.g. a parameter on its bound at 0)");
-        note_undetermined(b->message, unident, st.A, np, m->param_names, zero);
+        note_undetermined(b->message, unident, st.A, r->params, x0, &prob, m->param_names, zero);
         /* FTOL and XTOL say the steps stopped paying, not that the gradient vanished: with a
          * scale D fixed by a huge starting Jacobian column (a*exp(b*x) from b = 1 on x up to
          * 50) they can fire far from a minimum, as in scipy's trf. The cosine measure was

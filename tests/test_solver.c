@@ -472,6 +472,50 @@ static void test_robust_optimality(void) {
     jf_model_free(m);
 }
 
+/* A symmetric start (the default 1 for both terms of a sum of exponentials) keeps the twin
+ * parameters equal at every step: the message says so and what to do, and says nothing of the
+ * kind where the model itself cannot tell two parameters apart (a*x + b*x). */
+static void test_symmetric_start(void) {
+    enum { N = 40 };
+    double x[N], y[N];
+    for (int i = 0; i < N; i++) {
+        x[i] = i * 0.2;
+        y[i] = 3 * exp(-2 * x[i]) + 1.5 * exp(-0.3 * x[i]) + 0.01 * ((i * 37) % 7 - 3);
+    }
+    jf_data d = {N, x, 0, y, NULL};
+    jf_model *m = compile("a1*exp(-k1*x)+a2*exp(-k2*x)");
+    jf_fit_result *r = NULL;
+    char *err = NULL;
+    if (m && CHECK(jf_fit(m, &d, NULL, &r, &err) == JF_OK)) {
+        CHECK_CONTAINS(r->message, "; 'k1' and 'k2' started equal and the model treats them "
+                                   "alike, so no step can part them: give them different "
+                                   "starting values");
+        CHECK(!strstr(r->message, "'a1' and 'a2'"));
+    }
+    jf_fit_result_free(r);
+    jf_model_free(m);
+    r = NULL;
+    const double p0[4] = {1, 1, 1, 0.2};
+    jf_fit_options o = jf_fit_options_default();
+    o.p0 = p0;
+    m = compile("a1*exp(-k1*x)+a2*exp(-k2*x)");
+    if (m && CHECK(jf_fit(m, &d, &o, &r, &err) == JF_OK)) {
+        CHECK(r->success);
+        CHECK(!strstr(r->message, "started equal"));
+        CHECK(!strstr(r->message, "do not determine"));
+    }
+    jf_fit_result_free(r);
+    jf_model_free(m);
+    r = NULL;
+    m = compile("a*x+b*x+c");
+    if (m && CHECK(jf_fit(m, &d, NULL, &r, &err) == JF_OK)) {
+        CHECK_CONTAINS(r->message, "the data do not determine 'a', 'b'");
+        CHECK(!strstr(r->message, "started equal"));
+    }
+    jf_fit_result_free(r);
+    jf_model_free(m);
+}
+
 /* ---- a power law on data that include x = 0 ------------------------------------------------ */
 
 /* d(x^b)/db = x^b·log x is taken as its limit 0 at x = 0 (for b > 0), so a·x^b fits data with
@@ -1074,6 +1118,7 @@ int main(void) {
     test_robust_start_outside();
     test_huber_nearly_l1();
     test_robust_optimality();
+    test_symmetric_start();
     test_suspect_stop();
     test_unused_and_errors();
     test_nonfinite_trial();
