@@ -282,9 +282,9 @@ static int polish_step_small(const double *J, const double *r, size_t n, size_t 
 }
 
 /* Σ_i J[i, k]² of the n×np row-major J. Four sums of every fourth point, added in a fixed
- * order: deterministic, and not one chain of dependent additions (n·np of them in a row cost
- * more than the triangle's Householder passes). A pass over the rows updating np sums in memory
- * is no better: each entry waits on the store of the previous row's sum. */
+ * order: deterministic, and not one chain of n dependent additions (a third of the polish's
+ * own time at 1e4 points, by perf). A pass over the rows updating np sums in memory was no
+ * better: each entry waited on the store of the previous row's sum. */
 static double column_norm2(const double *J, size_t n, size_t np, size_t k) {
     double s0 = 0, s1 = 0, s2 = 0, s3 = 0;
     const double *c = J + k;
@@ -309,9 +309,9 @@ static int polish(jf_problem *prob, const jf_lm_config *cfg, double *x, jf_lm_st
     /* Up to JF_LSQ_MAX parameters the trial point's J2 and the triangle's copy of the columns
      * W share one buffer: the triangle is read out (R, Qᵀb) before J2 is evaluated, so W is
      * dead by then. J and J2 swap when a step is kept, so both get W's n·(np + 1) entries, and
-     * at the end W is whichever does not hold the final J. A quarter less memory touched per
-     * fit than three buffers: at 1e4 points the first touch of fresh pages cost a fifth of a
-     * fit. */
+     * at the end W is whichever does not hold the final J. A quarter less fresh memory per
+     * fit than three buffers: at 1e4 points, faulting in fresh pages took a fifth of a fit's
+     * time in a loop of fits (perf). */
     int shared = np <= JF_LSQ_MAX && run_steps;
     size_t jlen = shared ? n * (np + 1) : n * np;
     double *J = malloc(jlen * sizeof *J), *r = malloc(n * sizeof *r);
@@ -340,8 +340,6 @@ static int polish(jf_problem *prob, const jf_lm_config *cfg, double *x, jf_lm_st
     jf_pol_begin(&P, np, cfg->max_nfev, st->nfev, F, noise_sum(prob, r));
     while (run_steps && jf_pol_more(&P)) {
         size_t m = 0;
-        /* the squared column norms in one pass over J's rows (each column's terms in point
-         * order, as a column at a time would add them); wF is free during the polish */
         for (size_t k = 0; k < np; k++) {
             double cn2 = column_norm2(J, n, np, k);
             w->D[k] = sqrt(cn2);
