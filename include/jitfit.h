@@ -217,8 +217,8 @@ JF_API int jf_loss_from_name(const char *name);
 /* Reads a memory size as jitfit's --max-gpu-mem and $JITFIT_MAX_GPU_MEM take it: a decimal
  * number (locale-independent) and an optional unit, case-insensitive: B; K, M, G, T or KiB, MiB,
  * GiB, TiB (powers of 1024); kB, MB, GB, TB (powers of 1000). Fractions of a byte are dropped.
- * 0 with the bytes in *bytes, or -1 (NULL, blanks, other text, negative, not finite, 2^63 or
- * more) leaving *bytes unchanged. */
+ * 0 with the bytes in *bytes, or -1 (text or bytes NULL, blanks, other text, negative, not
+ * finite, 2^63 or more) leaving *bytes unchanged. */
 JF_API int jf_memory_size_from_text(const char *text, size_t *bytes);
 
 /* Where to run a fit. */

@@ -106,7 +106,7 @@ int jf_memory_size_from_text(const char *text, size_t *bytes) {
     } units[] = {{"", 1}, {"b", 1}, {"k", 0x1p10}, {"kib", 0x1p10}, {"kb", 1e3},
                  {"m", 0x1p20}, {"mib", 0x1p20}, {"mb", 1e6}, {"g", 0x1p30}, {"gib", 0x1p30},
                  {"gb", 1e9}, {"t", 0x1p40}, {"tib", 0x1p40}, {"tb", 1e12}};
-    if (!text) return -1;
+    if (!text || !bytes) return -1;
     size_t len = strlen(text), u = len;
     while (u > 0 && isalpha((unsigned char)text[u - 1])) u--;
     /* decimal only: no hex, no blanks, no "inf" or "nan" (those end in letters anyway) */

@@ -45,6 +45,10 @@ static void test_sizes(void) {
         free(msg);
         jf_spec_free(&s);
     }
+    /* NULL text or NULL bytes: -1, as the header says, not a crash */
+    size_t bytes = 7;
+    CHECK(jf_memory_size_from_text(NULL, &bytes) == -1 && bytes == 7);
+    CHECK(jf_memory_size_from_text("1G", NULL) == -1);
     /* the default: no limit of the caller's */
     CHECK(jf_fit_options_default().max_gpu_mem == 0);
 }
