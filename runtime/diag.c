@@ -246,7 +246,8 @@ static void render_quote(sbuf *b, const jf_diagnostics *d, const jf_diag *g) {
 const char *jf_diagnostics_text(const jf_diagnostics *cd) {
     if (!cd) return NULL;
     jf_diagnostics *d = (jf_diagnostics *)cd; /* the rendered text is a cache */
-    if (d->text) return d->text;
+    char *cached = __atomic_load_n(&d->text, __ATOMIC_ACQUIRE);
+    if (cached) return cached;
     sbuf b = {0};
     sb_put(&b, "", 0);
     for (size_t i = 0; i < d->n; i++) {
@@ -269,8 +270,14 @@ const char *jf_diagnostics_text(const jf_diagnostics *cd) {
         free(b.s);
         return "error: out of memory while rendering diagnostics\n";
     }
-    d->text = b.s;
-    return d->text;
+    /* const d may be shared by threads (the header's thread rule): two that render at once
+     * publish only the first text; the other frees its own copy instead of leaking it. */
+    if (!__atomic_compare_exchange_n(&d->text, &cached, b.s, 0, __ATOMIC_ACQ_REL,
+                                     __ATOMIC_ACQUIRE)) {
+        free(b.s);
+        return cached;
+    }
+    return b.s;
 }
 
 void jf_diagnostics_free(jf_diagnostics *d) {

@@ -314,7 +314,51 @@ static void *compile_many(void *arg) {
     return NULL;
 }
 
+/* One diagnostics list rendered by several threads at once (a const object, so allowed): all
+ * must get the one cached text; a second copy would leak (the sanitizer build) and differ. */
+typedef struct render_ctx {
+    const jf_diagnostics *d;
+    int *go;
+    const char *text;
+} render_ctx;
+
+static void *render_shared(void *arg) {
+    render_ctx *c = arg;
+    while (!__atomic_load_n(c->go, __ATOMIC_ACQUIRE)) {
+    }
+    c->text = jf_diagnostics_text(c->d);
+    return NULL;
+}
+
+static void test_shared_diagnostics(void) {
+    /* fifty errors quoting a long line: rendering takes long enough for the threads to meet */
+    char text[64 * 8] = "y ~ ";
+    for (int i = 0; i < 60; i++) strcat(text, "foo(x)+");
+    strcat(text, "a");
+    int differ = 0;
+    for (int it = 0; it < 300; it++) {
+        jf_model *m = NULL;
+        jf_diagnostics *d = NULL;
+        CHECK(jf_model_compile(text, (size_t)-1, NULL, &m, &d) == JF_ERR_PARSE && d);
+        int go = 0;
+        render_ctx c[3];
+        pthread_t th[3];
+        int started = 0;
+        for (int i = 0; i < 3; i++) {
+            c[i] = (render_ctx){d, &go, NULL};
+            if (pthread_create(&th[i], NULL, render_shared, &c[i]) != 0) break;
+            started++;
+        }
+        __atomic_store_n(&go, 1, __ATOMIC_RELEASE);
+        for (int i = 0; i < started; i++) pthread_join(th[i], NULL);
+        for (int i = 0; i < started; i++) differ += c[i].text != jf_diagnostics_text(d);
+        jf_diagnostics_free(d);
+    }
+    CHECK(differ == 0);
+}
+
 static void test_threads(void) {
+    test_shared_diagnostics();
     pthread_t th[4];
     int failures[4] = {0};
     int started = 0;
