@@ -30,6 +30,9 @@ endif()
 
 # The package files find everything from their own place: a relocated prefix works.
 file(GLOB_RECURSE pkgfiles ${prefix}/lib*/*.pc ${prefix}/lib*/*.cmake)
+if(NOT pkgfiles)
+  message(FATAL_ERROR "no package files under ${prefix}")
+endif()
 foreach(f ${pkgfiles})
   file(READ ${f} text)
   foreach(tree ${BUILD_DIR} ${SRC_DIR})
