@@ -373,15 +373,16 @@ static void test_threads(void) {
 /* ---- allocation failure injection ----------------------------------------------------------
  * With glibc, a program may replace malloc and friends (glibc's own internal calls then use the
  * replacement too); the replacements here forward to glibc and can fail the k-th allocation of
- * an armed window, counting allocations minus frees to find leaks. Not in sanitizer builds,
- * whose runtimes own malloc. */
+ * an armed window, counting allocations minus frees to find leaks. Not in sanitizer builds
+ * (ASan, MSan, TSan), whose runtimes own malloc. */
 #if defined(__has_feature)
-#if __has_feature(address_sanitizer) || __has_feature(memory_sanitizer)
+#if __has_feature(address_sanitizer) || __has_feature(memory_sanitizer) || \
+    __has_feature(thread_sanitizer)
 #define JF_TEST_OWN_MALLOC 0
 #endif
 #endif
 #ifndef JF_TEST_OWN_MALLOC
-#if defined(__GLIBC__) && !defined(__SANITIZE_ADDRESS__)
+#if defined(__GLIBC__) && !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
 #define JF_TEST_OWN_MALLOC 1
 #else
 #define JF_TEST_OWN_MALLOC 0
