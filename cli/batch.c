@@ -30,6 +30,42 @@ typedef struct groups {
     size_t nslots;     /* power of two */
 } groups;
 
+/* jf_run_band_pinv for each group whose standard errors of fit are infinite somewhere (its
+ * data do not determine some parameters), over the group's rows. -1 when memory runs out. */
+static int band_pinv(const jf_fitctx *c, const groups *g, jf_fit_result *const *res, double *se) {
+    const jf_table *t = &c->table;
+    const jf_spec *s = c->spec;
+    const double *sigma = s->sigma ? t->values + (c->nv + 1) * t->ld : NULL;
+    /* the rows grouped by a counting sort: group k's are rows[at[k] .. at[k + 1]) */
+    size_t *rows = malloc((t->nrows + 1) * sizeof *rows), *at = calloc(g->n + 2, sizeof *at);
+    double *gse = malloc((t->nrows + 1) * sizeof *gse);
+    char *inf = calloc(g->n + 1, 1);
+    int rc = rows && at && gse && inf ? 0 : -1;
+    for (size_t i = 0; rc == 0 && i < t->nrows; i++) {
+        at[g->id[i] + 2]++;
+        if (isinf(se[i])) inf[g->id[i]] = 1;
+    }
+    for (size_t k = 0; rc == 0 && k < g->n; k++) at[k + 2] += at[k + 1];
+    for (size_t i = 0; rc == 0 && i < t->nrows; i++) {
+        size_t q = at[g->id[i] + 1]++;
+        rows[q] = i;
+        gse[q] = se[i];
+    }
+    for (size_t k = 0; rc == 0 && k < g->n; k++) {
+        if (!res[k] || !inf[k]) continue;
+        size_t b = at[k], n = at[k + 1] - b;
+        /* a failure of the evaluator or LAPACK leaves the group's inf in place */
+        if (jf_run_band_pinv(c->model, res[k], t->values, t->ld, sigma, rows + b, n,
+                             s->opts.absolute_sigma, gse + b) == 0)
+            for (size_t q = b; q < b + n; q++) se[rows[q]] = gse[q];
+    }
+    free(rows);
+    free(at);
+    free(gse);
+    free(inf);
+    return rc;
+}
+
 static uint64_t hash(const char *s) {
     uint64_t h = 1469598103934665603ull; /* FNV-1a */
     for (; *s; s++) h = (h ^ (unsigned char)*s) * 1099511628211ull;
@@ -497,6 +533,7 @@ int jf_batch_run(jf_fitctx *c, FILE *out, jf_run_summary *sum) {
         }
         free(xs);
         free(grad);
+        if (s->opts.loss == JF_LOSS_LINEAR && band_pinv(c, &g, res, se) != 0) goto nomem;
         char *err = NULL;
         if (jf_output_csv(s->output, s->group, c->keys, c->names, ncols, t->values, t->ld,
                           t->nrows, nv, fit, se, s->opts.nthreads, &err) != 0) {

@@ -2,6 +2,8 @@
  * shared with `jitfit run` so a job file and a command line behave identically. */
 #include "fitrun.h"
 
+#include <float.h>
+#include <lapacke.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -341,6 +343,62 @@ int jf_run_predict(const jf_model *m, const jf_fit_result *r, const double *x, s
     }
     free(xs);
     free(grad);
+    return rc;
+}
+
+int jf_run_band_pinv(const jf_model *m, const jf_fit_result *r, const double *x, size_t ld,
+                     const double *sigma, const size_t *rows, size_t n, int absolute_sigma,
+                     double *se) {
+    size_t np = r->num_params, nv = jf_model_num_vars(m), mf = 0, want = 0;
+    for (size_t i = 0; i < n; i++) want += isinf(se[i]) != 0;
+    if (want == 0 || r->dof == 0) return 0;
+    size_t *free_k = malloc((np + 1) * sizeof *free_k);
+    double *xs = malloc((nv + 1) * sizeof *xs), *g = malloc((np + 1) * sizeof *g);
+    double *G = free_k ? malloc((n * np + 1) * sizeof *G) : NULL;
+    double *S = malloc((np + 1) * sizeof *S), *VT = malloc((np * np + 1) * sizeof *VT);
+    int rc = free_k && xs && g && G && S && VT ? 0 : -1;
+    for (size_t k = 0; rc == 0 && k < np; k++)
+        if (!r->fixed[k]) free_k[mf++] = k;
+    /* G: the weighted Jacobian of the fit at its rows, column-major for LAPACK */
+    for (size_t q = 0; rc == 0 && q < n; q++) {
+        size_t i = rows ? rows[q] : q;
+        double f;
+        for (size_t j = 0; j < nv; j++) xs[j] = x[j * ld + i];
+        if (jf_model_eval(m, r->params, xs, &f, g) != JF_OK) rc = -1;
+        double w = sigma ? 1.0 / sigma[i] : 1.0;
+        for (size_t a = 0; a < mf; a++) G[a * n + q] = w * g[free_k[a]];
+    }
+    double *super = malloc((mf + 1) * sizeof *super);
+    if (rc == 0 && (!super || mf == 0 ||
+                    LAPACKE_dgesvd(LAPACK_COL_MAJOR, 'N', 'A', (lapack_int)n, (lapack_int)mf, G,
+                                   (lapack_int)n, S, NULL, 1, VT, (lapack_int)mf, super) != 0))
+        rc = -1;
+    free(super);
+    if (rc == 0) {
+        /* the rank rule of the library's covariance (solver/covar.c) */
+        double cut = DBL_EPSILON * (double)(n > mf ? n : mf) * S[0];
+        double s2 = absolute_sigma ? 1.0 : 2.0 * r->cost / (double)r->dof;
+        for (size_t q = 0; q < n; q++) {
+            if (!isinf(se[q])) continue;
+            size_t i = rows ? rows[q] : q;
+            double f, v = 0;
+            for (size_t j = 0; j < nv; j++) xs[j] = x[j * ld + i];
+            if (jf_model_eval(m, r->params, xs, &f, g) != JF_OK) continue;
+            for (size_t k = 0; k < mf && S[k] > cut; k++) {
+                double t = 0;
+                for (size_t a = 0; a < mf; a++) t += VT[a * mf + k] * g[free_k[a]];
+                t /= S[k];
+                v += t * t;
+            }
+            se[q] = sqrt(s2 * v);
+        }
+    }
+    free(free_k);
+    free(xs);
+    free(g);
+    free(G);
+    free(S);
+    free(VT);
     return rc;
 }
 
@@ -690,7 +748,11 @@ static int run_single(jf_fitctx *c, FILE *out, jf_run_summary *sum) {
         /* the fit, then (for --output) its standard errors, in one allocation */
         fit = malloc((2 * t->nrows + 1) * sizeof *fit);
         if (!fit || jf_run_predict(m, res, t->values, t->ld, t->nrows, fit,
-                                   s->output ? fit + t->nrows : NULL) != 0) {
+                                   s->output ? fit + t->nrows : NULL) != 0 ||
+            (s->output && s->opts.loss == JF_LOSS_LINEAR &&
+             jf_run_band_pinv(m, res, t->values, t->ld,
+                              s->sigma ? t->values + (nv + 1) * t->ld : NULL, NULL, t->nrows,
+                              s->opts.absolute_sigma, fit + t->nrows) != 0)) {
             jf_cli_error("could not evaluate the model for --output/--plot");
             rc = 1;
             goto done;

@@ -89,6 +89,18 @@ int jf_run_eval_point(const jf_model *m, const jf_fit_result *r, const double *x
 int jf_run_predict(const jf_model *m, const jf_fit_result *r, const double *x, size_t ld,
                    size_t n, double *f, double *se);
 
+/* For a fit whose covariance is infinite in some directions (the data do not determine some
+ * parameters), se[q] = inf at the rows where such a parameter moves the model: recomputes
+ * those from the pseudo-inverse of the weighted Jacobian at the fit's rows (rows[q], or q when
+ * rows is NULL; x, ld and sigma as in the table, sigma NULL without), with the library's rank
+ * rule, times 2·cost/dof unless absolute_sigma — scipy's curve_fit. A prediction at a row the
+ * fit used is estimable (its gradient lies in the rows' span), so this is its standard error.
+ * Linear loss only (a robust covariance uses the loss-scaled J). 0, or -1 when the evaluator
+ * or LAPACK fails or memory runs out. */
+int jf_run_band_pinv(const jf_model *m, const jf_fit_result *r, const double *x, size_t ld,
+                     const double *sigma, const size_t *rows, size_t n, int absolute_sigma,
+                     double *se);
+
 /* Runs the batch of a prepared context with --group (batch.c). Same return as jf_run_spec. */
 int jf_batch_run(jf_fitctx *c, FILE *out, jf_run_summary *sum);
 

@@ -874,6 +874,62 @@ static void test_output_rows(void) {
     free(ys);
 }
 
+/* The last column of each data row of an --output CSV (fit_stderr), at most max of them. */
+static size_t last_column(const char *csv, double *v, size_t max) {
+    size_t n = 0;
+    const char *p = csv ? strchr(csv, '\n') : NULL;
+    while (p && p[1] && n < max) {
+        const char *e = strchr(p + 1, '\n');
+        const char *c = p + 1;
+        for (const char *q = p + 1; q < (e ? e : p + 1 + strlen(p + 1)); q++)
+            if (*q == ',') c = q + 1;
+        v[n++] = strtod(c, NULL);
+        p = e;
+    }
+    return n;
+}
+
+/* --output's fit_stderr of a model whose parameters the data do not all determine
+ * (a*x + b*x + c: only a + b is) is the prediction's standard error all the same, from the
+ * pseudo-inverse: with absolute sigma that of the model k*x + c exactly, and otherwise that
+ * times √((n−2)/(n−3)) (s² divides by n minus every parameter, as scipy's curve_fit); also per
+ * group with --group. */
+static void test_band_rank_deficient(void) {
+    enum { N = 30 };
+    char text[N * 96 + 32];
+    size_t len = (size_t)snprintf(text, sizeof text, "g,x,y,s\n");
+    for (int i = 0; i < N; i++) {
+        double x = i * 0.1, y = 2 * x + 1 + 0.1 * (((i * 7) % 11) - 5) / 5.0;
+        len += (size_t)snprintf(text + len, sizeof text - len, "%s,%.17g,%.17g,%.17g\n",
+                                i < N / 2 ? "A" : "B", x, y, 0.05 + 0.01 * (i % 4));
+    }
+    const char *path = tmp(text);
+    static const char *const opts[] = {"--sigma s --absolute-sigma", "--sigma s", "",
+                                       "--group g --sigma s --absolute-sigma"};
+    for (size_t k = 0; k < sizeof opts / sizeof opts[0]; k++) {
+        char args[1024], *out[2] = {NULL, NULL}, *err = NULL;
+        double se[2][N];
+        size_t got[2];
+        for (int m = 0; m < 2; m++) {
+            snprintf(args, sizeof args, "%s --output - '%s' '%s'", opts[k],
+                     m ? "k*x + c" : "a*x + b*x + c", path);
+            CHECK(fit(args, &out[m], &err) == 0);
+            free(err);
+            err = NULL;
+            got[m] = last_column(out[m], se[m], N);
+        }
+        CHECK(got[0] == N && got[1] == N);
+        double ratio = k == 0 || k == 3 ? 1.0 : sqrt((N - 2.0) / (N - 3.0));
+        int bad = 0;
+        for (int i = 0; i < N && got[0] == N && got[1] == N; i++)
+            if (!(isfinite(se[0][i]) && fabs(se[0][i] - ratio * se[1][i]) <= 1e-9 * se[1][i]))
+                bad++;
+        if (!CHECK(bad == 0)) fprintf(stderr, "  %s: %d rows differ\n", opts[k], bad);
+        free(out[0]);
+        free(out[1]);
+    }
+}
+
 int main(void) {
     if (access(jf_test_cli(), X_OK) != 0) return jf_test_skip("the jitfit command is not built");
     if (!mkdtemp(cache_dir)) return jf_test_skip("cannot create a temporary cache directory");
@@ -887,6 +943,7 @@ int main(void) {
     test_x_scale();
     test_fix();
     test_output_rows();
+    test_band_rank_deficient();
     for (size_t i = 0; i < ntmp; i++) {
         unlink(tmp_paths[i]);
         free(tmp_paths[i]);
