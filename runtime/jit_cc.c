@@ -499,9 +499,39 @@ int jf_cc_identity(const char *cc, const char *cache_dir, const char **identity,
  * limit's default (300 s). */
 #define STALE_TMPDIR_S (6 * 3600)
 
-/* Removes the directories named jitfit-PID-* in base that this user owns, that were last
- * changed STALE_TMPDIR_S ago or more, and whose process no longer exists here, with the
- * regular files in them (all a compile leaves). Both conditions, since another pid namespace
+/* The pid in a name "jitfit-PID-XXXXXX" exactly as jf_cc_tmpdir makes it (digits, then six of
+ * mkdtemp's letters and digits), else 0: $TMPDIR may be a home or project directory, where a
+ * name like "jitfit-2024-notes" is the user's, and strtol alone would read it as pid 2024. */
+static long private_dir_pid(const char *name) {
+    const char *p = name + 7;
+    if (strncmp(name, "jitfit-", 7) != 0 || *p < '1' || *p > '9') return 0;
+    long pid = 0;
+    for (; *p >= '0' && *p <= '9'; p++) {
+        if (pid > 99999999) return 0;
+        pid = pid * 10 + (*p - '0');
+    }
+    if (*p++ != '-') return 0;
+    for (int i = 0; i < 6; i++, p++)
+        if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9')))
+            return 0;
+    return *p ? 0 : pid;
+}
+
+/* 1 for the names of the files a compile writes in its private directory (jf_cc_compile_libs,
+ * object_path): the sweep removes only those, so a directory of the user's that happens to be
+ * named like ours loses nothing else (and, not empty, stays). */
+static int compile_file_name(const char *name) {
+    if (strcmp(name, "kernels.c") == 0) return 1;
+    if (strncmp(name, "kernels-", 8) != 0) return 0;
+    const char *p = name + 8;
+    if (*p < '0' || *p > '9') return 0;
+    while (*p >= '0' && *p <= '9') p++;
+    return strcmp(p, ".so") == 0;
+}
+
+/* Removes the directories named jitfit-PID-XXXXXX in base that this user owns, that were last
+ * changed STALE_TMPDIR_S ago or more, and whose process no longer exists here, with the files
+ * a compile writes in them (compile_file_name). Both conditions, since another pid namespace
  * sharing /tmp has pids this one cannot see. Nothing is followed through a link; what cannot
  * be removed stays, silently: this is housekeeping, not part of the fit. */
 static void sweep_stale(const char *base) {
@@ -510,10 +540,8 @@ static void sweep_stale(const char *base) {
     time_t now = time(NULL);
     struct dirent *e;
     while ((e = readdir(d)) != NULL) {
-        char *end;
-        if (strncmp(e->d_name, "jitfit-", 7) != 0) continue;
-        long pid = strtol(e->d_name + 7, &end, 10);
-        if (end == e->d_name + 7 || *end != '-' || pid <= 0 || pid == (long)getpid()) continue;
+        long pid = private_dir_pid(e->d_name);
+        if (pid <= 0 || pid == (long)getpid()) continue;
         struct stat st;
         if (fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISDIR(st.st_mode) ||
             st.st_uid != geteuid() || now - st.st_mtime < STALE_TMPDIR_S)
@@ -528,7 +556,8 @@ static void sweep_stale(const char *base) {
         struct dirent *f;
         while ((f = readdir(sub)) != NULL) {
             struct stat fs;
-            if (fstatat(dirfd(sub), f->d_name, &fs, AT_SYMLINK_NOFOLLOW) == 0 &&
+            if (compile_file_name(f->d_name) &&
+                fstatat(dirfd(sub), f->d_name, &fs, AT_SYMLINK_NOFOLLOW) == 0 &&
                 !S_ISDIR(fs.st_mode))
                 unlinkat(dirfd(sub), f->d_name, 0);
         }

@@ -739,9 +739,11 @@ static int exists(const char *path) {
 /* A private compile directory left by a process that ended mid-compile (killed, crashed) is
  * removed by a later process's first compile: only one named for a process that no longer
  * exists, owned by this user and hours old. The directories of a live process, a fresh one,
- * one of another naming and a link (nor what it points to) stay. */
+ * one of another naming and a link (nor what it points to) stay; so does a user's file in a
+ * directory named like ours ($TMPDIR may be a home directory: "jitfit-2024-backup"). */
 static void test_stale_tmpdirs(void) {
-    char saved[1024] = "", base[100], path[6][200], target_file[sizeof path[5] + 16];
+    char saved[1024] = "", base[100], path[8][200], target_file[sizeof path[5] + 16];
+    char user_file[sizeof path[6] + 16];
     const char *t = getenv("TMPDIR");
     if (t) snprintf(saved, sizeof saved, "%s", t);
     snprintf(base, sizeof base, "%s/sweep", root);
@@ -755,7 +757,9 @@ static void test_stale_tmpdirs(void) {
     snprintf(path[3], sizeof path[3], "%s/jitfit-other1", base);
     snprintf(path[4], sizeof path[4], "%s/jitfit-%ld-link01", base, (long)dead);
     snprintf(path[5], sizeof path[5], "%s/target", base);
-    for (int i = 0; i < 6; i++) {
+    snprintf(path[6], sizeof path[6], "%s/jitfit-%ld-backup", base, (long)dead);
+    snprintf(path[7], sizeof path[7], "%s/jitfit-%ld-old-runs", base, (long)dead);
+    for (int i = 0; i < 8; i++) {
         if (i == 4) continue;
         CHECK(mkdir(path[i], 0700) == 0);
         char file[sizeof path + 16];
@@ -765,7 +769,10 @@ static void test_stale_tmpdirs(void) {
     }
     CHECK(symlink(path[5], path[4]) == 0);
     snprintf(target_file, sizeof target_file, "%s/kernels-1.so", path[5]);
-    for (int i = 0; i < 6; i++)
+    snprintf(user_file, sizeof user_file, "%s/results.csv", path[6]);
+    FILE *uf = fopen(user_file, "w");
+    if (CHECK(uf != NULL)) fclose(uf);
+    for (int i = 0; i < 8; i++)
         if (i != 1) age(path[i], 1.0);
     fresh_dir();
     setenv("TMPDIR", base, 1);
@@ -775,9 +782,10 @@ static void test_stale_tmpdirs(void) {
     CHECK(jf_test_run(cmd, &out, NULL) == 0);
     free(out);
     CHECK(!exists(path[0]));
-    for (int i = 1; i < 6; i++)
+    for (int i = 1; i < 8; i++)
         if (!CHECK(exists(path[i]))) fprintf(stderr, "  %s was removed\n", path[i]);
     CHECK(exists(target_file));
+    CHECK(exists(user_file));
     if (saved[0]) setenv("TMPDIR", saved, 1);
     else unsetenv("TMPDIR");
 }
