@@ -481,30 +481,28 @@ static void note_params(char *msg, const int *mark, size_t np, char *const *name
                  count == 1 ? "its standard error is" : "their standard errors are");
 }
 
+/* The linear-loss normal equations (packed, as jf_problem_normal_eq) at x with x_j alone moved
+ * by 1e-2 relative, into acc; xp: np doubles of scratch. One pass over the data. */
+static void normal_eq_moved(jf_problem *prob, const double *x, size_t j, double *xp,
+                            double *acc) {
+    memcpy(xp, x, prob->np * sizeof *xp);
+    xp[j] += 1e-2 * fmax(fabs(x[j]), 1.0);
+    jf_problem_normal_eq(prob, xp, JF_LOSS_LINEAR, acc);
+}
+
+/* Whether the Jacobian columns j < k, equal at x, part in acc (normal_eq_moved's for j): then
+ * they were equal because x_j = x_k (a1*exp(-k1*x)+a2*exp(-k2*x) at k1 = k2), not because the
+ * model cannot tell them apart at all (a*x + b*x). */
+static int columns_part(const double *acc, size_t np, size_t j, size_t k) {
+    /* the packed upper triangle, row by row: (a, b ≥ a) at a·np − a(a−1)/2 + (b − a) */
+    double ajj = acc[j * np - j * (j - 1) / 2], akk = acc[k * np - k * (k - 1) / 2];
+    double ajk = acc[j * np - j * (j - 1) / 2 + (k - j)];
+    return ajj > 0 && akk > 0 && ajk / sqrt(ajj * akk) < 1.0 - 1e-9;
+}
+
 /* Appends to msg which parameters the data do not determine although they influence the model
  * (rank-deficient J: collinear columns, e.g. a+b), as scipy's curve_fit warns that the
  * covariance could not be estimated; zero columns are noted apart. mark: np ints of scratch. */
-/* Whether the Jacobian columns j and k, equal at x, part when x_j alone moves (by 1e-2
- * relative): then they were equal because x_j = x_k (a1*exp(-k1*x)+a2*exp(-k2*x) at k1 = k2),
- * not because the model cannot tell them apart at all (a*x + b*x). One linear-loss pass. */
-static int parts_when_moved(jf_problem *prob, const double *x, size_t j, size_t k) {
-    size_t np = prob->np;
-    double *acc = malloc(prob->nacc * sizeof *acc), *xp = malloc(np * sizeof *xp);
-    int parts = 0;
-    if (acc && xp) {
-        memcpy(xp, x, np * sizeof *xp);
-        xp[j] += 1e-2 * fmax(fabs(x[j]), 1.0);
-        jf_problem_normal_eq(prob, xp, JF_LOSS_LINEAR, acc);
-        /* the packed upper triangle, row by row: (a, b ≥ a) at a·np − a(a−1)/2 + (b − a) */
-        double ajj = acc[j * np - j * (j - 1) / 2], akk = acc[k * np - k * (k - 1) / 2];
-        double ajk = acc[j * np - j * (j - 1) / 2 + (k - j)];
-        parts = ajj > 0 && akk > 0 && ajk / sqrt(ajj * akk) < 1.0 - 1e-9;
-    }
-    free(acc);
-    free(xp);
-    return parts;
-}
-
 static void note_undetermined(char *msg, const int *unident, const double *A, const double *x,
                               const double *x0, jf_problem *prob, char *const *names,
                               int *mark) {
@@ -515,18 +513,29 @@ static void note_undetermined(char *msg, const int *unident, const double *A, co
     /* Pairs of those that started equal and are still equal, with equal Jacobian columns, are
      * a symmetric start, such as the default start 1 for both terms of
      * a1*exp(-k1*x)+a2*exp(-k2*x): every step keeps them equal (up to rounding), so the fit
-     * never tells them apart, whatever the data. */
+     * never tells them apart, whatever the data. One pass per j that has a candidate k, not
+     * one per pair: a sum of m such terms from the default start has m(m-1)/2 pairs of equal
+     * amplitudes (whose columns never part) besides those of the rates. */
     size_t len = strlen(msg), pairs = 0;
     const double close = 1e-8;
+    double *acc = NULL, *xp = NULL;
     for (size_t j = 0; j < np; j++) {
         if (!mark[j]) continue;
+        int moved = 0; /* acc holds normal_eq_moved's for this j */
         for (size_t k = j + 1; k < np && len < MSG_LEN - 80; k++) {
             double ajj = A[j * np + j], akk = A[k * np + k], ajk = A[j * np + k];
             if (!mark[k] || x0[j] != x0[k] ||
                 !(fabs(x[j] - x[k]) <= close * fmax(fabs(x[j]), fabs(x[k]))) ||
-                !(fabs(ajj - akk) <= close * ajj) || !(fabs(ajk - ajj) <= close * ajj) ||
-                !parts_when_moved(prob, x, j, k))
+                !(fabs(ajj - akk) <= close * ajj) || !(fabs(ajk - ajj) <= close * ajj))
                 continue;
+            if (!acc) {
+                acc = malloc(prob->nacc * sizeof *acc);
+                xp = malloc(np * sizeof *xp);
+                if (!acc || !xp) goto done;
+            }
+            if (!moved) normal_eq_moved(prob, x, j, xp, acc);
+            moved = 1;
+            if (!columns_part(acc, np, j, k)) continue;
             len += (size_t)snprintf(msg + len, MSG_LEN - len, "%s '%s' and '%s'",
                                     pairs ? "," : ";", names[j], names[k]);
             pairs++;
@@ -537,6 +546,9 @@ static void note_undetermined(char *msg, const int *unident, const double *A, co
         snprintf(msg + len, MSG_LEN - len, " started equal and the model treats %s alike, so "
                  "no step can part them: give them different starting values",
                  pairs == 1 ? "them" : "each pair");
+done:
+    free(acc);
+    free(xp);
 }
 
 /* Writes to msg (of MSG_LEN) why the start is not usable: where the model value or a
