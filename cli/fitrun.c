@@ -322,12 +322,19 @@ int jf_run_eval_point(const jf_model *m, const jf_fit_result *r, const double *x
     size_t np = r->num_params;
     const double *C = r->covariance;
     double v = 0;
+    int undetermined = 0, finite = 1;
     /* a parameter that does not move f here adds nothing, even with an infinite variance */
     for (size_t k = 0; k < np; k++) {
+        finite = finite && isfinite(grad[k]);
         if (grad[k] == 0) continue;
+        undetermined |= isinf(C[k * np + k]);
         for (size_t l = 0; l < np; l++)
             if (grad[l] != 0) v += grad[k] * C[k * np + l] * grad[l];
     }
+    /* One that the data do not determine (its covariance row inf) and that moves f: inf, which
+     * jf_run_band_pinv replaces for a linear loss. The sum alone would be NaN wherever the
+     * gradient's signs differ (inf·x·1 at x < 0 for a*x + b*x + c: inf − inf). */
+    if (finite && undetermined) v = INFINITY;
     *se = isnan(v) ? NAN : sqrt(v > 0 ? v : 0.0); /* rounding can leave a tiny negative */
     return 0;
 }
