@@ -4,6 +4,7 @@
 
 #include <float.h>
 #include <lapacke.h>
+#include <limits.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -359,6 +360,7 @@ int jf_run_band_pinv(const jf_model *m, const jf_fit_result *r, const double *x,
     size_t np = r->num_params, nv = jf_model_num_vars(m), mf = 0, want = 0;
     for (size_t i = 0; i < n; i++) want += isinf(se[i]) != 0;
     if (want == 0 || r->dof == 0) return 0;
+    if (n > (size_t)INT_MAX) return -1; /* LAPACK's dimensions are int */
     size_t *free_k = malloc((np + 1) * sizeof *free_k);
     double *xs = malloc((nv + 1) * sizeof *xs), *g = malloc((np + 1) * sizeof *g);
     double *G = free_k ? malloc((n * np + 1) * sizeof *G) : NULL;
@@ -755,15 +757,17 @@ static int run_single(jf_fitctx *c, FILE *out, jf_run_summary *sum) {
         /* the fit, then (for --output) its standard errors, in one allocation */
         fit = malloc((2 * t->nrows + 1) * sizeof *fit);
         if (!fit || jf_run_predict(m, res, t->values, t->ld, t->nrows, fit,
-                                   s->output ? fit + t->nrows : NULL) != 0 ||
-            (s->output && s->opts.loss == JF_LOSS_LINEAR &&
-             jf_run_band_pinv(m, res, t->values, t->ld,
-                              s->sigma ? t->values + (nv + 1) * t->ld : NULL, NULL, t->nrows,
-                              s->opts.absolute_sigma, fit + t->nrows) != 0)) {
+                                   s->output ? fit + t->nrows : NULL) != 0) {
             jf_cli_error("could not evaluate the model for --output/--plot");
             rc = 1;
             goto done;
         }
+        /* a failure (no memory for the n·p copy of J, an SVD that does not converge) leaves
+         * those rows inf, as in a --group run: the file is still worth writing */
+        if (s->output && s->opts.loss == JF_LOSS_LINEAR)
+            (void)jf_run_band_pinv(m, res, t->values, t->ld,
+                                   s->sigma ? t->values + (nv + 1) * t->ld : NULL, NULL,
+                                   t->nrows, s->opts.absolute_sigma, fit + t->nrows);
     }
     if (s->output) {
         char *err = NULL;

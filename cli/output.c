@@ -130,7 +130,8 @@ int jf_output_csv(const char *path, const char *group_name, char *const *keys,
     rows_job job = {(const char *const *)keys, ncols, ld, n, ycol, cols, fit, fit_se, 0, NULL};
     job.out = calloc(per_round, sizeof *job.out);
     nomem |= job.out == NULL;
-    for (size_t first = 0; !nomem && first < nchunks; first += per_round) {
+    /* a write error (a full disk) ends the formatting too: it is reported below */
+    for (size_t first = 0; !nomem && !ferror(f) && first < nchunks; first += per_round) {
         size_t tasks = nchunks - first < per_round ? nchunks - first : per_round;
         job.first = first;
         jf_pool_run(pool, tasks, format_rows, &job);
