@@ -7,56 +7,39 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../codegen/emit.h"
 #include "../solver/solver.h"
 #include "util.h"
 
-/* A growable text buffer for one chunk of rows. */
-typedef struct chunk {
-    char *text;  /* the rows, not NUL-terminated */
-    size_t len;  /* bytes used */
-    size_t cap;  /* bytes allocated */
-    int nomem;   /* an allocation failed: the chunk is incomplete */
-} chunk;
-
-static void put(chunk *c, const char *s, size_t n) {
-    if (c->nomem) return;
-    if (c->len + n > c->cap) {
-        size_t cap = c->cap ? c->cap : 4096;
-        while (cap < c->len + n) cap *= 2;
-        char *t = realloc(c->text, cap);
-        if (!t) {
-            c->nomem = 1;
-            return;
-        }
-        c->text = t;
-        c->cap = cap;
-    }
-    memcpy(c->text + c->len, s, n);
-    c->len += n;
-}
-
-static void put_char(chunk *c, char ch) { put(c, &ch, 1); }
-
 /* A CSV field, quoted when it holds a separator, a quote or a line break. */
-static void csv_text(chunk *c, const char *s) {
+static void csv_text(jf_buf *c, const char *s) {
     if (!strpbrk(s, ",\"\r\n") && s[0] != ' ' && s[0] != '#') {
-        put(c, s, strlen(s));
+        jf_buf_puts(c, s);
         return;
     }
-    put_char(c, '"');
-    for (; *s; s++) {
-        if (*s == '"') put_char(c, '"');
-        put_char(c, *s);
+    char *q = malloc(2 * strlen(s) + 3), *o = q;
+    if (!q) {
+        c->nomem = 1;
+        return;
     }
-    put_char(c, '"');
+    *o++ = '"';
+    for (; *s; s++) {
+        if (*s == '"') *o++ = '"'; /* doubled */
+        *o++ = *s;
+    }
+    *o++ = '"';
+    *o = '\0';
+    jf_buf_puts(c, q);
+    free(q);
 }
 
-static void csv_num(chunk *c, double v, char sep) {
+static void csv_num(jf_buf *c, double v, char sep) {
     char buf[64];
     jf_cli_format_double(buf, sizeof buf, v);
     size_t n = strlen(buf);
     buf[n] = sep;
-    put(c, buf, n + 1);
+    buf[n + 1] = '\0';
+    jf_buf_puts(c, buf);
 }
 
 /* Rows a task formats: big enough that a task costs far more than handing it out. */
@@ -68,20 +51,20 @@ typedef struct rows_job {
     size_t ncols, ld, n, ycol;
     const double *cols, *fit, *fit_se;
     size_t first;  /* chunk number of task 0 of this round */
-    chunk *out;    /* one per task of the round */
+    jf_buf *out;   /* one per task of the round */
 } rows_job;
 
 static void format_rows(void *ctx, size_t task, int worker) {
     (void)worker;
     rows_job *j = ctx;
-    chunk *c = &j->out[task];
+    jf_buf *c = &j->out[task];
     size_t begin = (j->first + task) * CHUNK_ROWS;
     size_t end = begin + CHUNK_ROWS < j->n ? begin + CHUNK_ROWS : j->n;
-    c->len = 0;
+    c->len = 0; /* the buffer is reused round after round */
     for (size_t i = begin; i < end; i++) {
         if (j->keys) {
             csv_text(c, j->keys[i]);
-            put_char(c, ',');
+            jf_buf_puts(c, ",");
         }
         for (size_t k = 0; k < j->ncols; k++) csv_num(c, j->cols[k * j->ld + i], ',');
         csv_num(c, j->fit[i], ',');
@@ -108,20 +91,19 @@ int jf_output_csv(const char *path, const char *group_name, char *const *keys,
      * strtod work in multiple precision), twenty times the fit's own time per point: so the
      * rows are formatted in parallel, a round of chunks at a time, and written in order. */
     int nomem = 0;
-    chunk head = {0};
+    jf_buf head = {0};
     if (keys) {
         csv_text(&head, group_name);
-        put_char(&head, ',');
+        jf_buf_puts(&head, ",");
     }
     for (size_t c = 0; c < ncols; c++) {
         csv_text(&head, names[c]);
-        put_char(&head, ',');
+        jf_buf_puts(&head, ",");
     }
-    static const char tail[] = "fit,residual,fit_stderr\n";
-    put(&head, tail, sizeof tail - 1);
+    jf_buf_puts(&head, "fit,residual,fit_stderr\n");
     nomem |= head.nomem;
-    if (!nomem) fwrite(head.text, 1, head.len, f);
-    free(head.text);
+    if (!nomem) fwrite(head.s, 1, head.len, f);
+    free(head.s);
     size_t nchunks = (n + CHUNK_ROWS - 1) / CHUNK_ROWS;
     int threads = jf_threads_resolve(nthreads);
     if ((size_t)threads > nchunks) threads = nchunks > 0 ? (int)nchunks : 1;
@@ -137,11 +119,11 @@ int jf_output_csv(const char *path, const char *group_name, char *const *keys,
         jf_pool_run(pool, tasks, format_rows, &job);
         for (size_t t = 0; t < tasks && !nomem; t++) {
             nomem |= job.out[t].nomem;
-            if (!nomem) fwrite(job.out[t].text, 1, job.out[t].len, f);
+            if (!nomem) fwrite(job.out[t].s, 1, job.out[t].len, f);
         }
     }
     if (job.out)
-        for (size_t t = 0; t < per_round; t++) free(job.out[t].text);
+        for (size_t t = 0; t < per_round; t++) free(job.out[t].s);
     free(job.out);
     jf_pool_free(pool);
     int bad = ferror(f);
