@@ -508,47 +508,56 @@ static void note_undetermined(char *msg, const int *unident, const double *A, co
                               int *mark) {
     size_t np = prob->np;
     for (size_t k = 0; k < np; k++) mark[k] = unident[k] && A[k * np + k] > 0;
-    note_params(msg, mark, np, names, "; the data do not determine",
-                " (the Jacobian is rank-deficient at the solution)");
     /* Pairs of those that started equal and are still equal, with equal Jacobian columns, are
      * a symmetric start, such as the default start 1 for both terms of
      * a1*exp(-k1*x)+a2*exp(-k2*x): every step keeps them equal (up to rounding), so the fit
      * never tells them apart, whatever the data. One pass per j that has a candidate k, not
      * one per pair: a sum of m such terms from the default start has m(m-1)/2 pairs of equal
-     * amplitudes (whose columns never part) besides those of the rates. */
-    size_t len = strlen(msg), pairs = 0;
+     * amplitudes (whose columns never part) besides those of the rates. The advice comes
+     * before the list of undetermined parameters, which long names may cut short. */
+    char adv[MSG_LEN];
+    size_t len = 0, pairs = 0, room = MSG_LEN - strlen(msg);
     const double close = 1e-8;
     double *acc = NULL, *xp = NULL;
-    for (size_t j = 0; j < np; j++) {
-        if (!mark[j]) continue;
+    int *paired = calloc(np + 1, sizeof *paired);
+    adv[0] = '\0';
+    for (size_t j = 0; paired && j < np; j++) {
+        if (!mark[j] || paired[j]) continue;
         int moved = 0; /* acc holds normal_eq_moved's for this j */
-        for (size_t k = j + 1; k < np && len < MSG_LEN - 80; k++) {
+        /* leave room for the explanation (about 120 bytes) */
+        for (size_t k = j + 1; k < np && len + 160 < room; k++) {
             double ajj = A[j * np + j], akk = A[k * np + k], ajk = A[j * np + k];
-            if (!mark[k] || x0[j] != x0[k] ||
+            if (!mark[k] || paired[k] || x0[j] != x0[k] ||
                 !(fabs(x[j] - x[k]) <= close * fmax(fabs(x[j]), fabs(x[k]))) ||
                 !(fabs(ajj - akk) <= close * ajj) || !(fabs(ajk - ajj) <= close * ajj))
                 continue;
             if (!acc) {
                 acc = malloc(prob->nacc * sizeof *acc);
                 xp = malloc(np * sizeof *xp);
-                if (!acc || !xp) goto done;
+                if (!acc || !xp) goto list;
             }
             if (!moved) normal_eq_moved(prob, x, j, xp, acc);
             moved = 1;
             if (!columns_part(acc, np, j, k)) continue;
-            len += (size_t)snprintf(msg + len, MSG_LEN - len, "%s '%s' and '%s'",
+            len += (size_t)snprintf(adv + len, sizeof adv - len, "%s '%s' and '%s'",
                                     pairs ? "," : ";", names[j], names[k]);
             pairs++;
-            mark[k] = 0; /* a third equal one pairs with j only */
+            paired[k] = 1; /* a third equal one pairs with j only */
         }
     }
-    if (pairs && len < MSG_LEN)
-        snprintf(msg + len, MSG_LEN - len, " started equal and the model treats %s alike, so "
-                 "no step can part them: give them different starting values",
+    if (pairs && len < sizeof adv) {
+        snprintf(adv + len, sizeof adv - len, " started equal and the model treats %s alike, "
+                 "so no step can part them: give them different starting values",
                  pairs == 1 ? "them" : "each pair");
-done:
+        size_t at = strlen(msg);
+        snprintf(msg + at, MSG_LEN - at, "%s", adv);
+    }
+list:
+    note_params(msg, mark, np, names, "; the data do not determine",
+                " (the Jacobian is rank-deficient at the solution)");
     free(acc);
     free(xp);
+    free(paired);
 }
 
 /* Writes to msg (of MSG_LEN) why the start is not usable: where the model value or a

@@ -514,6 +514,20 @@ static void test_symmetric_start(void) {
     }
     jf_fit_result_free(r);
     jf_model_free(m);
+    r = NULL;
+    /* long names fill the message with the undetermined list: the advice still comes first */
+    m = compile("amplitude_of_the_first_decaying_component*exp(-rate_of_the_first_decaying_"
+                "component*x)+amplitude_of_the_second_decaying_component*exp(-rate_of_the_"
+                "second_decaying_component*x)+amplitude_of_the_third_decaying_component*exp("
+                "-rate_of_the_third_decaying_component*x)");
+    if (m && CHECK(jf_fit(m, &d, NULL, &r, &err) == JF_OK)) {
+        CHECK_CONTAINS(r->message, "so no step can part them: give them different starting "
+                                   "values");
+        CHECK_CONTAINS(r->message, "'rate_of_the_first_decaying_component' and "
+                                   "'rate_of_the_second_decaying_component'");
+    }
+    jf_fit_result_free(r);
+    jf_model_free(m);
 }
 
 /* ---- a power law on data that include x = 0 ------------------------------------------------ */
