@@ -88,7 +88,7 @@ int jf_output_csv(const char *path, const char *group_name, char *const *keys,
         return -1;
     }
     /* The shortest round-trip digits cost about a microsecond a number (glibc's printf and
-     * strtod work in multiple precision), twenty times the fit's own time per point: so the
+     * strtod work in multiple precision), fifteen times the fit's own time per point: so the
      * rows are formatted in parallel, a round of chunks at a time, and written in order. */
     int nomem = 0;
     jf_buf head = {0};
