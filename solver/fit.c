@@ -1046,8 +1046,11 @@ int jf_fit(const jf_model *m, const jf_data *data, const jf_fit_options *opts,
     fit_setup s;
     double *w = NULL, *x0 = NULL;
     jf_pool *pool = NULL;
-    int st = setup_init(&s, m, opts, data->n, 1, 0, errmsg);
-    if (st == JF_OK) st = check_data(&s, data, &w, errmsg, 0);
+    /* the data first: setup_init obtains the kernels, a compile a bad call need not pay for */
+    memset(&s, 0, sizeof s);
+    s.m = m;
+    int st = check_data(&s, data, &w, errmsg, 0);
+    if (st == JF_OK) st = setup_init(&s, m, opts, data->n, 1, 0, errmsg);
     if (st == JF_OK) {
         x0 = malloc(m->np * sizeof *x0);
         char msg[MSG_LEN];

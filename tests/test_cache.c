@@ -729,6 +729,29 @@ static void test_tmpdir_unusable(void) {
     else unsetenv("TMPDIR");
 }
 
+/* A jf_fit refused for its data (no response values) compiles nothing: the data are checked
+ * before the kernels are obtained, so the cache stays empty. */
+static void test_bad_data_no_compile(void) {
+    const char *dir = fresh_dir();
+    pid_t pid = fork();
+    if (pid == 0) {
+        jf_model *m = NULL;
+        /* a model no other test compiles: the forked child inherits the memory cache */
+        if (jf_model_compile("a*exp(-b*x)+c*x+0.5", (size_t)-1, NULL, &m, NULL) != JF_OK)
+            _exit(3);
+        double x[5] = {0, 1, 2, 3, 4};
+        jf_data d = {5, x, 0, NULL, NULL};
+        jf_fit_result *r = NULL;
+        char *err = NULL;
+        int st = jf_fit(m, &d, NULL, &r, &err);
+        _exit(st == JF_ERR_ARG && err && strstr(err, "no response values") ? 0 : 4);
+    }
+    int status = 0;
+    waitpid(pid, &status, 0);
+    CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    CHECK(count_files(dir, NULL) == 0);
+}
+
 static void age(const char *path, double days);
 
 static int exists(const char *path) {
@@ -1261,6 +1284,7 @@ int main(void) {
     test_compiler_leaves_background_process();
     test_tmpdir_unusable();
     test_stale_tmpdirs();
+    test_bad_data_no_compile();
     test_interrupt_stops_compiler();
     test_interrupt_while_starting_compiler();
     test_fifo_entries();
