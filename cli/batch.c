@@ -512,7 +512,14 @@ int jf_batch_run(jf_fitctx *c, FILE *out, jf_run_summary *sum) {
         sum->status = -1;
         sum->cost = cost;
         sum->nfev = nfev;
-        sum->cache = g.n && res[0] ? res[0]->cache : JF_CACHE_NONE;
+        /* of the first group that was fitted: a first group that could not run (too few rows)
+         * has no kernels, and "none" would say that the interpreter fitted them all */
+        sum->cache = JF_CACHE_NONE;
+        for (size_t k = 0; k < g.n; k++)
+            if (res[k]) {
+                sum->cache = res[k]->cache;
+                break;
+            }
         sum->nfits = g.n;
         sum->nconverged = nconv;
     }

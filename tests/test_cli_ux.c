@@ -937,6 +937,26 @@ static void test_batch_report(void) {
     free(err);
 }
 
+/* What a batch's table, its JSON and run's summary say about the same groups agrees with what
+ * their fits' reports say. */
+static void test_batch_consistency(void) {
+    char buf[2048], *out = NULL, *err = NULL;
+    /* group 'first' cannot be fitted (one row); the others use the C kernels */
+    const char *d = tmp(".csv", "g,x,y\nfirst,0,1\nu,0,1\nu,1,3\nu,2,5.1\nv,0,1\nv,1,3.1\n"
+                                "v,2,5\n");
+    char job[1024];
+    snprintf(job, sizeof job, "[fit lines]\nmodel = a*x+b\ndata = %s\ngroup = g\n", d);
+    const char *jp = tmp(".ini", job);
+    /* run's summary: the cache column is the fitted groups', not "none" (the interpreter's) */
+    snprintf(buf, sizeof buf, "run '%s'", jp);
+    CHECK(jf(buf, &out, &err) == 1);
+    const char *row = out ? strstr(out, "\n  lines ") : NULL;
+    CHECK(row && strstr(row, "2/3 conv.!"));
+    CHECK(row && !strstr(row, "  none\n"));
+    free(out);
+    free(err);
+}
+
 static void test_help(void) {
     static const struct {
         const char *topic, *text; /* topic, a string its help must contain */
@@ -1122,6 +1142,7 @@ int main(void) {
     test_job_run();
     test_verbose_and_batch();
     test_batch_report();
+    test_batch_consistency();
     test_help();
     test_vector_math();
     for (size_t i = 0; i < ntmp; i++) {
