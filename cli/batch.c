@@ -490,8 +490,15 @@ int jf_batch_run(jf_fitctx *c, FILE *out, jf_run_summary *sum) {
                     fprintf(out, "  %14.8g %-11s", res[k]->params[j], "(fixed)");
                 else
                     fprintf(out, "  %14.8g %-11.3g", res[k]->params[j], res[k]->std_errors[j]);
-            fprintf(out, "  %12.6g %5zu%s\n", s->sigma ? res[k]->reduced_chi2 : res[k]->ssr,
+            fprintf(out, "  %12.6g %5zu%s", s->sigma ? res[k]->reduced_chi2 : res[k]->ssr,
                     res[k]->iterations, res[k]->success ? "" : "  NOT CONVERGED");
+            /* a single fit's report marks a parameter that ended on a bound (its error is then
+             * not a confidence interval); the row says it too, after the columns */
+            for (size_t j = 0; res[k]->at_bound && j < np; j++)
+                if (res[k]->at_bound[j] && !res[k]->fixed[j])
+                    fprintf(out, "  %s at %s bound", jf_model_param_name(m, j),
+                            res[k]->at_bound[j] < 0 ? "lower" : "upper");
+            fputc('\n', out);
         }
         size_t nd = c->rows_dropped, nl = c->rows_no_label;
         if (nd && (nl == 0 || nl == nd))

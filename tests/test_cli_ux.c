@@ -955,6 +955,13 @@ static void test_batch_consistency(void) {
     CHECK(row && !strstr(row, "  none\n"));
     free(out);
     free(err);
+    /* a parameter that ended on a bound is marked in the table as in a single fit's report */
+    snprintf(buf, sizeof buf, "fit --group g --bounds a=0:1.5 'a*x+b' '%s'", d);
+    CHECK(jf(buf, &out, &err) == 1);
+    row = out ? strstr(out, "\n  u ") : NULL;
+    CHECK(row && strstr(row, "  a at upper bound\n"));
+    free(out);
+    free(err);
 }
 
 static void test_help(void) {
