@@ -295,21 +295,54 @@ static void fit_groups(const jf_fitctx *c, size_t n, const jf_data *data, const 
     free(rep);
 }
 
-/* The results' warnings under the table (a single fit's report shows its warning; the table
- * has no room for one per row): each distinct one once, with how many groups it concerns. */
-static void print_warnings(FILE *out, jf_fit_result *const *res, size_t n) {
-    const char **w = malloc((n ? n : 1) * sizeof *w);
-    size_t nw = 0;
-    if (!w) return;
-    for (size_t k = 0; k < n; k++)
-        if (res[k] && res[k]->warning) w[nw++] = res[k]->warning;
+/* Lines under the table that the table has no column for: each distinct text of w (nw of
+ * them, one per group that has one) once, as "  LABEL (N groups): text", in text order. The
+ * first line ever printed (*first) is preceded by a blank line. */
+static void print_counted(FILE *out, const char *label, const char **w, size_t nw, int *first) {
     qsort(w, nw, sizeof *w, jf_cli_cmp_str);
     for (size_t i = 0, j; i < nw; i = j) {
         for (j = i + 1; j < nw && strcmp(w[j], w[i]) == 0; j++) continue;
-        fprintf(out, "%s  warning (%zu group%s): %s\n", i ? "" : "\n", j - i, j - i == 1 ? "" : "s",
-                w[i]);
+        fprintf(out, "%s  %s (%zu group%s): %s\n", *first ? "\n" : "", label, j - i,
+                j - i == 1 ? "" : "s", w[i]);
+        *first = 0;
     }
+}
+
+/* What a single fit's report says under its statistics and the table has no room for: the
+ * backend and kernel cache that fitted the groups (always, as the report's backend line), the
+ * device note (when the report would show its device line: -v, an explicit --device auto, or
+ * --device gpu that ran on the CPU) and the results' warnings. */
+static void print_footer(FILE *out, const jf_spec *s, jf_fit_result *const *res, size_t n) {
+    const char **w = malloc((n ? n : 1) * sizeof *w);
+    char *backends = malloc(n ? n * 64 : 1);
+    size_t nw = 0;
+    int first = 1;
+    int show_device = s->verbose || (s->device_given && s->opts.device == JF_DEVICE_AUTO);
+    if (!w || !backends) {
+        free(w);
+        free(backends);
+        return;
+    }
+    for (size_t k = 0; k < n; k++)
+        if (res[k]) {
+            snprintf(backends + 64 * nw, 64, "%s (kernel cache: %s)",
+                     jf_backend_name(res[k]->backend), jf_report_cache_name(res[k]->cache));
+            w[nw] = backends + 64 * nw;
+            nw++;
+            if (s->opts.device == JF_DEVICE_GPU && res[k]->backend != JF_BACKEND_CUDA)
+                show_device = 1;
+        }
+    print_counted(out, "backend", w, nw, &first);
+    nw = 0;
+    for (size_t k = 0; show_device && k < n; k++)
+        if (res[k] && res[k]->device_note) w[nw++] = res[k]->device_note;
+    print_counted(out, "device", w, nw, &first);
+    nw = 0;
+    for (size_t k = 0; k < n; k++)
+        if (res[k] && res[k]->warning) w[nw++] = res[k]->warning;
+    print_counted(out, "warning", w, nw, &first);
     free(w);
+    free(backends);
 }
 
 /* The terminal progress line; batch_progress calls it from one thread at a time. ctx: NULL,
@@ -507,7 +540,7 @@ int jf_batch_run(jf_fitctx *c, FILE *out, jf_run_summary *sum) {
         else if (nd)
             fprintf(out, "\n  %zu rows dropped: %zu with NaN, %zu with no group label\n", nd,
                     nd - nl, nl);
-        print_warnings(out, res, g.n);
+        print_footer(out, s, res, g.n);
     }
     fflush(out);
     rc = nconv == g.n ? 0 : 1;

@@ -962,6 +962,19 @@ static void test_batch_consistency(void) {
     CHECK(row && strstr(row, "  a at upper bound\n"));
     free(out);
     free(err);
+    /* the backend that fitted the groups, and with an explicit --device auto the device
+     * note, as a single fit's report has them in its backend and device lines */
+    snprintf(buf, sizeof buf, "fit --group g --backend interp --device auto 'a*x+b' '%s'", d);
+    CHECK(jf(buf, &out, &err) == 1);
+    CHECK_CONTAINS(out, "\n  backend (2 groups): interp (kernel cache: none)\n");
+    CHECK_CONTAINS(out, "\n  device (2 groups): cpu: ");
+    free(out);
+    free(err);
+    snprintf(buf, sizeof buf, "fit --group g --backend interp 'a*x+b' '%s'", d);
+    CHECK(jf(buf, &out, &err) == 1);
+    CHECK(out && !strstr(out, "device ("));
+    free(out);
+    free(err);
 }
 
 static void test_help(void) {
