@@ -465,7 +465,9 @@ int jf_batch_run(jf_fitctx *c, FILE *out, jf_run_summary *sum) {
                 fputs(", \"name\": ", out);
                 if (s->name) jf_cli_json_string(out, s->name);
                 else fputs("null", out);
-                fputs("}\n", out);
+                /* the rows --nan-policy omit dropped from it (all of them for a group left with
+                 * none): without it the array's rows_dropped do not add up to the note's */
+                fprintf(out, ", \"rows_dropped\": %zu}\n", jf_run_dropped_in_group(c, g.label[k]));
                 continue;
             }
             jf_report r;
