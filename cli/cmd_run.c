@@ -30,7 +30,9 @@ static void summary_row(FILE *f, const char *name, const jf_run_summary *s, int 
     snprintf(cost, sizeof cost, "%.6g", s->cost);
     if (s->status >= 0) snprintf(status, sizeof status, "%s", jf_report_status_name(s->status));
     else snprintf(status, sizeof status, "%zu/%zu conv.", s->nconverged, s->nfits);
-    snprintf(fits, sizeof fits, "%s%s", status, s->success ? "" : "!");
+    /* '!': this fit makes the exit status 1, whether it did not converge or converged and then
+     * could not write its --output or --plot (its report shows a converged fit) */
+    snprintf(fits, sizeof fits, "%s%s", status, s->success && rc == 0 ? "" : "!");
     fprintf(f, "  %-16s %-14s %14s %7zu %10.1f  %s\n", name, fits, cost, s->nfev, s->time_ms,
             jf_report_cache_name(s->cache));
 }

@@ -957,6 +957,19 @@ static void test_batch_consistency(void) {
     CHECK(row && !strstr(row, "  none\n"));
     free(out);
     free(err);
+    /* a fit that converged but could not write its output: the summary marks it as failed,
+     * as the exit status does */
+    char job2[1024];
+    snprintf(job2, sizeof job2,
+             "[fit one]\nmodel = a*x+b\ndata = %s\noutput = /nonexistent/dir/o.csv\n", d);
+    const char *jp2 = tmp(".ini", job2);
+    snprintf(buf, sizeof buf, "run '%s'", jp2);
+    CHECK(jf(buf, &out, &err) == 1);
+    row = out ? strstr(out, "\n  one ") : NULL;
+    const char *eol = row ? strchr(row + 1, '\n') : NULL;
+    CHECK(row && eol && memchr(row, '!', (size_t)(eol - row)));
+    free(out);
+    free(err);
     /* a parameter that ended on a bound is marked in the table as in a single fit's report */
     snprintf(buf, sizeof buf, "fit --group g --bounds a=0:1.5 'a*x+b' '%s'", d);
     CHECK(jf(buf, &out, &err) == 1);
