@@ -175,7 +175,9 @@ static int setup_cpu_kernels(fit_setup *s, char **errmsg) {
     double t0 = now_ms();
     int st = jf_kernels_get(s->m, b, &jo, &s->k, &s->warning);
     s->compile_ms += now_ms() - t0;
-    if (st == JF_OK && o->single_precision) {
+    /* a GPU batch gets the CPU kernels too, to finish fits on the host: there the fits ran
+     * in fp32 as asked, and the note would contradict the report's backend */
+    if (st == JF_OK && o->single_precision && !s->gpu) {
         static const char note[] = "single precision applies to GPU fits: the CPU evaluates in fp64";
         size_t len = s->warning ? strlen(s->warning) : 0;
         char *w = malloc(len + sizeof note + 2);

@@ -601,6 +601,17 @@ static void test_batch_same_error(void) {
     CHECK(out && !strstr(out, "\n  A "));
     free(out);
     free(err);
+    /* a GPU batch in fp32 says it ran on the GPU, without the CPU's "evaluates in fp64" note
+     * (the CPU kernels it also gets only finish fits on the host) */
+    snprintf(cmd, sizeof cmd,
+             "JITFIT_CUDA_EMULATE=1 '%s' fit --group g --device gpu --precision single "
+             "'a*x+b' '%s'",
+             jf_test_cli(), g);
+    CHECK(jf_test_run(cmd, &out, &err) == 0);
+    CHECK_CONTAINS(out, "backend (3 groups): cuda");
+    CHECK(!strstr(out ? out : "", "the CPU evaluates in fp64"));
+    free(out);
+    free(err);
     /* tolerances that can never stop the solver are a usage error, before any fit */
     snprintf(cmd, sizeof cmd, "fit --group g --ftol 0 --xtol 0 --gtol 0 'a*x+b' '%s'", g);
     CHECK(jf(cmd, &out, &err) == 2);
