@@ -934,7 +934,12 @@ static int run_fit(const fit_setup *s, const jf_data *d, const double *w, const 
                      "errors are infinite; the others converged",
                      nunused, m->param_names[unused]);
         } else {
-            snprintf(b->message, MSG_LEN, "%s", jf_fit_status_string(r->status));
+            if (r->status == JF_FIT_MAX_NFEV)
+                snprintf(b->message, MSG_LEN,
+                         "stopped: evaluation budget (max_nfev = %zu) spent; a larger max_nfev "
+                         "lets the run go further",
+                         s->max_nfev);
+            else snprintf(b->message, MSG_LEN, "%s", jf_fit_status_string(r->status));
             if (st.polish && r->status >= JF_FIT_FTOL && r->status <= JF_FIT_GTOL) {
                 size_t len = strlen(b->message);
                 snprintf(b->message + len, MSG_LEN - len, " (then %zu Gauss-Newton polish step%s)",
@@ -948,9 +953,9 @@ static int run_fit(const fit_setup *s, const jf_data *d, const double *w, const 
                         "e.g. a parameter on its bound at 0)");
         note_undetermined(b->message, unident, st.A, r->params, x0, &prob, m->param_names, zero);
         /* FTOL and XTOL say the steps stopped paying, not that the gradient vanished: with a
-         * scale D fixed by a huge starting Jacobian column (a*exp(b*x) from b = 1 on x up to
-         * 50) they can fire far from a minimum, as in scipy's trf. The cosine measure was
-         * ~1e-7 or less at the minima seen (1e-13 after the polish), 4e-3 to 1 there. */
+         * scale D far above the columns (a user's x_scale; a stale scale restarts, step.h) they
+         * can fire far from a minimum, as in scipy's trf. The cosine measure was ~1e-7 or less
+         * at the minima seen (1e-13 after the polish), 4e-3 to 1 there. */
         if (r->status >= JF_FIT_FTOL && r->status <= JF_FIT_FTOL_XTOL &&
             r->optimality > suspect_optimality(s->o.ftol) && !rounding_level(r->ssr, d, n)) {
             size_t len = strlen(b->message);

@@ -448,7 +448,7 @@ int jf_lm_solve(jf_problem *prob, const jf_lm_config *cfg, double *x, jf_lm_stat
     double gnorm = jf_step_gnorm(w.g, w.diag, w.free_, w.F, np);
     report(cfg, 0, st->nfev, w.F, 0.0, tr.lambda, NAN, gnorm, 0);
 
-    int status = JF_STEP_CONTINUE;
+    int status = JF_STEP_CONTINUE, restarts = 0;
     while (status == JF_STEP_CONTINUE) {
         if (jf_step_gtol_test(gnorm, cfg->gtol)) {
             status = JF_STEP_GTOL;
@@ -512,6 +512,7 @@ int jf_lm_solve(jf_problem *prob, const jf_lm_config *cfg, double *x, jf_lm_stat
             gnorm = jf_step_gnorm(w.g, w.diag, w.free_, w.F, np);
         }
         status = jf_step_test(cfg->ftol, cfg->xtol, actred, prered, ratio, pnorm, xnorm, tr.delta);
+        if (!cfg->x_scale) status = jf_step_restart(status, w.D, w.diag, x, np, &tr, &restarts);
         /* A non-finite trial point has no gain ratio: report NaN so a log shows why. */
         report(cfg, st->iterations, st->nfev, w.F, pnorm, lam, finite ? ratio : NAN, gnorm,
                accepted);

@@ -78,6 +78,7 @@ typedef struct jf_lmc {
     jf_step_lmpar ls;    /* the λ search */
     unsigned long long nfev;       /* passes over the data so far */
     unsigned long long iterations; /* trial steps judged */
+    int restarts;        /* fresh starts for a stale scale so far (jf_step_restart) */
 } jf_lmc;
 
 /* Doubles and ints of the workspace of a run with np parameters. */
@@ -536,6 +537,7 @@ JF_HD_CALL int jf_lmc_start(jf_lmc *c, jf_lmc_views *v, const double *acc) {
     unsigned long long np = c->np;
     c->nfev = 1;
     c->iterations = 0;
+    c->restarts = 0;
     c->accepted = 0;
     c->ratio = 0.0;
     c->phase = JF_LMC_AT_TOP;
@@ -584,6 +586,8 @@ JF_HD_CALL int jf_lmc_judge(jf_lmc *c, jf_lmc_views *v, const double *acc_try) {
     }
     c->status = jf_step_test(c->ftol, c->xtol, actred, c->prered, ratio, c->pnorm, c->xnorm,
                              c->tr.delta);
+    if (!c->use_x_scale)
+        c->status = jf_step_restart(c->status, v->D, v->diag, v->x, np, &c->tr, &c->restarts);
     if (c->status != JF_STEP_CONTINUE) return 0;
     return jf_lmc_propose(c, v);
 }

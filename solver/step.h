@@ -131,11 +131,45 @@ JF_HD void jf_step_rescale(double *D, const double *diag, const double *x, size_
     if (before > 0 && after > JF_STEP_RESCALE * before) tr->delta *= after / before;
 }
 
+/* A scale D_k above JF_STEP_STALE times the column norm √(JᵀJ)_kk at the current point is
+ * stale: the monotone maximum still remembers a far bigger column (an exponential at its start:
+ * a*exp(b*x) from b = 1 on x up to 50, where one step takes a to 10⁻¹⁷ and b's column from
+ * 10²³ to 10⁴). The radius and the XTOL test are measured in D's units, so such a parameter can
+ * hardly move and every step looks negligible. */
+#define JF_STEP_STALE 1e3
+/* Fresh starts allowed per run (jf_step_restart). */
+#define JF_STEP_RESTARTS 8
+JF_HD int jf_step_stale(const double *D, const double *diag, size_t p) {
+    for (size_t k = 0; k < p; k++)
+        if (diag[k] > 0 && D[k] > JF_STEP_STALE * sqrt(diag[k])) return 1;
+    return 0;
+}
+
 /* The starting radius factor·‖D x0‖ (factor itself when x0 = 0, as MINPACK). */
 JF_HD void jf_step_tr_init(jf_step_tr *tr, double xnorm) {
     tr->delta = xnorm > 0 ? JF_STEP_FACTOR * xnorm : JF_STEP_FACTOR;
     tr->lambda = 0.0;
     tr->first = 1;
+}
+
+/* Where the convergence tests stopped a run (status FTOL, XTOL or STALLED) with a stale
+ * scale at the current point x, the run starts afresh there instead: D from the current
+ * columns, the initial radius, λ = 0 (JF_STEP_CONTINUE is returned; restarts counts them, at
+ * most JF_STEP_RESTARTS). A true minimum stops again within a step or two; a false stop gets
+ * a trust region in the right units. A restart needs an accepted step since the last one (D
+ * only grows between them, and D fresh at x is not stale), so the run still ends. Only at a
+ * stop: restarting at every stale accepted point also threw fits onto plateaus (a Gaussian
+ * peak whose columns shrink as it slides off the data). */
+JF_HD int jf_step_restart(int status, double *D, const double *diag, const double *x, size_t p,
+                          jf_step_tr *tr, int *restarts) {
+    if (status != JF_STEP_FTOL && status != JF_STEP_XTOL && status != JF_STEP_FTOL_XTOL &&
+        status != JF_STEP_STALLED)
+        return status;
+    if (*restarts >= JF_STEP_RESTARTS || !jf_step_stale(D, diag, p)) return status;
+    jf_step_update_scale(D, diag, 1, p);
+    jf_step_tr_init(tr, jf_step_scaled_norm(D, x, p));
+    (*restarts)++;
+    return JF_STEP_CONTINUE;
 }
 
 /* A parameter moves freely unless it sits on a bound and the cost decreases by leaving the box

@@ -174,6 +174,24 @@ static void test_fits(void) {
         compare("rank-deficient (a*b)", md, &d, od, 1e-8);
         jf_model_free(md);
     }
+    /* a*exp(b*x) from b = 1 on x up to 49: the scale of b goes stale by 10¹⁷ after the first
+     * step, and both loops start afresh there (step.h's jf_step_accept_scale); enough points
+     * that no polish runs after the loop, so the last report is the result */
+    jf_model *me = compile("a*exp(b*x)");
+    if (me) {
+        enum { NE = 70000 };
+        static double xe[NE], ye[NE];
+        for (int i = 0; i < NE; i++) {
+            xe[i] = 0.7 + 48.3 * i / (NE - 1);
+            ye[i] = 2 * exp(0.1 * xe[i]) * (1 + 0.05 * sin(12.9898 * i));
+        }
+        jf_data de = {NE, xe, 0, ye, NULL};
+        static const double p0e[2] = {1, 1};
+        jf_fit_options oe = jf_fit_options_default();
+        oe.p0 = p0e;
+        compare("stale scale (a*exp(b*x))", me, &de, oe, 1e-12);
+        jf_model_free(me);
+    }
     /* log of a negative argument at the start: NONFINITE from both */
     jf_model *ml = compile("a*log(b*x) + c");
     if (ml) {

@@ -345,21 +345,26 @@ static void test_suspect_stop(void) {
     jf_model *m = compile("a*exp(b*x) + c");
     if (!m) return;
     jf_data d = {N, x, 0, y, NULL};
-    static const double bad[3] = {1, 1, 0}, good[3] = {3, 0.05, -1};
-    for (int k = 0; k < 2; k++) {
+    /* From b = 1 the scale of b is the norm of x·e^x, 10²⁰ times its column at the solution;
+     * with that stale scale the run stopped on XTOL at cost 10⁴ (step.h's fresh start now
+     * lets it through). A user's x_scale of 10⁻²⁰ for b fixes the same scale for good: that
+     * stop must still carry the warning. */
+    static const double bad[3] = {1, 1, 0}, good[3] = {3, 0.05, -1}, xs[3] = {1, 1e-20, 1};
+    for (int k = 0; k < 3; k++) {
         jf_fit_options o = jf_fit_options_default();
-        o.p0 = k ? good : bad;
+        o.p0 = k == 1 ? good : bad;
+        if (k == 2) o.x_scale = xs;
         jf_fit_result *r = NULL;
         char *err = NULL;
         CHECK(jf_fit(m, &d, &o, &r, &err) == JF_OK);
         if (!r) continue;
-        if (k == 0) {
+        if (k == 2) {
             CHECK(r->cost > 100);
             CHECK_CONTAINS(r->message, "; but the scaled gradient is still");
             CHECK_CONTAINS(r->message, "this may not be a minimum");
         } else {
-            CHECK_NEAR(r->cost, 2.32775771, 1e-6);
-            CHECK(!strstr(r->message, "may not be a minimum"));
+            if (!CHECK_NEAR(r->cost, 2.32775771, 1e-6)) fprintf(stderr, "  start %d\n", k);
+            CHECK(r->success && !strstr(r->message, "may not be a minimum"));
         }
         jf_fit_result_free(r);
     }
@@ -851,6 +856,7 @@ static void test_max_nfev(void) {
         CHECK(r->status == JF_FIT_MAX_NFEV && !r->success);
         CHECK(r->nfev == 3 && r->iterations == 2);
         CHECK(isfinite(r->std_errors[0]));
+        CHECK_CONTAINS(r->message, "evaluation budget (max_nfev = 3) spent; a larger max_nfev");
     }
     jf_fit_result_free(r);
     jf_model_free(m);
