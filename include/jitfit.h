@@ -313,7 +313,8 @@ typedef struct jf_fit_options {
     void (*batch_progress)(void *ctx, size_t done, size_t total); /* jf_fit_batch and
                               jf_fit_batch_columns only: called as fits finish (a GPU batch:
                               as each chunk's fits are done), from one thread
-                              at a time (not necessarily the caller's), at most about every
+                              at a time (not necessarily the caller's; the fits go on meanwhile,
+                              and a report due during a call is skipped), at most about every
                               100 ms, and always once at the end with done == total from the
                               calling thread (also when no fit could run, and with 0, 0 for
                               no fits); NULL: not called */

@@ -1105,11 +1105,12 @@ typedef struct batch_ctx {
     size_t nfits;             /* number of fits, for the progress callback */
     size_t done;              /* fits finished; guarded by lock */
     double last_report;       /* time of the last batch_progress call (ms); guarded by lock */
-    pthread_mutex_t lock;     /* serializes the batch_progress callback */
+    pthread_mutex_t lock;     /* guards done and last_report */
     const jf_batch_out *pre;  /* GPU batch: nfits device results (status -1: not run), or NULL */
     const jf_batch_columns *cols; /* jf_fit_batch_columns: where each result goes, or NULL */
     const size_t *todo;       /* the fits this pass runs (the others' rows are written), or NULL */
     double interval;          /* ms between batch_progress calls (progress_interval) */
+    pthread_mutex_t report;   /* held during a batch_progress call: one at a time */
 } batch_ctx;
 
 /* Row i of the columns from result r (NULL: the fit did not run, code says why). */
@@ -1170,8 +1171,17 @@ static void batch_progress(batch_ctx *c, size_t k) {
     double t = now_ms();
     int due = t - c->last_report >= c->interval && done < c->nfits;
     if (due) c->last_report = t;
-    if (due) o->batch_progress(o->batch_progress_ctx, done, c->nfits);
     pthread_mutex_unlock(&c->lock);
+    /* The user's callback runs outside the counter's lock, so a slow one (a terminal write)
+     * holds up no fit: a worker that finds another report in progress skips its own, the next
+     * one is due soon. The count is read again under the report lock, so successive calls
+     * never go down. */
+    if (!due || pthread_mutex_trylock(&c->report) != 0) return;
+    pthread_mutex_lock(&c->lock);
+    done = c->done;
+    pthread_mutex_unlock(&c->lock);
+    if (done < c->nfits) o->batch_progress(o->batch_progress_ctx, done, c->nfits);
+    pthread_mutex_unlock(&c->report);
 }
 
 /* Fit i of the batch from its checked data (st: JF_OK, or why the checks failed; w: its
@@ -1527,7 +1537,8 @@ static int batch_fits(const jf_model *m, size_t nfits, const jf_data *data, cons
         return st;
     }
     batch_ctx c = {&s, data, p0, results, errmsgs, codes, t0, nfits, 0, t0,
-                   PTHREAD_MUTEX_INITIALIZER, NULL, cols, NULL, progress_interval()};
+                   PTHREAD_MUTEX_INITIALIZER, NULL, cols, NULL, progress_interval(),
+                   PTHREAD_MUTEX_INITIALIZER};
     jf_batch_out *pre = NULL;
     double *store = NULL;
     size_t *todo = NULL, ntodo = nfits, written = 0;
@@ -1586,6 +1597,7 @@ static int batch_fits(const jf_model *m, size_t nfits, const jf_data *data, cons
     if (st == JF_OK) jf_pool_run(pool, ntodo, batch_task, &c);
     jf_pool_free(pool);
     pthread_mutex_destroy(&c.lock);
+    pthread_mutex_destroy(&c.report);
     if (st == JF_OK)
         for (size_t i = 0; i < nfits && st == JF_OK; i++) st = codes[i];
     else /* out of memory for the CPU pass: the GPU's fits stand; the rest could not run */

@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "include/jitfit.h"
 #include "tests/testlib.h"
@@ -1059,6 +1060,83 @@ static void test_batch_progress(void) {
     jf_model_free(m);
 }
 
+/* A slow batch_progress callback holds up no fit: while the first call waits, the other
+ * worker goes on finishing fits (their rows appear in the columns). The callback used to run
+ * under the batch's lock, so every worker stopped at its next finished fit until it returned;
+ * the wait below then timed out. */
+typedef struct slow_log {
+    size_t *nfev; /* the batch's nfev column, SIZE_MAX until a row is written */
+    size_t nfits;
+    int calls;
+    size_t before, after; /* rows written when the first call began, and when it gave up */
+} slow_log;
+
+static size_t rows_written(const slow_log *l) {
+    size_t k = 0;
+    for (size_t f = 0; f < l->nfits; f++)
+        if (__atomic_load_n(&l->nfev[f], __ATOMIC_RELAXED) != (size_t)-1) k++;
+    return k;
+}
+
+static void on_batch_slow(void *ctx, size_t done, size_t total) {
+    slow_log *l = ctx;
+    if (l->calls++ || done == total) return;
+    l->before = rows_written(l);
+    /* wait (at most 20 s: a failure, not a timing) for 50 more rows from the other worker */
+    struct timespec t0, now, nap = {0, 1000000};
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    do {
+        nanosleep(&nap, NULL);
+        l->after = rows_written(l);
+        clock_gettime(CLOCK_MONOTONIC, &now);
+    } while (l->after < l->before + 50 && l->after < l->nfits && now.tv_sec - t0.tv_sec < 20);
+}
+
+#if defined(__SANITIZE_THREAD__)
+#define JF_TEST_TSAN 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define JF_TEST_TSAN 1
+#endif
+#endif
+
+static void test_batch_progress_slow(void) {
+#ifdef JF_TEST_TSAN
+    /* the poll reads rows that a worker writes without telling this thread: a race by design */
+    printf("slow batch_progress: skipped under ThreadSanitizer\n");
+    return;
+#endif
+    jf_model *m = compile("a*x + b");
+    if (!m) return;
+    enum { FITS = 4000, N = 10 };
+    static double x[N], y[N];
+    for (int i = 0; i < N; i++) {
+        x[i] = i;
+        y[i] = 2.0 * i + 1.0 + 0.01 * (i % 3);
+    }
+    static jf_data data[FITS];
+    static size_t nfev[FITS];
+    for (int f = 0; f < FITS; f++) {
+        data[f] = (jf_data){N, x, 0, y, NULL};
+        nfev[f] = (size_t)-1;
+    }
+    slow_log log = {nfev, FITS, 0, 0, 0};
+    jf_batch_columns cols = {.nfev = nfev};
+    jf_fit_options o = jf_fit_options_default();
+    o.nthreads = 2;
+    o.batch_progress = on_batch_slow;
+    o.batch_progress_ctx = &log;
+    setenv("JITFIT_BATCH_PROGRESS_MS", "0", 1);
+    CHECK(jf_fit_batch_columns(m, FITS, data, NULL, &o, &cols) == JF_OK);
+    unsetenv("JITFIT_BATCH_PROGRESS_MS");
+    printf("slow batch_progress: %d calls; rows written while the first waited: %zu -> %zu\n",
+           log.calls, log.before, log.after);
+    CHECK(log.calls >= 2);
+    CHECK(log.after >= log.before + 50 || log.after == FITS);
+    CHECK(rows_written(&log) == FITS);
+    jf_model_free(m);
+}
+
 static void test_backends(void) {
     jf_model *m = compile("a*exp(-b*x)*sin(c*x+d)+e");
     if (!m) return;
@@ -1146,6 +1224,7 @@ int main(void) {
     test_determinism();
     test_batch();
     test_batch_progress();
+    test_batch_progress_slow();
     test_backends();
     test_large_linear();
     return jf_test_finish();
