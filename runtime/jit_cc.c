@@ -307,9 +307,14 @@ typedef struct ident {
     char *command;      /* the compiler command it was computed for */
     char *identity;     /* its identity, or NULL when it failed */
     char *why;          /* the reason it failed */
+    int ready;          /* 1 once identity or why is set (guarded by ident_lock) */
 } ident;
 
+/* ident_lock guards the list and the ready flags, not the computation: `cc --version` runs
+ * unlocked (it may take seconds), so a thread that needs another compiler's identity, or one
+ * already known, does not wait for it; threads that need the same one wait on ident_done. */
 static pthread_mutex_t ident_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t ident_done = PTHREAD_COND_INITIALIZER;
 static ident *idents;
 
 /* The executable the shell would run for `word`, resolved through symlinks. */
@@ -476,10 +481,15 @@ int jf_cc_identity(const char *cc, const char *cache_dir, const char **identity,
             snprintf(why, n, "out of memory");
             return JF_ERR_NOMEM;
         }
-        compute_identity(id, cache_dir);
         id->next = idents;
         idents = id;
+        pthread_mutex_unlock(&ident_lock);
+        compute_identity(id, cache_dir); /* only this thread writes id's fields until ready */
+        pthread_mutex_lock(&ident_lock);
+        id->ready = 1;
+        pthread_cond_broadcast(&ident_done);
     }
+    while (!id->ready) pthread_cond_wait(&ident_done, &ident_lock);
     int st = JF_OK;
     if (id->identity) {
         *identity = id->identity;

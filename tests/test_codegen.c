@@ -13,6 +13,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <dlfcn.h>
+#include <pthread.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "codegen/emit.h"
@@ -391,6 +393,59 @@ static void test_names(void) {
     CHECK(jf_emit_num_acc(0) == 1 && jf_emit_num_acc(5) == 21 && jf_emit_num_acc(20) == 231);
 }
 
+/* A compiler whose `--version` hangs holds up no other compiler's identity: the probe runs
+ * outside the lock that guards the list. The fake compiler answers only once the marker file
+ * exists, which the main thread creates after its own jf_cc_identity("cc") returned; it gives
+ * up after 20 s, so with the probe under the lock (as it was) both calls waited for that and
+ * the fake one failed. */
+typedef struct slow_cc {
+    const char *script;
+    int st;
+    char ident[256];
+} slow_cc;
+
+static void *probe_slow(void *arg) {
+    slow_cc *c = arg;
+    const char *id = NULL;
+    char why[256] = "";
+    c->st = jf_cc_identity(c->script, NULL, &id, why, sizeof why);
+    snprintf(c->ident, sizeof c->ident, "%s", id ? id : why);
+    return NULL;
+}
+
+static void test_identity_unlocked(void) {
+    char dir[] = "/tmp/jf_test_ident_XXXXXX";
+    if (!CHECK(mkdtemp(dir) != NULL)) return;
+    char script[128], marker[128];
+    snprintf(script, sizeof script, "%s/slowcc", dir);
+    snprintf(marker, sizeof marker, "%s/go", dir);
+    FILE *f = fopen(script, "w");
+    if (!CHECK(f != NULL)) return;
+    fprintf(f, "#!/bin/sh\ni=0\nwhile [ ! -e '%s' ]; do\n  i=$((i+1))\n"
+               "  [ $i -gt 200 ] && exit 1\n  sleep 0.1\ndone\necho 'slowcc 1.0'\n", marker);
+    fclose(f);
+    chmod(script, 0755);
+    slow_cc c = {script, -1, ""};
+    pthread_t t;
+    if (!CHECK(pthread_create(&t, NULL, probe_slow, &c) == 0)) return;
+    usleep(100000); /* lets the probe start first: without it a broken build could pass */
+    const char *id = NULL;
+    char why[256] = "";
+    CHECK(jf_cc_identity(NULL, NULL, &id, why, sizeof why) == JF_OK);
+    FILE *g = fopen(marker, "w");
+    if (g) fclose(g);
+    pthread_join(t, NULL);
+    printf("slow compiler's identity: %s\n", c.ident);
+    CHECK(c.st == JF_OK);
+    CHECK_CONTAINS(c.ident, "slowcc 1.0");
+    /* asked again: remembered, no second probe */
+    CHECK(jf_cc_identity(script, NULL, &id, why, sizeof why) == JF_OK && id &&
+          strstr(id, "slowcc 1.0"));
+    char cmd[160];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    jf_test_run(cmd, NULL, NULL);
+}
+
 int main(void) {
     /* Never the user's cache, whatever a test forgets. */
     char cache[] = "/tmp/jf_test_codegen_XXXXXX";
@@ -403,6 +458,7 @@ int main(void) {
     test_cli();
     test_fallback();
     test_names();
+    test_identity_unlocked();
     char cmd[128];
     snprintf(cmd, sizeof cmd, "rm -rf %s", cache);
     jf_test_run(cmd, NULL, NULL);
