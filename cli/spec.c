@@ -303,6 +303,87 @@ static jf_spec_rc set_fix(jf_spec *s, const char *v, const char *origin, char **
     return rc;
 }
 
+/* Removes from a list the items a fix wrote (the NAME=VALUE starts it adds to p0, whose key
+ * is "fix") when fix_items is 1, or all the others when it is 0. */
+static void drop_items(jf_spec_item *items, size_t *n, int fix_items) {
+    size_t kept = 0;
+    for (size_t i = 0; i < *n; i++) {
+        if ((items[i].key != NULL) == fix_items) {
+            free(items[i].text);
+            free(items[i].origin);
+        } else {
+            items[kept++] = items[i];
+        }
+    }
+    *n = kept;
+}
+
+/* `KEY =` (an empty value): KEY as if no earlier layer or line had set it. A list undoes what
+ * its own lines wrote: p0 the starts of p0 and param lines (a start a fix gave stays with its
+ * hold), bounds the bounds of bounds and param lines, fix the holds and the starts they gave. */
+static void reset(jf_spec *s, const char *key) {
+    const jf_fit_options d = jf_fit_options_default();
+    jf_fit_options *o = &s->opts;
+    char **str = strcmp(key, "columns") == 0   ? &s->columns
+                 : strcmp(key, "y") == 0       ? &s->ycol
+                 : strcmp(key, "sigma") == 0   ? &s->sigma
+                 : strcmp(key, "group") == 0   ? &s->group
+                 : strcmp(key, "p0_file") == 0 ? &s->p0_file
+                 : strcmp(key, "output") == 0  ? &s->output
+                 : strcmp(key, "plot") == 0    ? &s->plot
+                                               : NULL;
+    if (str) {
+        free(*str);
+        *str = NULL;
+    } else if (strcmp(key, "p0") == 0) {
+        drop_items(s->p0, &s->np0, 0);
+    } else if (strcmp(key, "bounds") == 0) {
+        drop_items(s->bounds, &s->nbounds, 0);
+    } else if (strcmp(key, "fix") == 0) {
+        drop_items(s->fix, &s->nfix, 0);
+        drop_items(s->p0, &s->np0, 1);
+    } else if (strcmp(key, "x_scale") == 0) {
+        free(s->x_scale.text);
+        free(s->x_scale.origin);
+        s->x_scale.text = s->x_scale.origin = NULL;
+    } else if (strcmp(key, "absolute_sigma") == 0) {
+        o->absolute_sigma = d.absolute_sigma;
+    } else if (strcmp(key, "no_cache") == 0) {
+        o->no_cache = d.no_cache;
+    } else if (strcmp(key, "vector_math") == 0) {
+        o->vector_math = d.vector_math;
+    } else if (strcmp(key, "json") == 0) {
+        s->json = 0;
+    } else if (strcmp(key, "verbose") == 0) {
+        s->verbose = 0;
+    } else if (strcmp(key, "loss") == 0) {
+        o->loss = d.loss;
+    } else if (strcmp(key, "f_scale") == 0) {
+        o->f_scale = d.f_scale;
+    } else if (strcmp(key, "ftol") == 0) {
+        o->ftol = d.ftol;
+    } else if (strcmp(key, "xtol") == 0) {
+        o->xtol = d.xtol;
+    } else if (strcmp(key, "gtol") == 0) {
+        o->gtol = d.gtol;
+    } else if (strcmp(key, "max_nfev") == 0) {
+        o->max_nfev = d.max_nfev;
+    } else if (strcmp(key, "threads") == 0) {
+        o->nthreads = d.nthreads;
+    } else if (strcmp(key, "precision") == 0) {
+        o->single_precision = d.single_precision;
+    } else if (strcmp(key, "max_gpu_mem") == 0) {
+        o->max_gpu_mem = d.max_gpu_mem;
+    } else if (strcmp(key, "device") == 0) {
+        o->device = d.device;
+        s->device_given = 0;
+    } else if (strcmp(key, "backend") == 0) {
+        o->backend = d.backend;
+    } else if (strcmp(key, "nan_policy") == 0) {
+        s->nan_omit = 0;
+    }
+}
+
 #define BAD(...)                                                                                   \
     do {                                                                                           \
         *msg = jf_cli_strf(__VA_ARGS__);                                                                   \
@@ -322,6 +403,10 @@ jf_spec_rc jf_spec_set(jf_spec *s, const char *key, const char *v, const char *o
     if (strncmp(key, "param ", 6) == 0) return set_param(s, key + 6, v, origin, msg);
     if (jf_spec_is_flag(key)) {
         int b;
+        if (!*v) { /* the default: false */
+            reset(s, key);
+            return JF_SPEC_OK;
+        }
         if (parse_bool(v, &b) != 0) BAD("'%s' is not true or false", v);
         if (strcmp(key, "absolute_sigma") == 0) o->absolute_sigma = b;
         else if (strcmp(key, "no_cache") == 0) o->no_cache = b;
@@ -331,8 +416,12 @@ jf_spec_rc jf_spec_set(jf_spec *s, const char *key, const char *v, const char *o
         return JF_SPEC_OK;
     }
     if (!jf_spec_is_key(key)) return JF_SPEC_UNKNOWN;
-    /* Every other setting needs a value. */
-    if (!*v) BAD("needs a value");
+    /* An empty value returns the key to its default (model and data have none) */
+    if (!*v) {
+        if (strcmp(key, "model") == 0 || strcmp(key, "data") == 0) BAD("needs a value");
+        reset(s, key);
+        return JF_SPEC_OK;
+    }
     if (strcmp(key, "model") == 0) {
         /* A model in a job file is a file relative to the job's directory when one exists
          * there; otherwise it is model text. */

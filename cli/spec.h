@@ -5,7 +5,8 @@
  * accept exactly the same values with the same messages. Layers are applied in order — a job's
  * [defaults], then its [fit NAME] section, then the command line — and a later value replaces an
  * earlier one, except the parameter lists (p0, bounds, param NAME, fix), which accumulate: each
- * item changes only the parameters it names.
+ * item changes only the parameters it names. An empty value returns a key to its default (a
+ * list: drops what its own key wrote), so a fit section can unset what [defaults] set.
  */
 #ifndef JF_CLI_SPEC_H
 #define JF_CLI_SPEC_H
@@ -69,7 +70,9 @@ typedef enum jf_spec_rc {
 /* Applies `key = value` to s. origin is "FILE:LINE" for a job file (kept with parameter lists
  * for later messages) or NULL for the command line. base is the directory that relative paths
  * (model file, data, p0_file, output, plot) are relative to, or NULL for the current one.
- * Boolean keys take true/false/yes/no/on/off/1/0. On JF_SPEC_BAD *msg receives a malloc'd
+ * Boolean keys take true/false/yes/no/on/off/1/0. An empty value resets the key to its default
+ * (p0 drops the starts of p0 and param items, bounds all bounds, fix the holds and the starts
+ * they gave); model, data and param NAME need a value. On JF_SPEC_BAD *msg receives a malloc'd
  * message without prefix ("'abc' is not a non-negative number"). */
 jf_spec_rc jf_spec_set(jf_spec *s, const char *key, const char *value, const char *origin,
                        const char *base, char **msg);

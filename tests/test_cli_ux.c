@@ -742,6 +742,61 @@ static void test_job_json_key(void) {
     free(err);
 }
 
+/* A fit section unsets what [defaults] sets with an empty value (`sigma =`), and the command
+ * line of run does the same to the file's settings (`--sigma=`); another section overrides
+ * the default with its own value. */
+static void test_job_unset(void) {
+    const char *data = tmp(".csv", "g,x,y,s\nA,0,1,0.1\nA,1,3.1,0.2\nA,2,4.9,0.1\nA,3,7,0.1\n"
+                                   "B,0,2,0.1\nB,1,4,0.1\nB,2,6.1,0.2\nB,3,8,0.1\n");
+    const char *p0 = tmp(".csv", "g,a\nA,1.5\nB,2.5\n");
+    char dir[] = "/tmp/jf_unset_XXXXXX";
+    if (!CHECK(mkdtemp(dir))) return;
+    char text[2048], buf[2300], path[600], *out = NULL, *err = NULL;
+    snprintf(text, sizeof text,
+             "[defaults]\nmodel = a*x + b\ndata = %s\nsigma = s\ngroup = g\np0_file = %s\n"
+             "output = %s/default.csv\nfix = b=1\nmax_nfev = 2\n"
+             "[fit grouped]\noutput = %s/grouped.csv\nmax_nfev =\n"
+             "[fit single]\nsigma =\ngroup =\np0_file =\noutput =\nfix =\nmax_nfev =\n",
+             data, p0, dir, dir);
+    const char *job = tmp(".ini", text);
+    /* grouped: the defaults, but its own output */
+    snprintf(buf, sizeof buf, "run --json --only grouped '%s'", job);
+    int rc = jf(buf, &out, &err);
+    if (!CHECK(rc == 0)) fprintf(stderr, "  %s\n", err ? err : "");
+    CHECK_CONTAINS(out, "\"sigma\": \"s\"");
+    CHECK_CONTAINS(out, "\"group\": \"B\"");
+    CHECK_CONTAINS(out, "{\"name\": \"b\", \"value\": 1, \"stderr\": 0, \"initial\": 1, "
+                        "\"at_bound\": null, \"fixed\": true}");
+    snprintf(path, sizeof path, "%s/grouped.csv", dir);
+    CHECK(access(path, F_OK) == 0);
+    unlink(path);
+    free(out);
+    free(err);
+    /* single: no sigma, no groups, b fitted, no output file */
+    snprintf(buf, sizeof buf, "run --json --only single '%s'", job);
+    rc = jf(buf, &out, &err);
+    if (!CHECK(rc == 0)) fprintf(stderr, "  %s\n", err ? err : "");
+    CHECK_CONTAINS(out, "\"sigma\": null");
+    CHECK_CONTAINS(out, "\"group\": null");
+    CHECK(out && !strstr(out, "\"fixed\": true"));
+    CHECK_NEAR(param(out, "b"), 1.5, 0.2);
+    snprintf(path, sizeof path, "%s/default.csv", dir);
+    CHECK(access(path, F_OK) != 0);
+    free(out);
+    free(err);
+    /* the command line unsets the file's setting in every fit */
+    snprintf(buf, sizeof buf, "run --json --only grouped --sigma= --output= '%s'", job);
+    rc = jf(buf, &out, &err);
+    if (!CHECK(rc == 0)) fprintf(stderr, "  %s\n", err ? err : "");
+    CHECK_CONTAINS(out, "\"group\": \"A\"");
+    CHECK(out && !strstr(out, "\"sigma\": \"s\""));
+    snprintf(path, sizeof path, "%s/grouped.csv", dir);
+    CHECK(access(path, F_OK) != 0);
+    free(out);
+    free(err);
+    rmdir(dir);
+}
+
 /* An empty quoted cell is empty; an output that is the data file is refused. */
 static void test_cells_and_outputs(void) {
     const char *d = tmp(".csv", "x,y\n\"\",2\n" LINE_ROWS);
@@ -1185,6 +1240,7 @@ int main(void) {
     test_job_checks();
     test_cells_and_outputs();
     test_job_json_key();
+    test_job_unset();
     test_job_run();
     test_verbose_and_batch();
     test_batch_report();

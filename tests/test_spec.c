@@ -53,7 +53,89 @@ static void test_sizes(void) {
     CHECK(jf_fit_options_default().max_gpu_mem == 0);
 }
 
+/* An empty value returns a key to its default, undoing what earlier layers ([defaults], an
+ * earlier line, the job file under run's command line) set: a fit section can say "no sigma
+ * column here". The lists undo what their own key wrote: p0 the starts of p0 and param (a held
+ * parameter keeps the value its fix gave), bounds those of bounds and param, fix the holds and
+ * their values. model, data and param NAME have no default: empty is still an error. */
+static void test_empty_resets(void) {
+    static const char *const strs[] = {"columns", "y", "sigma", "group", "p0_file", "output",
+                                       "plot"};
+    for (size_t i = 0; i < sizeof strs / sizeof strs[0]; i++) {
+        jf_spec s;
+        jf_spec_init(&s);
+        char *msg = NULL;
+        CHECK(jf_spec_set(&s, strs[i], "some.png", "job.ini:2", NULL, &msg) == JF_SPEC_OK);
+        free(msg);
+        int rc = jf_spec_set(&s, strs[i], "", "job.ini:5", NULL, &msg);
+        if (!CHECK(rc == JF_SPEC_OK)) fprintf(stderr, "  %s: %s\n", strs[i], msg ? msg : "");
+        free(msg);
+        CHECK(!s.columns && !s.ycol && !s.sigma && !s.group && !s.p0_file && !s.output && !s.plot);
+        jf_spec_free(&s);
+    }
+    /* every option back to jf_fit_options_default() and the spec's own defaults */
+    static const struct {
+        const char *key, *value;
+    } scalars[] = {{"absolute_sigma", "true"}, {"no_cache", "yes"}, {"vector_math", "on"},
+                   {"json", "1"}, {"verbose", "true"}, {"loss", "huber"}, {"f_scale", "3"},
+                   {"ftol", "1e-3"}, {"xtol", "1e-3"}, {"gtol", "1e-3"}, {"max_nfev", "7"},
+                   {"device", "cpu"}, {"backend", "interp"}, {"threads", "3"},
+                   {"precision", "single"}, {"max_gpu_mem", "1G"}, {"nan_policy", "omit"},
+                   {"x_scale", "a=1, b=2"}};
+    jf_spec fresh;
+    jf_spec_init(&fresh);
+    for (size_t i = 0; i < sizeof scalars / sizeof scalars[0]; i++) {
+        jf_spec s;
+        jf_spec_init(&s);
+        char *msg = NULL;
+        CHECK(jf_spec_set(&s, scalars[i].key, scalars[i].value, "job.ini:2", NULL, &msg) ==
+              JF_SPEC_OK);
+        free(msg);
+        CHECK(jf_spec_set(&s, scalars[i].key, "", "job.ini:3", NULL, &msg) == JF_SPEC_OK);
+        free(msg);
+        const jf_fit_options *o = &s.opts, *d = &fresh.opts;
+        int same = o->absolute_sigma == d->absolute_sigma && o->loss == d->loss &&
+                   o->f_scale == d->f_scale && o->ftol == d->ftol && o->xtol == d->xtol &&
+                   o->gtol == d->gtol && o->max_nfev == d->max_nfev && o->device == d->device &&
+                   o->nthreads == d->nthreads && o->backend == d->backend &&
+                   o->no_cache == d->no_cache && o->single_precision == d->single_precision &&
+                   o->vector_math == d->vector_math && o->max_gpu_mem == d->max_gpu_mem &&
+                   s.json == fresh.json &&
+                   s.verbose == fresh.verbose && s.nan_omit == fresh.nan_omit &&
+                   s.device_given == fresh.device_given && !s.x_scale.text && !s.x_scale.origin;
+        if (!CHECK(same)) fprintf(stderr, "  '%s =' left a setting\n", scalars[i].key);
+        jf_spec_free(&s);
+    }
+    /* the lists: each empty key undoes its own lines (param counts as p0 and bounds) */
+    jf_spec s;
+    jf_spec_init(&s);
+    char *msg = NULL;
+    CHECK(jf_spec_set(&s, "p0", "a=1", "job.ini:2", NULL, &msg) == JF_SPEC_OK);
+    CHECK(jf_spec_set(&s, "param b", "2 in [0, 5]", "job.ini:3", NULL, &msg) == JF_SPEC_OK);
+    CHECK(jf_spec_set(&s, "fix", "c=3, d", "job.ini:4", NULL, &msg) == JF_SPEC_OK);
+    CHECK(jf_spec_set(&s, "bounds", "a=0:9", "job.ini:5", NULL, &msg) == JF_SPEC_OK);
+    CHECK(s.np0 == 3 && s.nbounds == 2 && s.nfix == 1);
+    CHECK(jf_spec_set(&s, "p0", "", "job.ini:6", NULL, &msg) == JF_SPEC_OK);
+    /* the start a fix gave stays with its hold */
+    CHECK(s.np0 == 1 && s.p0[0].key && strcmp(s.p0[0].text, "c=3") == 0);
+    CHECK(jf_spec_set(&s, "p0", "a=4", "job.ini:7", NULL, &msg) == JF_SPEC_OK);
+    CHECK(jf_spec_set(&s, "bounds", "", "job.ini:8", NULL, &msg) == JF_SPEC_OK);
+    CHECK(s.nbounds == 0 && s.np0 == 2);
+    CHECK(jf_spec_set(&s, "fix", "", "job.ini:9", NULL, &msg) == JF_SPEC_OK);
+    CHECK(s.nfix == 0 && s.np0 == 1 && !s.p0[0].key && strcmp(s.p0[0].text, "a=4") == 0);
+    /* no default to go back to */
+    static const char *const needed[] = {"model", "data", "param a"};
+    for (size_t i = 0; i < sizeof needed / sizeof needed[0]; i++) {
+        CHECK(jf_spec_set(&s, needed[i], "", "job.ini:9", NULL, &msg) == JF_SPEC_BAD);
+        free(msg);
+        msg = NULL;
+    }
+    jf_spec_free(&s);
+    jf_spec_free(&fresh);
+}
+
 int main(void) {
     test_sizes();
+    test_empty_resets();
     return jf_test_finish();
 }
