@@ -69,6 +69,35 @@ int jf_cli_parse_option(int argc, char **argv, int *i, jf_spec *s, const char *c
     return status;
 }
 
+int jf_cli_wants_json(int argc, char **argv, FILE **to) {
+    jf_spec scratch;
+    jf_spec_init(&scratch);
+    int dash = 0;
+    for (int i = 1; i < argc && strcmp(argv[i], "--") != 0; i++) {
+        const char *arg = argv[i];
+        if (strncmp(arg, "--", 2) != 0) continue; /* MODEL, DATA, JOB, -v, -h */
+        char key[64];
+        size_t kl = strcspn(arg + 2, "=");
+        if (kl >= sizeof key) continue;
+        for (size_t k = 0; k < kl; k++) key[k] = arg[2 + k] == '-' ? '_' : arg[2 + k];
+        key[kl] = '\0';
+        const char *v = arg[2 + kl] == '=' ? arg + 3 + kl : NULL;
+        char *msg = NULL;
+        if (strcmp(key, "json") == 0) {
+            (void)jf_spec_set(&scratch, "json", v ? v : "true", NULL, NULL, &msg);
+        } else if (strcmp(key, "only") == 0 ||
+                   (jf_spec_is_key(key) && !jf_spec_is_flag(key))) {
+            if (!v && i + 1 < argc) v = argv[++i]; /* an option's value is not an option */
+            if (strcmp(key, "output") == 0) dash = v && strcmp(v, "-") == 0;
+        }
+        free(msg);
+    }
+    int json = scratch.json;
+    jf_spec_free(&scratch);
+    if (to) *to = dash ? stderr : stdout;
+    return json;
+}
+
 int jf_cmd_fit(int argc, char **argv) {
     jf_spec s;
     jf_spec_init(&s);
@@ -102,11 +131,14 @@ int jf_cmd_fit(int argc, char **argv) {
     /* With --output - the CSV is standard output, so the report (text or JSON) moves to
      * stderr rather than being interleaved with it. */
     FILE *report = s.output && strcmp(s.output, "-") == 0 ? stderr : stdout;
-    if (rc == 0 && s.json && report == stdout) {
+    if (rc == 0 && s.json) {
         /* a fit that fails before its report still prints one JSON object, as run --json's */
-        rc = jf_run_spec_json(&s, NULL);
+        rc = jf_run_spec_json(&s, report, NULL);
     } else if (rc == 0) {
         rc = jf_run_spec(&s, report, NULL);
+    } else if (jf_cli_wants_json(argc, argv, &report)) {
+        /* so does a usage error, wherever --json stands among the options */
+        jf_run_json_error(report, NULL, jf_cli_last_error());
     }
     jf_spec_free(&s);
     return rc;

@@ -90,11 +90,10 @@ static int check_fits(const jf_job *job, const char *only) {
             for (int a = 0; a < 2; a++)
                 for (int b = 0; b < 2; b++)
                     if (jf_spec_same_file(files[a], other[b])) {
-                        fprintf(stderr,
-                                "jitfit: %s:%zu: [fit %s] and [fit %s] (line %zu) both write %s: "
-                                "give each fit its own file\n",
-                                job->path, job->lines[k], s->name, t->name, job->lines[j],
-                                files[a]);
+                        jf_cli_error("%s:%zu: [fit %s] and [fit %s] (line %zu) both write %s: "
+                                     "give each fit its own file",
+                                     job->path, job->lines[k], s->name, t->name, job->lines[j],
+                                     files[a]);
                         rc = 2;
                     }
         }
@@ -109,6 +108,7 @@ int jf_cmd_run(int argc, char **argv) {
     jf_spec scratch;
     jf_spec_init(&scratch);
     jf_run_set_job_mode();
+    jf_cli_note_error(""); /* a job that cannot start reports its first error */
     int *optidx = calloc((size_t)argc + 1, sizeof *optidx), nopt = 0;
     if (!optidx) {
         jf_cli_error("out of memory");
@@ -119,7 +119,7 @@ int jf_cmd_run(int argc, char **argv) {
         if (!options || arg[0] != '-' || arg[1] == '\0') {
             if (!path) path = arg;
             else {
-                fprintf(stderr, "jitfit: run: unexpected argument '%s'\n", arg);
+                jf_cli_error("run: unexpected argument '%s'", arg);
                 rc = 2;
             }
             continue;
@@ -138,7 +138,7 @@ int jf_cmd_run(int argc, char **argv) {
             if (arg[6] == '=') only = arg + 7;
             else if (i + 1 < argc) only = argv[++i];
             else {
-                fprintf(stderr, "jitfit: run: option --only needs a value\n");
+                jf_cli_error("run: option --only needs a value");
                 rc = 2;
             }
             continue;
@@ -148,11 +148,14 @@ int jf_cmd_run(int argc, char **argv) {
         from_option = rc != 0; /* its message came with the usage line */
     }
     if (rc == 0 && !path) {
-        fprintf(stderr, "jitfit: run: expected a job file\n");
+        jf_cli_error("run: expected a job file");
         rc = 2;
     }
     if (rc != 0) {
         if (!from_option) jf_run_usage_hint();
+        /* with --json, stdout gets the JSON object of a job that could not start */
+        if (jf_cli_wants_json(argc, argv, NULL))
+            jf_run_json_error(stdout, NULL, jf_cli_first_error());
         jf_spec_free(&scratch);
         free(optidx);
         return rc;
@@ -162,6 +165,7 @@ int jf_cmd_run(int argc, char **argv) {
 
     jf_job job;
     if (jf_job_read(path, &job) != 0) {
+        if (json) jf_run_json_error(stdout, NULL, jf_cli_first_error());
         free(optidx);
         return 2;
     }
@@ -174,10 +178,9 @@ int jf_cmd_run(int argc, char **argv) {
     /* Several fits' CSV on one standard output (next to the report) could not be told apart. */
     for (size_t k = 0; k < job.nfits && rc == 0; k++)
         if (job.fits[k].output && strcmp(job.fits[k].output, "-") == 0) {
-            fprintf(stderr,
-                    "jitfit: %s: [fit %s]: output '-' (standard output) is for jitfit fit; "
-                    "give each fit of a job a file\n",
-                    path, job.fits[k].name);
+            jf_cli_error("%s: [fit %s]: output '-' (standard output) is for jitfit fit; give "
+                         "each fit of a job a file",
+                         path, job.fits[k].name);
             rc = 2;
         }
     char *only_trimmed = NULL;
@@ -189,7 +192,7 @@ int jf_cmd_run(int argc, char **argv) {
         only = only_trimmed;
     }
     if (rc == 0 && only && !only[strspn(only, ",")]) {
-        fprintf(stderr, "jitfit: run: --only needs the names of fits\n");
+        jf_cli_error("run: --only needs the names of fits");
         rc = 2;
     }
     if (rc == 0 && only) {
@@ -200,17 +203,18 @@ int jf_cmd_run(int argc, char **argv) {
             int found = 0;
             for (size_t k = 0; k < job.nfits; k++) found |= strcmp(job.fits[k].name, tok) == 0;
             if (!found) {
-                fprintf(stderr, "jitfit: run: --only: %s has no [fit %s]\n", path, tok);
+                jf_cli_error("run: --only: %s has no [fit %s]", path, tok);
                 rc = 2;
             }
         }
         free(list);
     }
-    if (rc == 0) rc = check_fits(&job, only);
     /* `json = true` in the file makes the whole run JSON (an array, no text summary after
-     * it), every fit of it included: one output, one format */
-    for (size_t k = 0; rc == 0 && k < job.nfits; k++)
+     * it), every fit of it included: one output, one format; and an error before any fit
+     * runs one JSON object */
+    for (size_t k = 0; k < job.nfits; k++)
         if (selected(only, job.fits[k].name)) json |= job.fits[k].json;
+    if (rc == 0) rc = check_fits(&job, only);
     for (size_t k = 0; rc == 0 && json && k < job.nfits; k++) job.fits[k].json = 1;
     jf_run_summary *sums = rc == 0 ? calloc(job.nfits, sizeof *sums) : NULL;
     int *rcs = rc == 0 ? calloc(job.nfits, sizeof *rcs) : NULL;
@@ -232,7 +236,7 @@ int jf_cmd_run(int argc, char **argv) {
         if (json) {
             /* A fit that fails before printing its object still gets one, so the output stays
              * one JSON array with every fit in it. */
-            rcs[nrun] = jf_run_spec_json(s, &sums[nrun]);
+            rcs[nrun] = jf_run_spec_json(s, stdout, &sums[nrun]);
         } else {
             rcs[nrun] = jf_run_spec(s, stdout, &sums[nrun]);
         }
@@ -254,6 +258,7 @@ int jf_cmd_run(int argc, char **argv) {
     free(optidx);
     free(only_trimmed);
     jf_job_free(&job);
+    if (rc && json) jf_run_json_error(stdout, NULL, jf_cli_first_error());
     if (rc) return rc;
     return any_failed; /* 2 when a setting was wrong, else 1 when a fit failed */
 }

@@ -4,6 +4,8 @@
 #ifndef JF_CLI_COMMANDS_H
 #define JF_CLI_COMMANDS_H
 
+#include <stdio.h>
+
 int jf_cmd_check(int argc, char **argv);   /* jitfit check MODEL */
 int jf_cmd_eval(int argc, char **argv);    /* jitfit eval MODEL --params .. --at .. */
 int jf_cmd_diff(int argc, char **argv);    /* jitfit diff MODEL [--param NAME] */
@@ -18,5 +20,10 @@ struct jf_spec;
 /* Parses the option at argv[*i] (advancing *i past its value) into s, as `jitfit fit` and
  * `jitfit run` share them. Returns 0, or the exit status after printing a usage error. */
 int jf_cli_parse_option(int argc, char **argv, int *i, struct jf_spec *s, const char *cmd);
+/* 1 when the options of fit or run in argv ask for JSON (the last --json or --json=BOOL
+ * before any `--` wins), read without validating anything, so that a usage error can be
+ * reported as JSON too; *to (when not NULL) receives the stream the report goes to: stderr
+ * with --output -, else stdout. */
+int jf_cli_wants_json(int argc, char **argv, FILE **to);
 
 #endif

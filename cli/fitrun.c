@@ -1022,27 +1022,26 @@ done:
     return rc;
 }
 
-int jf_run_spec_json(const jf_spec *s, jf_run_summary *sum) {
-    char *buf = NULL;
-    size_t len = 0;
-    FILE *mem = open_memstream(&buf, &len);
-    jf_cli_note_error("");
-    int rc = jf_run_spec(s, mem ? mem : stdout, sum);
-    if (!mem) return rc;
-    fclose(mem);
-    if (len) fwrite(buf, 1, len, stdout);
-    free(buf);
-    if (!len) {
-        fputs("{", stdout);
-        if (s->name) {
-            fputs("\"name\": ", stdout);
-            jf_cli_json_string(stdout, s->name);
-            fputs(", ", stdout);
-        }
-        fputs("\"success\": false, \"error\": ", stdout);
-        jf_cli_json_string(stdout, *jf_cli_last_error() ? jf_cli_last_error()
-                                                         : "the fit could not run");
-        fputs("}\n", stdout);
+void jf_run_json_error(FILE *f, const char *name, const char *msg) {
+    fputs("{", f);
+    if (name) {
+        fputs("\"name\": ", f);
+        jf_cli_json_string(f, name);
+        fputs(", ", f);
     }
+    fputs("\"success\": false, \"error\": ", f);
+    jf_cli_json_string(f, msg && *msg ? msg : "the fit could not run");
+    fputs("}\n", f);
+    fflush(f);
+}
+
+int jf_run_spec_json(const jf_spec *s, FILE *to, jf_run_summary *sum) {
+    jf_run_summary own;
+    if (!sum) sum = &own;
+    jf_cli_note_error("");
+    /* written as it comes (not held back to see whether anything came), so that on stderr
+     * (fit --output -) the report keeps its place before the messages that follow it */
+    int rc = jf_run_spec(s, to, sum);
+    if (!sum->ran) jf_run_json_error(to, s->name, jf_cli_last_error());
     return rc;
 }

@@ -19,7 +19,8 @@
 
 /* What `jitfit run` shows in its summary table about one fit. */
 typedef struct jf_run_summary {
-    int ran;          /* 1 when the solver ran (the other fields are valid) */
+    int ran;          /* 1 when the solver ran and its report was printed (the other fields
+                         are valid) */
     int success;      /* 1 when it converged (a batch: every group converged) */
     int status;       /* jf_fit_status of a single fit; -1 for a batch */
     double cost;      /* final cost (a batch: the sum over groups) */
@@ -59,10 +60,15 @@ typedef struct jf_fitctx {
  * Fills *sum (may be NULL). Returns the exit status: 0 converged, 1 error or not converged,
  * 2 a usage error. */
 int jf_run_spec(const jf_spec *s, FILE *out, jf_run_summary *sum);
-/* jf_run_spec for --json onto stdout: a fit that fails before printing its report still gets
- * one object, {"name" (when s->name), "success": false, "error": the message stderr had}, so
- * stdout stays JSON (`fit --json`, and each element of `run --json`'s array). */
-int jf_run_spec_json(const jf_spec *s, jf_run_summary *sum);
+/* jf_run_spec for --json onto to (stdout; stderr for `fit --output -`): a fit that fails before
+ * printing its report still gets one object there (jf_run_json_error with the message stderr
+ * had), so the report's stream stays JSON (`fit --json`, and each element of `run --json`'s
+ * array). */
+int jf_run_spec_json(const jf_spec *s, FILE *to, jf_run_summary *sum);
+/* Prints the object of a fit or job that failed before its report on f:
+ * {"name": name (when not NULL), "success": false, "error": msg ("the fit could not run" when
+ * NULL or empty)}, one line. */
+void jf_run_json_error(FILE *f, const char *name, const char *msg);
 
 /* Prints a setting error: "jitfit: ORIGIN: message" for a job file, or "jitfit: fit: message"
  * plus the usage line when origin is NULL. Returns 2. */

@@ -28,18 +28,24 @@ char *jf_cli_strf(const char *fmt, ...) {
     return s;
 }
 
-/* The first line of the last error printed, for `run --json`'s object of a failed fit. */
-static char last_error[1024];
+/* The first line of the last error printed, for `run --json`'s object of a failed fit, and of
+ * the first one since the last clearing, for the object of a job that could not start. */
+static char last_error[1024], first_error[1024];
 
 void jf_cli_note_error(const char *msg) {
     size_t n = strcspn(msg, "\n");
     if (n >= sizeof last_error) n = sizeof last_error - 1;
     memcpy(last_error, msg, n);
     last_error[n] = '\0';
+    if (!n || !first_error[0]) memcpy(first_error, last_error, n + 1);
 }
 
 const char *jf_cli_last_error(void) {
     return last_error;
+}
+
+const char *jf_cli_first_error(void) {
+    return first_error;
 }
 
 /* The fit of a job whose errors are being printed, or NULL. */

@@ -21,6 +21,8 @@ void jf_cli_error_fit(const char *name);
 void jf_cli_note_error(const char *msg);
 /* The last error noted ("" before any); jf_cli_note_error("") clears it. */
 const char *jf_cli_last_error(void);
+/* The first error noted since jf_cli_note_error("") (or the start), "" if none. */
+const char *jf_cli_first_error(void);
 
 /* Compiles MODEL: a path to an existing file is read as a model file, anything else is model
  * text (source name "<command line>"). vars/nvars as in jf_model_options (NULL: default).

@@ -771,6 +771,116 @@ static void test_fix(void) {
     free(err);
 }
 
+/* The last line of text (without its newline), in buf. */
+static const char *last_line(const char *text, char *buf, size_t n) {
+    size_t len = text ? strlen(text) : 0;
+    while (len && text[len - 1] == '\n') len--;
+    size_t start = len;
+    while (start && text[start - 1] != '\n') start--;
+    snprintf(buf, n, "%.*s", (int)(len - start), text ? text + start : "");
+    return buf;
+}
+
+/* Every failure before the report gets the JSON object where the report would have gone: a
+ * usage error too (exit 2, whichever side of --json the bad option is), with --group, and with
+ * --output - on stderr after the message (stdout is the CSV, which a failed fit never starts);
+ * run --json prints one object with the first error for a job it cannot start. */
+static void json_early_failures(const char *data) {
+    static const struct {
+        const char *args; /* %s: the data file */
+        int rc;           /* exit status */
+        const char *error; /* the start of the "error" string */
+    } cases[] = {
+        {"--json --ftol abc 'a*x+b' '%s'", 2, "--ftol: 'abc' is not a non-negative number"},
+        {"--ftol abc 'a*x+b' '%s' --json", 2, "--ftol: 'abc' is not a non-negative number"},
+        {"--json --bogus 'a*x+b' '%s'", 2, "unknown option '--bogus'"},
+        {"--json 'a*x+b'", 2, "expected MODEL and DATA"},
+        {"--json --group nosuch 'a*x+b' '%s'", 1, "%s: no column 'nosuch' (columns: x, y)"},
+        {"--json --group x --p0-file /nonexistent/p0.csv 'a*x+b' '%s'", 1,
+         "/nonexistent/p0.csv: No such file"},
+    };
+    char args[4096], want[4096], line[4096], *out = NULL, *err = NULL;
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        snprintf(args, sizeof args, cases[i].args, data);
+        char error[1024];
+        snprintf(error, sizeof error, cases[i].error, data);
+        snprintf(want, sizeof want, "{\"success\": false, \"error\": \"%s", error);
+        int rc = fit(args, &out, &err);
+        if (!CHECK(rc == cases[i].rc)) fprintf(stderr, "  fit %s: exit %d\n", args, rc);
+        if (!CHECK(json_valid(out))) fprintf(stderr, "  fit %s printed:\n%s\n", args, out);
+        if (!CHECK_CONTAINS(out, want)) fprintf(stderr, "  fit %s\n", args);
+        CHECK_CONTAINS(err, error); /* the human message as before */
+        free(out);
+        free(err);
+    }
+    /* --output -: the report, and so the object, go to stderr */
+    snprintf(args, sizeof args, "--json --output - 'a*x+b' /nonexistent/nosuch.csv");
+    CHECK(fit(args, &out, &err) == 1);
+    CHECK(out && !*out);
+    CHECK_CONTAINS(err, "jitfit: /nonexistent/nosuch.csv: No such file or directory\n{");
+    last_line(err, line, sizeof line);
+    CHECK(json_valid(line));
+    CHECK_STREQ(line, "{\"success\": false, \"error\": \"/nonexistent/nosuch.csv: No such "
+                      "file or directory\"}");
+    free(out);
+    free(err);
+    snprintf(args, sizeof args, "--json --output - --ftol abc 'a*x+b' '%s'", data);
+    CHECK(fit(args, &out, &err) == 2);
+    CHECK(out && !*out);
+    CHECK(json_valid(last_line(err, line, sizeof line)));
+    CHECK_CONTAINS(line, "\"error\": \"--ftol: 'abc' is not");
+    free(out);
+    free(err);
+    /* without --json (or with --json=false) none */
+    snprintf(args, sizeof args, "--json=false --ftol abc 'a*x+b' '%s'", data);
+    CHECK(fit(args, &out, &err) == 2);
+    CHECK(out && !*out);
+    CHECK(err && !strchr(err, '{'));
+    free(out);
+    free(err);
+
+    /* run --json: a job that cannot start is one object, with the first error */
+    char text[1024], cmd[8192];
+    snprintf(text, sizeof text,
+             "[fit a]\nmodel = a*x+b\ndata = %s\nftoll = 1\nxtoll = 1\n", data);
+    char *job = jf_test_tmpfile(".ini", text);
+    snprintf(text, sizeof text,
+             "[fit a]\nmodel = a*x+b\ndata = %s\njson = true\noutput = o.csv\n"
+             "[fit b]\nmodel = a*x+b\ndata = %s\noutput = o.csv\n", data, data);
+    char *job2 = jf_test_tmpfile(".ini", text);
+    const struct {
+        const char *args; /* after run */
+        const char *error;
+    } runs[] = {
+        {"--json '%s'", ":4: unknown key 'ftoll' (did you mean 'ftol'?)"},
+        {"'%s' --json --ftol abc", "--ftol: 'abc' is not"},
+        {"--json --bogus '%s'", "unknown option '--bogus'"},
+        {"--json --only nosuch '%s'", "run: --only: "}, /* job2: found before its error */
+        {"--json /nonexistent/job.ini", "/nonexistent/job.ini: No such file"},
+        /* job2: json = true in the file */
+        {"'%s'", ":6: [fit b] and [fit a] (line 1) both write"},
+    };
+    for (size_t i = 0; i < sizeof runs / sizeof runs[0]; i++) {
+        char a[2048];
+        snprintf(a, sizeof a, runs[i].args, i == 3 || i == 5 ? job2 : job);
+        snprintf(cmd, sizeof cmd, "JITFIT_CACHE_DIR='%s' '%s' run %s", cache_dir, jf_test_cli(),
+                 a);
+        int rc = jf_test_run(cmd, &out, &err);
+        if (!CHECK(rc == 2)) fprintf(stderr, "  run %s: exit %d\n", a, rc);
+        if (!CHECK(json_valid(out))) fprintf(stderr, "  run %s printed:\n%s\n", a, out);
+        const char *head = "{\"success\": false, \"error\": \"";
+        CHECK(out && strncmp(out, head, strlen(head)) == 0);
+        if (!CHECK_CONTAINS(out, runs[i].error)) fprintf(stderr, "  run %s\n", a);
+        CHECK(out && !strstr(out, "xtoll")); /* the first error */
+        free(out);
+        free(err);
+    }
+    if (job) unlink(job);
+    if (job2) unlink(job2);
+    free(job);
+    free(job2);
+}
+
 /* `jitfit run --json` stays one JSON array with an object for every fit, also for fits that
  * fail before they print anything (a missing data file, a model error). */
 static void test_run_json_failures(void) {
@@ -819,6 +929,7 @@ static void test_run_json_failures(void) {
     CHECK_CONTAINS(out, "\"success\": false, \"error\": \"<command line>:1:");
     free(out);
     free(err);
+    json_early_failures(data);
 }
 
 /* --output of many rows (several chunks formatted on threads, written in order): the same
