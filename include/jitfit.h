@@ -40,7 +40,8 @@ extern "C" {
 #define JF_API
 #endif
 
-/* The library version as "MAJOR.MINOR.PATCH". */
+/* The library version as "MAJOR.MINOR.PATCH"; its one source: the build reads it from this
+ * line (cmake/jitfit_version.cmake). */
 #define JITFIT_VERSION "0.1.0"
 
 /* Result codes of fallible calls. */
