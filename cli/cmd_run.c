@@ -69,11 +69,37 @@ static int selected(const char *only, const char *name) {
     return 0;
 }
 
-/* The checks that need a fit's settings together, and files two fits would both write: before
- * any fit runs, with the job file's line of each fit. 0 or 2. */
+/* The files of one fit as jf_spec_same_file compares them (canonical paths, NULL for none and
+ * for "-"): what it reads, then what it writes. */
+enum { DATA, P0_FILE, OUTPUT, PLOT, NFILES };
+
+static int same(char *const *a, int i, char *const *b, int j) {
+    return a[i] && b[j] && strcmp(a[i], b[j]) == 0;
+}
+
+/* The checks that need a fit's settings together, files two fits would both write, and a
+ * file a fit writes that another fit reads (its data or p0 file, whether or not --only selects
+ * that fit: it is the user's file all the same): before any fit runs, with the job file's line
+ * of each fit. The paths are made canonical once per fit, so a job of many fits costs string
+ * comparisons, not realpath calls, per pair. 0, 1 (out of memory) or 2. */
 static int check_fits(const jf_job *job, const char *only) {
     int rc = 0;
+    static const char *const what[NFILES] = {"data", "p0", "output", "plot"};
+    char **canon = calloc(job->nfits * NFILES + 1, sizeof *canon);
+    if (!canon) {
+        jf_cli_error("out of memory");
+        return 1;
+    }
     for (size_t k = 0; k < job->nfits; k++) {
+        const jf_spec *s = &job->fits[k];
+        const char *files[NFILES] = {s->data, s->p0_file, s->output, s->plot};
+        for (int f = 0; f < NFILES; f++)
+            if (files[f] && strcmp(files[f], "-") != 0 &&
+                !(canon[k * NFILES + f] = jf_spec_canonical(files[f])))
+                rc = 1;
+    }
+    if (rc) jf_cli_error("out of memory");
+    for (size_t k = 0; rc != 1 && k < job->nfits; k++) {
         const jf_spec *s = &job->fits[k];
         if (!selected(only, s->name)) continue;
         char *why = NULL;
@@ -83,21 +109,35 @@ static int check_fits(const jf_job *job, const char *only) {
             rc = 2;
         }
         free(why);
-        for (size_t j = 0; j < k; j++) {
+        char *const *mine = canon + k * NFILES;
+        for (size_t j = 0; j < job->nfits; j++) {
             const jf_spec *t = &job->fits[j];
-            if (!selected(only, t->name)) continue;
-            const char *files[2] = {s->output, s->plot}, *other[2] = {t->output, t->plot};
-            for (int a = 0; a < 2; a++)
-                for (int b = 0; b < 2; b++)
-                    if (jf_spec_same_file(files[a], other[b])) {
+            char *const *theirs = canon + j * NFILES;
+            if (j == k) continue;
+            for (int a = OUTPUT; a <= PLOT; a++)
+                for (int b = DATA; b <= P0_FILE; b++)
+                    if (same(mine, a, theirs, b)) {
+                        jf_cli_error("%s:%zu: [fit %s] writes %s, the %s file of [fit %s] (line "
+                                     "%zu): it would be overwritten",
+                                     job->path, job->lines[k], s->name,
+                                     a == OUTPUT ? s->output : s->plot, what[b], t->name,
+                                     job->lines[j]);
+                        rc = 2;
+                    }
+            if (j > k || !selected(only, t->name)) continue; /* each pair once */
+            for (int a = OUTPUT; a <= PLOT; a++)
+                for (int b = OUTPUT; b <= PLOT; b++)
+                    if (same(mine, a, theirs, b)) {
                         jf_cli_error("%s:%zu: [fit %s] and [fit %s] (line %zu) both write %s: "
                                      "give each fit its own file",
                                      job->path, job->lines[k], s->name, t->name, job->lines[j],
-                                     files[a]);
+                                     a == OUTPUT ? s->output : s->plot);
                         rc = 2;
                     }
         }
     }
+    for (size_t i = 0; i < job->nfits * NFILES; i++) free(canon[i]);
+    free(canon);
     return rc;
 }
 

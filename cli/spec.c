@@ -557,9 +557,7 @@ jf_spec_rc jf_spec_set(jf_spec *s, const char *key, const char *v, const char *o
     return JF_SPEC_UNKNOWN;
 }
 
-/* path made absolute and free of "." and ".." through its directory (the file itself need not
- * exist yet); a malloc'd copy of path when the directory does not exist either. */
-static char *canonical(const char *path) {
+char *jf_spec_canonical(const char *path) {
     char *r = realpath(path, NULL);
     if (r) return r;
     const char *slash = strrchr(path, '/');
@@ -574,7 +572,7 @@ static char *canonical(const char *path) {
 
 int jf_spec_same_file(const char *a, const char *b) {
     if (!a || !b || strcmp(a, "-") == 0 || strcmp(b, "-") == 0) return 0;
-    char *ca = canonical(a), *cb = canonical(b);
+    char *ca = jf_spec_canonical(a), *cb = jf_spec_canonical(b);
     int same = ca && cb && strcmp(ca, cb) == 0;
     free(ca);
     free(cb);
@@ -592,14 +590,16 @@ int jf_spec_check(const jf_spec *s, char **msg) {
              s->opts.gtol < DBL_EPSILON)
         *msg = jf_cli_strf("ftol, xtol and gtol are all below machine epsilon (%.2g): at least "
                            "one must stop the solver", DBL_EPSILON);
-    else if (jf_spec_same_file(s->output, s->data))
+    else if (jf_spec_same_file(s->output, s->data) || jf_spec_same_file(s->output, s->p0_file))
         what = "output";
-    else if (jf_spec_same_file(s->plot, s->data))
+    else if (jf_spec_same_file(s->plot, s->data) || jf_spec_same_file(s->plot, s->p0_file))
         what = "plot";
     else if (jf_spec_same_file(s->output, s->plot))
         *msg = jf_cli_strf("output and plot are the same file (%s)", s->output);
-    if (what)
-        *msg = jf_cli_strf("%s %s is the data file: it would be overwritten", what,
-                           strcmp(what, "output") == 0 ? s->output : s->plot);
+    if (what) {
+        const char *file = strcmp(what, "output") == 0 ? s->output : s->plot;
+        *msg = jf_cli_strf("%s %s is the %s file: it would be overwritten", what, file,
+                           jf_spec_same_file(file, s->data) ? "data" : "p0");
+    }
     return *msg != NULL;
 }

@@ -79,12 +79,16 @@ jf_spec_rc jf_spec_set(jf_spec *s, const char *key, const char *value, const cha
 
 /* The checks that need several settings of one fit together (--plot with --group, --p0-file
  * without it, tolerances that can never stop the solver, an output or plot that is the data
- * file or each other): 0, or 1 with a malloc'd
+ * file, the p0 file or each other): 0, or 1 with a malloc'd
  * message in *msg. jitfit run makes them for every fit before any runs. */
 int jf_spec_check(const jf_spec *s, char **msg);
 /* 1 when paths a and b name the same file (the same inode when both exist, else the same text
  * up to a leading "./"); "-" and NULL are never the same file. */
 int jf_spec_same_file(const char *a, const char *b);
+/* path made absolute and free of "." and ".." through its directory (the file itself need not
+ * exist yet), as jf_spec_same_file compares paths; a malloc'd copy of path when the directory
+ * does not exist either; NULL only when out of memory. The caller frees it. */
+char *jf_spec_canonical(const char *path);
 
 /* 1 when key is a boolean setting (a flag without value on the command line). */
 int jf_spec_is_flag(const char *key);

@@ -797,6 +797,78 @@ static void test_job_unset(void) {
     rmdir(dir);
 }
 
+/* A file that one fit writes and another reads (its data or p0 file) is refused before any fit
+ * runs, as is a fit's own output over its p0 file: the user's input would be overwritten. Also
+ * with --only leaving the reading fit out: the file is the user's all the same. */
+static void test_no_clobber(void) {
+    char dir[] = "/tmp/jf_clobber_XXXXXX";
+    if (!CHECK(mkdtemp(dir))) return;
+    char path[600], text[1024], buf[2300], *out = NULL, *err = NULL;
+    static const char *const files[] = {"a.csv", "b.csv", "p0.csv"};
+    static const char *const texts[] = {"x,y\n" LINE_ROWS, "x,y\n" LINE_ROWS,
+                                        "g,a\nu,2\n"};
+    for (size_t i = 0; i < 3; i++) {
+        snprintf(path, sizeof path, "%s/%s", dir, files[i]);
+        FILE *f = fopen(path, "w");
+        if (CHECK(f)) {
+            fputs(texts[i], f);
+            fclose(f);
+        }
+    }
+    static const struct {
+        const char *job;  /* the job file's text, in dir */
+        const char *args; /* after run */
+        const char *msg;  /* on stderr after the job's path */
+    } cases[] = {
+        {"[fit a]\nmodel = a*x+b\ndata = a.csv\n[fit b]\nmodel = a*x+b\ndata = b.csv\n"
+         "output = a.csv\n", "", ":4: [fit b] writes %s/a.csv, the data file of [fit a] (line 1): "
+         "it would be overwritten"},
+        {"[fit a]\nmodel = a*x+b\ndata = a.csv\n[fit b]\nmodel = a*x+b\ndata = b.csv\n"
+         "output = a.csv\n", "--only b", ":4: [fit b] writes %s/a.csv, the data file of [fit a]"},
+        {"[fit a]\nmodel = a*x+b\ndata = a.csv\noutput = ./b.csv\n[fit b]\nmodel = a*x+b\n"
+         "data = b.csv\n", "", ":1: [fit a] writes %s/./b.csv, the data file of [fit b] (line 5)"},
+        {"[fit a]\nmodel = a*x+b\ndata = a.csv\ngroup = x\np0_file = p0.csv\n[fit b]\n"
+         "model = a*x+b\ndata = b.csv\noutput = p0.csv\n", "--only b",
+         ":6: [fit b] writes %s/p0.csv, the p0 file of [fit a] (line 1)"},
+        {"[fit a]\nmodel = a*x+b\ndata = a.csv\ngroup = x\np0_file = p0.csv\noutput = p0.csv\n",
+         "", ":1: [fit a]: output %s/p0.csv is the p0 file: it would be overwritten"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char job[700], want[2048];
+        snprintf(job, sizeof job, "%s/job%zu.ini", dir, i);
+        FILE *f = fopen(job, "w");
+        if (!CHECK(f)) continue;
+        fputs(cases[i].job, f);
+        fclose(f);
+        snprintf(buf, sizeof buf, "run %s '%s'", cases[i].args, job);
+        snprintf(text, sizeof text, cases[i].msg, dir);
+        snprintf(want, sizeof want, "%s%s", job, text);
+        int rc = jf(buf, &out, &err);
+        if (!CHECK(rc == 2)) fprintf(stderr, "  clobber case %zu: exit %d\n", i, rc);
+        if (!CHECK_CONTAINS(err, want)) fprintf(stderr, "  clobber case %zu\n", i);
+        CHECK(out && !strstr(out, "summary of")); /* nothing ran */
+        free(out);
+        free(err);
+        unlink(job);
+    }
+    /* jitfit fit: --output over --p0-file */
+    snprintf(buf, sizeof buf, "fit 'a*x+b' '%s/a.csv' --group x --p0-file '%s/p0.csv' --output "
+                              "'%s/p0.csv'", dir, dir, dir);
+    CHECK(jf(buf, &out, &err) == 2);
+    snprintf(text, sizeof text, "output %s/p0.csv is the p0 file: it would be overwritten", dir);
+    CHECK_CONTAINS(err, text);
+    free(out);
+    free(err);
+    for (size_t i = 0; i < 3; i++) { /* untouched */
+        snprintf(path, sizeof path, "%s/%s", dir, files[i]);
+        char *now = jf_test_read_file(path, NULL);
+        CHECK_STREQ(now, texts[i]);
+        free(now);
+        unlink(path);
+    }
+    rmdir(dir);
+}
+
 /* An empty quoted cell is empty; an output that is the data file is refused. */
 static void test_cells_and_outputs(void) {
     const char *d = tmp(".csv", "x,y\n\"\",2\n" LINE_ROWS);
@@ -1241,6 +1313,7 @@ int main(void) {
     test_cells_and_outputs();
     test_job_json_key();
     test_job_unset();
+    test_no_clobber();
     test_job_run();
     test_verbose_and_batch();
     test_batch_report();
