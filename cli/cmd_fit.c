@@ -56,6 +56,10 @@ int jf_cli_parse_option(int argc, char **argv, int *i, jf_spec *s, const char *c
     } else if (arg[2 + kl] == '=') {
         v = arg + 3 + kl;
     }
+    /* An empty value unsets a job file's setting (run); fit has no file underneath, so there
+     * it can only be a slip (`--output "$OUT"` with OUT unset) and must not pass silently. */
+    if (!*v && strcmp(cmd, "fit") == 0)
+        return jf_run_setting_error(NULL, "option %s needs a value (it is empty)", flag);
     char *msg = NULL;
     jf_spec_rc rc = jf_spec_set(s, key, v, NULL, NULL, &msg);
     int status = 0;
@@ -65,7 +69,6 @@ int jf_cli_parse_option(int argc, char **argv, int *i, jf_spec *s, const char *c
         status = jf_run_setting_error(NULL, "option %s needs a value", flag);
     else if (rc == JF_SPEC_BAD) status = jf_run_setting_error(NULL, "%s: %s", flag, msg);
     free(msg);
-    (void)cmd;
     return status;
 }
 

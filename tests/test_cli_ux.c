@@ -794,6 +794,16 @@ static void test_job_unset(void) {
     CHECK(access(path, F_OK) != 0);
     free(out);
     free(err);
+    /* fit has no file to unset: an empty value is a slip (an unset shell variable), refused */
+    static const char *const empties[] = {"--sigma=", "--output ''", "--p0-file=", "--json="};
+    for (int k = 0; k < 4; k++) {
+        snprintf(buf, sizeof buf, "fit 'a*x + b' '%s' %s", data, empties[k]);
+        rc = jf(buf, &out, &err);
+        CHECK(rc == 2);
+        CHECK_CONTAINS(err, "needs a value (it is empty)");
+        free(out);
+        free(err);
+    }
     rmdir(dir);
 }
 
