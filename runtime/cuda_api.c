@@ -449,8 +449,16 @@ static int drv_module_load(const void *image, void **module, char *why, size_t n
     return JF_OK;
 }
 
+/* The memory cache unloads an idle module from whichever thread let go of it or loaded
+ * another, which may have no context current, or the embedding program's own: the module's
+ * context is made current for the call and the thread's own restored after. */
 static void drv_module_unload(void *module) {
-    if (module && cu.ok) cu.cuModuleUnload((CUmodule)module);
+    if (!module || !cu.ok) return;
+    CUcontext prev = NULL;
+    if (cu.cuCtxGetCurrent(&prev) != CUDA_SUCCESS) prev = NULL;
+    if (prev != cu.ctx) cu.cuCtxSetCurrent(cu.ctx);
+    cu.cuModuleUnload((CUmodule)module);
+    if (prev != cu.ctx) cu.cuCtxSetCurrent(prev);
 }
 
 static void *drv_module_function(void *module, const char *name, char *why, size_t n) {

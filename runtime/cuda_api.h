@@ -58,6 +58,8 @@ JF_INTERNAL void jf_cuda_arch(int *major, int *minor);
 /* Loads a CUBIN or PTX image (cuModuleLoadData); *module receives an opaque handle that stays
  * loaded until jf_cuda_module_unload. JF_OK or JF_ERR_COMPILE with the reason in why. */
 JF_INTERNAL int jf_cuda_module_load(const void *image, void **module, char *why, size_t n);
+/* Unloads a module from jf_cuda_module_load (its kernels must be finished); callable from any
+ * thread, whatever context is current there (it is left as it was). */
 JF_INTERNAL void jf_cuda_module_unload(void *module);
 /* The kernel called name in module, or NULL (reason in why). */
 JF_INTERNAL void *jf_cuda_module_function(void *module, const char *name, char *why, size_t n);
