@@ -85,17 +85,34 @@ void jf_cache_key_hex(const jf_cache_key *key, char *buf) {
 }
 
 /* ---- in memory ------------------------------------------------------------------------------
- * Open addressing with linear probing; the table only grows (entries live for the process). */
+ * Open addressing with linear probing, key → entry; an entry's keys are removed by backward
+ * shifting (no tombstones, so lookups never slow down as modules come and go). Idle entries
+ * (no references) are also on a doubly linked list, least recently used at the head, which
+ * the trim takes from. */
+
+struct jf_cache_entry {
+    void *module;                          /* the backend's module */
+    jf_cache_unload_fn unload;             /* how to unload it */
+    size_t refs;                           /* references held; 0: idle */
+    jf_cache_key keys[JF_CACHE_ENTRY_KEYS]; /* the keys naming it in the table */
+    unsigned nkeys;                        /* their number; 0: unloaded at its last release */
+    jf_cache_entry *prev, *next;           /* the idle list while idle; next also links the
+                                              unload list of one trim */
+};
 
 typedef struct mem_slot {
-    jf_cache_key key; /* the key of this slot */
-    void *module;     /* the module; NULL marks an empty slot */
+    jf_cache_key key;  /* the key of this slot */
+    jf_cache_entry *e; /* the entry; NULL marks an empty slot */
 } mem_slot;
 
 static pthread_mutex_t mem_lock = PTHREAD_MUTEX_INITIALIZER;
-static mem_slot *mem_slots; /* mem_cap slots */
-static size_t mem_cap;      /* a power of two, or 0 before the first put */
-static size_t mem_count;    /* occupied slots */
+static mem_slot *mem_slots;  /* mem_cap slots */
+static size_t mem_cap;       /* a power of two, or 0 before the first put */
+static size_t mem_count;     /* occupied slots (keys) */
+static size_t mem_loaded;    /* live entries */
+static size_t mem_idle;      /* entries on the idle list */
+static size_t mem_unloaded;  /* entries unloaded so far */
+static jf_cache_entry *idle_head, *idle_tail; /* least and most recently used idle entry */
 
 static size_t slot_of(const jf_cache_key *key, size_t cap) {
     uint64_t h = 0;
@@ -106,41 +123,195 @@ static size_t slot_of(const jf_cache_key *key, size_t cap) {
 static mem_slot *find_slot(mem_slot *slots, size_t cap, const jf_cache_key *key) {
     for (size_t i = slot_of(key, cap);; i = (i + 1) & (cap - 1)) {
         mem_slot *s = &slots[i];
-        if (!s->module || memcmp(s->key.bytes, key->bytes, 16) == 0) return s;
+        if (!s->e || memcmp(s->key.bytes, key->bytes, 16) == 0) return s;
     }
 }
 
-void *jf_cache_mem_get(const jf_cache_key *key) {
-    void *m = NULL;
-    pthread_mutex_lock(&mem_lock);
-    if (mem_cap) m = find_slot(mem_slots, mem_cap, key)->module;
-    pthread_mutex_unlock(&mem_lock);
-    return m;
+/* Room for one more key (the load factor stays at most 1/2); 0 when out of memory. */
+static int table_reserve(void) {
+    if (2 * (mem_count + 1) <= mem_cap) return 1;
+    size_t ncap = mem_cap ? 2 * mem_cap : 64;
+    mem_slot *ns = calloc(ncap, sizeof *ns);
+    if (!ns) return 0;
+    for (size_t i = 0; i < mem_cap; i++)
+        if (mem_slots[i].e) *find_slot(ns, ncap, &mem_slots[i].key) = mem_slots[i];
+    free(mem_slots);
+    mem_slots = ns;
+    mem_cap = ncap;
+    return 1;
 }
 
-void *jf_cache_mem_put(const jf_cache_key *key, void *module) {
-    void *result = NULL;
-    pthread_mutex_lock(&mem_lock);
-    if (2 * (mem_count + 1) > mem_cap) {
-        size_t ncap = mem_cap ? 2 * mem_cap : 64;
-        mem_slot *ns = calloc(ncap, sizeof *ns);
-        if (!ns) goto out;
-        for (size_t i = 0; i < mem_cap; i++)
-            if (mem_slots[i].module) *find_slot(ns, ncap, &mem_slots[i].key) = mem_slots[i];
-        free(mem_slots);
-        mem_slots = ns;
-        mem_cap = ncap;
-    }
+/* Removes key's slot, moving later slots of its probe run back into the hole, so that every key
+ * stays reachable from its home slot without tombstones. */
+static void table_remove(const jf_cache_key *key) {
+    size_t mask = mem_cap - 1;
     mem_slot *s = find_slot(mem_slots, mem_cap, key);
-    if (!s->module) {
-        s->key = *key;
-        s->module = module;
-        mem_count++;
+    if (!s->e) return;
+    size_t hole = (size_t)(s - mem_slots);
+    for (size_t i = (hole + 1) & mask; mem_slots[i].e; i = (i + 1) & mask) {
+        size_t home = slot_of(&mem_slots[i].key, mem_cap);
+        /* movable unless its home lies cyclically in (hole, i] */
+        if (((i - home) & mask) >= ((i - hole) & mask)) {
+            mem_slots[hole] = mem_slots[i];
+            hole = i;
+        }
     }
-    result = s->module;
-out:
+    mem_slots[hole].e = NULL;
+    mem_count--;
+}
+
+static void idle_unlink(jf_cache_entry *e) {
+    if (e->prev) e->prev->next = e->next;
+    else idle_head = e->next;
+    if (e->next) e->next->prev = e->prev;
+    else idle_tail = e->prev;
+    e->prev = e->next = NULL;
+    mem_idle--;
+}
+
+static void idle_append(jf_cache_entry *e) {
+    e->prev = idle_tail;
+    e->next = NULL;
+    if (idle_tail) idle_tail->next = e;
+    else idle_head = e;
+    idle_tail = e;
+    mem_idle++;
+}
+
+/* Takes the least recently used idle entries beyond limit out of the cache; returns them as a
+ * list linked by next, for unload_all once the lock is released. */
+static jf_cache_entry *trim_locked(size_t limit) {
+    jf_cache_entry *out = NULL;
+    while (mem_idle > limit) {
+        jf_cache_entry *e = idle_head;
+        idle_unlink(e);
+        for (unsigned k = 0; k < e->nkeys; k++) table_remove(&e->keys[k]);
+        e->nkeys = 0;
+        mem_loaded--;
+        mem_unloaded++;
+        e->next = out;
+        out = e;
+    }
+    return out;
+}
+
+/* Unloads the modules of a list from trim_locked, without the lock: an unload may take long
+ * (dlclose runs the object's destructors; cuModuleUnload may wait for the GPU) and must not
+ * stall every other thread's lookups, and a backend's unload is then free to use the cache. */
+static void unload_all(jf_cache_entry *list) {
+    while (list) {
+        jf_cache_entry *e = list;
+        list = e->next;
+        e->unload(e->module);
+        free(e);
+    }
+}
+
+size_t jf_cache_mem_limit(void) {
+    const char *v = getenv("JITFIT_CACHE_MODULES");
+    if (!v || !*v) return JF_CACHE_MEM_MODULES;
+    char *end;
+    errno = 0;
+    unsigned long long n = strtoull(v, &end, 10);
+    /* strtoull accepts a sign: "-1" would be a huge limit, not the default */
+    if (*end || errno || strchr(v, '-') || strchr(v, '+')) return JF_CACHE_MEM_MODULES;
+    return n > SIZE_MAX ? SIZE_MAX : (size_t)n;
+}
+
+jf_cache_entry *jf_cache_mem_get(const jf_cache_key *key) {
+    jf_cache_entry *e = NULL;
+    pthread_mutex_lock(&mem_lock);
+    if (mem_cap) e = find_slot(mem_slots, mem_cap, key)->e;
+    if (e && e->refs++ == 0) idle_unlink(e);
     pthread_mutex_unlock(&mem_lock);
+    return e;
+}
+
+int jf_cache_mem_has(const jf_cache_key *key) {
+    pthread_mutex_lock(&mem_lock);
+    int has = mem_cap && find_slot(mem_slots, mem_cap, key)->e;
+    pthread_mutex_unlock(&mem_lock);
+    return has;
+}
+
+jf_cache_entry *jf_cache_mem_put(const jf_cache_key *key, void *module, jf_cache_unload_fn unload) {
+    /* allocated before the lock: no other thread waits on malloc */
+    jf_cache_entry *ne = calloc(1, sizeof *ne);
+    if (!ne) return NULL;
+    ne->module = module;
+    ne->unload = unload;
+    ne->refs = 1;
+    size_t limit = jf_cache_mem_limit();
+    pthread_mutex_lock(&mem_lock);
+    jf_cache_entry *result = ne;
+    if (table_reserve()) {
+        mem_slot *s = find_slot(mem_slots, mem_cap, key);
+        if (s->e) {
+            result = s->e;
+            if (result->refs++ == 0) idle_unlink(result);
+        } else {
+            s->key = *key;
+            s->e = ne;
+            mem_count++;
+            ne->keys[ne->nkeys++] = *key;
+        }
+    }
+    if (result == ne) mem_loaded++;
+    jf_cache_entry *gone = trim_locked(limit);
+    pthread_mutex_unlock(&mem_lock);
+    if (result != ne) free(ne);
+    unload_all(gone);
     return result;
+}
+
+int jf_cache_mem_alias(const jf_cache_key *key, jf_cache_entry *e) {
+    int ok = 0;
+    pthread_mutex_lock(&mem_lock);
+    mem_slot *s = mem_cap ? find_slot(mem_slots, mem_cap, key) : NULL;
+    if (s && s->e) {
+        ok = s->e == e;
+    } else if (e->nkeys > 0 && e->nkeys < JF_CACHE_ENTRY_KEYS && table_reserve()) {
+        /* (an entry under no key stays so: it is unloaded at its last release, not named) */
+        s = find_slot(mem_slots, mem_cap, key);
+        s->key = *key;
+        s->e = e;
+        mem_count++;
+        e->keys[e->nkeys++] = *key;
+        ok = 1;
+    }
+    pthread_mutex_unlock(&mem_lock);
+    return ok;
+}
+
+void jf_cache_mem_release(jf_cache_entry *e) {
+    if (!e) return;
+    size_t limit = jf_cache_mem_limit();
+    jf_cache_entry *gone = NULL;
+    pthread_mutex_lock(&mem_lock);
+    if (--e->refs == 0) {
+        if (e->nkeys == 0) { /* under no key: nobody can find it again */
+            mem_loaded--;
+            mem_unloaded++;
+            gone = e;
+            e->next = NULL;
+        } else {
+            idle_append(e);
+            gone = trim_locked(limit);
+        }
+    }
+    pthread_mutex_unlock(&mem_lock);
+    unload_all(gone);
+}
+
+void *jf_cache_entry_module(const jf_cache_entry *e) { return e->module; }
+
+void jf_cache_mem_stats_get(jf_cache_mem_stats *out) {
+    pthread_mutex_lock(&mem_lock);
+    out->loaded = mem_loaded;
+    out->idle = mem_idle;
+    out->keys = mem_count;
+    out->unloaded = mem_unloaded;
+    pthread_mutex_unlock(&mem_lock);
 }
 
 /* ---- the directory -------------------------------------------------------------------------- */

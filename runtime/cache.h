@@ -5,7 +5,10 @@
  * The key is an XXH3-128 hash over everything that determines the compiled bytes: the generated
  * source, the backend, the compiler's identity and version, the flags, the GPU architecture, the
  * jitfit version and the cache format version. The memory cache maps a key to a loaded module
- * (whatever the backend calls a module; the cache only stores the pointer and never unloads it).
+ * (whatever the backend calls a module: the cache stores the pointer and the backend's function
+ * that unloads it). Users hold references; of the modules nobody holds, only the most recently
+ * used few stay loaded (see "in memory" below), so a process that compiles model after model
+ * does not grow without bound, and a module in use is never unloaded.
  * The disk cache stores one file per key, named by the hex key, holding a header (magic, format
  * version, backend, the full key, payload size and an XXH3-128 hash of the payload) followed
  * by the payload (a shared object or a CUBIN). Entries are verified in full before use; anything
@@ -52,16 +55,74 @@ JF_INTERNAL jf_cache_key jf_cache_hash(const void *data, size_t n);
 JF_INTERNAL void jf_cache_key_hex(const jf_cache_key *key, char *buf);
 
 /* ---- in memory ----------------------------------------------------------------------------
- * A process-wide, mutex-protected map key → module pointer. Modules put here live until the
- * process ends (a loaded .so or CUDA module is cheap to keep and unsafe to unload while some
- * jf_kernels may still point into it). */
+ * A process-wide, mutex-protected map key → loaded module, with a reference count per module.
+ * Whoever uses a module holds a reference (jf_cache_mem_get and jf_cache_mem_put take one,
+ * jf_cache_mem_release gives it back), for as long as anything may call into the module.
+ * Modules nobody holds stay loaded for reuse, least recently used first in line: when more than
+ * jf_cache_mem_limit() of them are idle, the oldest idle one is unloaded by the function its
+ * backend stored with it (dlclose for C, cuModuleUnload for CUDA), after all its keys are
+ * removed, outside the cache's lock. A held module is never unloaded, whatever the limit. One
+ * module may be stored under several keys (the C backend's fast and full keys): it is one
+ * entry, counted and unloaded once. */
 
-/* The module stored under key, or NULL. */
-JF_INTERNAL void *jf_cache_mem_get(const jf_cache_key *key);
-/* Stores module under key unless one is already there. Returns the module now stored under
- * key: `module` itself, or the earlier one (then the caller discards its own copy), or NULL
- * when out of memory (the module was not stored; the caller may still use and keep it). */
-JF_INTERNAL void *jf_cache_mem_put(const jf_cache_key *key, void *module);
+/* Idle modules kept loaded when $JITFIT_CACHE_MODULES is not set. A loaded C module costs
+ * 26-41 KiB of resident memory and 5 memory mappings (measured for 5- and 15-parameter models;
+ * a CUDA module holds its code in device memory), and reloading one that was unloaded costs a
+ * disk-cache hit (0.3 ms) or, without the disk cache, a compile (0.1 s; more for a CUDA module,
+ * and under the emulator, which has no disk cache, always): 64 keeps a service's working set of
+ * models loaded for under 3 MiB, where an unbounded cache grows by that much every 64 new
+ * models and runs into the kernel's 65530 mappings per process after about 13000. */
+#define JF_CACHE_MEM_MODULES 64
+
+/* A module in the memory cache. */
+typedef struct jf_cache_entry jf_cache_entry;
+
+/* A backend's way to unload one of its modules (and free the module's own record). */
+typedef void (*jf_cache_unload_fn)(void *module);
+
+/* The entry stored under key with a reference taken for the caller (release it with
+ * jf_cache_mem_release), or NULL when there is none. */
+JF_INTERNAL jf_cache_entry *jf_cache_mem_get(const jf_cache_key *key);
+/* 1 when a module is stored under key; takes no reference and does not count as a use. */
+JF_INTERNAL int jf_cache_mem_has(const jf_cache_key *key);
+/* Stores module under key, to be unloaded by unload, unless a module is already there. Returns
+ * the entry now under key with a reference taken for the caller: module's own (the cache now
+ * owns module), or the earlier one (jf_cache_entry_module differs from module: the caller
+ * unloads its copy). NULL when out of memory: nothing was stored and the caller still owns
+ * module. Should the table be unable to grow, module gets an entry under no key, unloaded when
+ * its last reference goes. */
+JF_INTERNAL jf_cache_entry *jf_cache_mem_put(const jf_cache_key *key, void *module,
+                                             jf_cache_unload_fn unload);
+/* Stores e, which the caller holds, under key too (a second name for the same module). Returns
+ * 1 when key now names e; 0 when key names another module, e has JF_CACHE_ENTRY_KEYS keys
+ * already, or memory is short: then key is left as it was (a lookup by it only misses). */
+JF_INTERNAL int jf_cache_mem_alias(const jf_cache_key *key, jf_cache_entry *e);
+/* Gives back a reference taken by jf_cache_mem_get or jf_cache_mem_put; the module may be
+ * unloaded once nobody holds it. Accepts NULL. */
+JF_INTERNAL void jf_cache_mem_release(jf_cache_entry *e);
+/* The module of an entry the caller holds. */
+JF_INTERNAL void *jf_cache_entry_module(const jf_cache_entry *e);
+
+/* Most keys one entry has: a C module has two, a third when another command names the same
+ * compiler (a new fast key, the same full key); beyond a few, a name is only a lookup that
+ * misses and goes on to the full key, so a fixed array does. */
+#define JF_CACHE_ENTRY_KEYS 4
+
+/* The idle modules kept loaded: $JITFIT_CACHE_MODULES when it is a whole number >= 0 (0:
+ * unload a module as soon as nobody holds it), else JF_CACHE_MEM_MODULES. Read at each put and
+ * release, so a change applies from the next one on. */
+JF_INTERNAL size_t jf_cache_mem_limit(void);
+
+/* A snapshot of the memory cache, for tests and diagnostics. */
+typedef struct jf_cache_mem_stats {
+    size_t loaded;   /* modules loaded now (held or idle), each counted once */
+    size_t idle;     /* of those, the ones nobody holds */
+    size_t keys;     /* keys stored */
+    size_t unloaded; /* modules unloaded since the process started */
+} jf_cache_mem_stats;
+
+/* Fills *out with the counts at the moment of the call. */
+JF_INTERNAL void jf_cache_mem_stats_get(jf_cache_mem_stats *out);
 
 /* ---- on disk ------------------------------------------------------------------------------ */
 

@@ -258,17 +258,30 @@ int jf_nvrtc_target(int arch, const int *supported, int nsupported, int *cubin) 
 static const char *const kernel_names[4] = {"jf_residual", "jf_jacobian_row", "jf_normal_eq",
                                             "jf_reduce_blocks"};
 
-/* One loaded CUDA module. Owned by the memory cache once stored there (never unloaded). */
+/* One loaded CUDA module. Owned by the memory cache once stored there, which unloads it
+ * (cuda_module_unload) once nobody holds it and it has aged out of the idle modules. */
 typedef struct cuda_module {
-    void *module;                    /* the driver's CUmodule */
+    void *module;                    /* the driver's CUmodule, or the emulator's module */
+    int emulated;                    /* 1: loaded by the emulator (cuda_emu.h) */
     void *fn[JF_CUDA_MODULE_MAX_FNS]; /* its kernels, in the order they were asked for */
 } cuda_module;
 
 struct jf_cuda_kernels {
     const struct jf_model *m; /* the model (not owned) */
     const cuda_module *mod;   /* its module (owned by the memory cache) */
+    jf_cache_entry *held;     /* the reference to mod's cache entry, given back when freed */
     int loss;                 /* the loss normal_eq was built for, -1: any */
 };
+
+/* jf_cache_unload_fn of CUDA modules (jf_cuda_module_unload makes the context current on
+ * whichever thread the cache unloads from). By who loaded it, not by the mode now: a test
+ * that turns the emulator off (jf_cuda_emulate_reread) leaves its modules in the cache. */
+static void cuda_module_unload(void *p) {
+    cuda_module *cm = p;
+    if (cm->emulated) jf_emu_module_unload(cm->module);
+    else jf_cuda_module_unload(cm->module);
+    free(cm);
+}
 
 static cuda_module *load_module(const unsigned char *image, const char *const *names, size_t nnames,
                                 char *why, size_t n) {
@@ -294,6 +307,7 @@ static cuda_module *load_module(const unsigned char *image, const char *const *n
         return NULL;
     }
     cm->module = module;
+    cm->emulated = jf_cuda_emulated();
     for (size_t i = 0; i < nnames; i++) {
         cm->fn[i] = jf_cuda_module_function(module, names[i], why, n);
         if (!cm->fn[i]) {
@@ -313,7 +327,8 @@ static int module_key(const char *src, jf_jit_options *o, jf_cache_key *key, int
                       int *cubin, char *why, size_t n) {
     if (jf_cuda_init(why, n) != JF_OK) return JF_ERR_UNAVAILABLE;
     /* emulated (cuda_emu.h): the module's image is its source, built by the emulator when
-     * loaded; it is kept in the memory cache only, under a key of its own */
+     * loaded; it is kept in the memory cache only, under a key of its own (built again after
+     * the memory cache has unloaded it) */
     int emu = jf_cuda_emulated();
     if (!emu && jf_nvrtc_load(why, n) != JF_OK) return JF_ERR_UNAVAILABLE;
     int major, minor, vmaj = 0, vmin = 0;
@@ -356,7 +371,7 @@ int jf_cuda_module_cached(const char *source, const jf_jit_options *opts) {
     int arch, cubin;
     char why[256];
     if (module_key(source, &o, &key, &arch, &cubin, why, sizeof why) != JF_OK) return 0;
-    if (jf_cache_mem_get(&key)) return 1;
+    if (jf_cache_mem_has(&key)) return 1;
     jf_cache_dir dir;
     jf_cache_dir_open(o.cache_dir, o.no_cache, 0, &dir);
     if (dir.state != JF_CACHE_DIR_OK) return 0;
@@ -369,9 +384,9 @@ int jf_cuda_module_cached(const char *source, const jf_jit_options *opts) {
 }
 
 /* The module of src (from the memory cache, the disk cache or NVRTC) with its kernels
- * looked up in the order of names. */
+ * looked up in the order of names: its cache entry, held for the caller, in *out. */
 static int module_get(const char *src, const char *const *names, size_t nnames,
-                      const jf_jit_options *opts, const cuda_module **out, jf_cache_result *cache,
+                      const jf_jit_options *opts, jf_cache_entry **out, jf_cache_result *cache,
                       char *why, size_t n, char *warn, size_t wn) {
     *out = NULL;
     jf_jit_options o;
@@ -386,9 +401,9 @@ static int module_get(const char *src, const char *const *names, size_t nnames,
     if (module_key(src, &o, &key, &arch, &cubin, why, n) != JF_OK) return JF_ERR_UNAVAILABLE;
     const int emu = jf_cuda_emulated();
     jf_cache_result res = JF_CACHE_MEMORY;
-    const cuda_module *mod = jf_cache_mem_get(&key);
+    jf_cache_entry *held = jf_cache_mem_get(&key);
     char msg[4400];
-    if (!mod) {
+    if (!held) {
         jf_cache_dir dir;
         jf_cache_dir_open(o.cache_dir, o.no_cache, 1, &dir);
         if (dir.state == JF_CACHE_DIR_REFUSED) {
@@ -426,29 +441,32 @@ static int module_get(const char *src, const char *const *names, size_t nnames,
             res = JF_CACHE_MISS;
             if (!nm) return JF_ERR_COMPILE;
         }
-        mod = jf_cache_mem_put(&key, nm);
-        if (mod != nm) {
-            if (!mod) mod = nm; /* could not remember it: use it anyway (it leaks) */
-            else {
-                jf_cuda_module_unload(nm->module);
-                free(nm);
-            }
+        held = jf_cache_mem_put(&key, nm, cuda_module_unload);
+        if (!held) {
+            cuda_module_unload(nm);
+            snprintf(why, n, "out of memory");
+            return JF_ERR_NOMEM;
         }
+        /* another thread got there first: use its module, drop ours */
+        if (jf_cache_entry_module(held) != nm) cuda_module_unload(nm);
     }
     if (cache) *cache = res;
-    *out = mod;
+    *out = held;
     return JF_OK;
 }
 
 int jf_cuda_module_get(const char *source, const char *const *names, size_t nnames,
-                       const jf_jit_options *opts, void **fns, jf_cache_result *cache, char *why,
-                       size_t n, char *warn, size_t wn) {
-    const cuda_module *mod = NULL;
-    int st = module_get(source, names, nnames, opts, &mod, cache, why, n, warn, wn);
+                       const jf_jit_options *opts, void **fns, jf_cache_entry **held,
+                       jf_cache_result *cache, char *why, size_t n, char *warn, size_t wn) {
+    *held = NULL;
+    int st = module_get(source, names, nnames, opts, held, cache, why, n, warn, wn);
     if (st != JF_OK) return st;
+    const cuda_module *mod = jf_cache_entry_module(*held);
     for (size_t i = 0; i < nnames; i++) fns[i] = mod->fn[i];
     return JF_OK;
 }
+
+void jf_cuda_module_release(jf_cache_entry *held) { jf_cache_mem_release(held); }
 
 char *jf_cuda_model_source(const struct jf_model *m, const jf_jit_options *opts, int loss) {
     jf_emit_options eo = jf_emit_options_default(JF_EMIT_CUDA);
@@ -471,24 +489,30 @@ int jf_cuda_kernels_get(const struct jf_model *m, const jf_jit_options *opts, in
         return JF_ERR_NOMEM;
     }
     const int no_normal_eq = opts ? opts->cuda_no_normal_eq : 0;
-    const cuda_module *mod = NULL;
-    int st = module_get(src, kernel_names, no_normal_eq ? 2 : 4, opts, &mod, cache, why, n,
+    jf_cache_entry *held = NULL;
+    int st = module_get(src, kernel_names, no_normal_eq ? 2 : 4, opts, &held, cache, why, n,
                         warn, wn);
     free(src);
     if (st != JF_OK) return st;
     jf_cuda_kernels *k = calloc(1, sizeof *k);
     if (!k) {
+        jf_cache_mem_release(held);
         snprintf(why, n, "out of memory");
         return JF_ERR_NOMEM;
     }
     k->m = m;
-    k->mod = mod;
+    k->held = held;
+    k->mod = jf_cache_entry_module(held);
     k->loss = loss < 0 ? -1 : loss;
     *out = k;
     return JF_OK;
 }
 
-void jf_cuda_kernels_free(jf_cuda_kernels *k) { free(k); }
+void jf_cuda_kernels_free(jf_cuda_kernels *k) {
+    if (!k) return;
+    jf_cache_mem_release(k->held);
+    free(k);
+}
 
 void *jf_cuda_kernels_function(const jf_cuda_kernels *k, jf_cuda_kernel which) {
     return k->mod->fn[which];

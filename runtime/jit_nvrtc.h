@@ -20,6 +20,8 @@
 
 #include "kernels.h"
 
+struct jf_cache_entry; /* a held module of the memory cache (cache.h) */
+
 /* Options always passed to NVRTC besides the architecture, one by one and as the text that
  * enters the cache key (one definition, so the key cannot miss a change). */
 #define JF_NVRTC_STD "--std=c++17"
@@ -65,16 +67,22 @@ JF_INTERNAL int jf_nvrtc_target(int arch, const int *supported, int nsupported, 
 
 /* Compiles (or finds in the kernel cache, memory then disk) and loads any CUDA source for the
  * present GPU, and looks up the kernels called names[0..nnames) into fns (CUfunction handles).
- * Used for the code that is not a model's: the device-resident solver's kernels. The module
- * stays loaded for the process. JF_OK, or JF_ERR_UNAVAILABLE (no GPU or NVRTC) /
+ * Used for the code that is not a model's: the device-resident solver's kernels. *held
+ * receives a reference to the module: the fns stay valid until the caller gives it back with
+ * jf_cuda_module_release, after the last launch or graph that uses them has finished (NULL on
+ * failure). JF_OK, or JF_ERR_UNAVAILABLE (no GPU or NVRTC) /
  * JF_ERR_COMPILE (NVRTC failed, the module does not load or lacks a kernel) / JF_ERR_NOMEM with
  * a one-line reason in why; cache problems add to warn. */
 JF_INTERNAL int jf_cuda_module_get(const char *source, const char *const *names, size_t nnames,
-                                   const jf_jit_options *opts, void **fns, jf_cache_result *cache,
+                                   const jf_jit_options *opts, void **fns,
+                                   struct jf_cache_entry **held, jf_cache_result *cache,
                                    char *why, size_t n, char *warn, size_t wn);
+/* Gives back a module reference from jf_cuda_module_get; accepts NULL. */
+JF_INTERNAL void jf_cuda_module_release(struct jf_cache_entry *held);
 
 /* 1 when the module of source is ready without compiling it for the present GPU: in the
- * memory cache, or a valid entry in the disk cache (opts as for jf_cuda_module_get); 0 when it
+ * memory cache (not held by this call, so it may be unloaded before it is asked for), or a
+ * valid entry in the disk cache (opts as for jf_cuda_module_get); 0 when it
  * would be compiled, or there is no usable GPU. For the device choice's compile estimate. */
 JF_INTERNAL int jf_cuda_module_cached(const char *source, const jf_jit_options *opts);
 
@@ -102,10 +110,12 @@ JF_INTERNAL char *jf_cuda_model_source(const struct jf_model *m, const jf_jit_op
  * says where they came from. JF_OK, or JF_ERR_UNAVAILABLE /
  * JF_ERR_COMPILE / JF_ERR_NOMEM with a one-line reason in why; disk-cache problems only add a
  * warning to warn (if not NULL; wn bytes, appended). m must outlive the result; the caller frees
- * it with jf_cuda_kernels_free (the module stays loaded in the memory cache). */
+ * it with jf_cuda_kernels_free once no launch or graph uses its kernels any more (the result
+ * holds the module loaded until then; after, the memory cache may keep it for reuse). */
 JF_INTERNAL int jf_cuda_kernels_get(const struct jf_model *m, const jf_jit_options *opts,
                                     int loss, jf_cuda_kernels **out, jf_cache_result *cache, char *why,
                                     size_t n, char *warn, size_t wn);
+/* Frees k and gives back its module reference; accepts NULL. */
 JF_INTERNAL void jf_cuda_kernels_free(jf_cuda_kernels *k);
 /* The driver's CUfunction of a kernel, for launching by a device solver. */
 JF_INTERNAL void *jf_cuda_kernels_function(const jf_cuda_kernels *k, jf_cuda_kernel which);

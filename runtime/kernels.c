@@ -85,7 +85,8 @@ typedef void (*jacobian_fn)(const double *, const double *, size_t, const double
 typedef void (*normal_eq_fn)(const double *, const double *, size_t, const double *,
                              const double *, size_t, size_t, int, double, double *);
 
-/* One loaded shared object. Owned by the memory cache once stored there (never unloaded). */
+/* One loaded shared object. Owned by the memory cache once stored there, which unloads it
+ * (c_module_unload) once no jf_kernels holds it and it has aged out of the idle modules. */
 typedef struct c_module {
     void *handle;           /* from dlopen */
     residual_fn residual;   /* jf_residual */
@@ -100,6 +101,7 @@ struct jf_kernels {
     jf_cache_result cache;    /* where the code came from */
     double compile_ms;        /* time spent in jf_kernels_get */
     const c_module *mod;      /* C: the module (owned by the memory cache) */
+    jf_cache_entry *held;     /* C: the reference to mod's cache entry, given back when freed */
     int chunked;              /* 1: normal_eq from jacobian_row blocks and BLAS (no generated one) */
     jf_schedule *sf;          /* INTERP: schedule of {f} */
     jf_schedule *sall;        /* INTERP: schedule of {f, df...} */
@@ -249,17 +251,25 @@ static c_module *module_from_handle(void *h, const struct jf_model *m, int chunk
     return mod;
 }
 
-/* Stores mod in the memory cache under both keys; returns the module to use. */
-static const c_module *remember(const jf_cache_key *full, const jf_cache_key *fast, c_module *mod) {
-    c_module *kept = jf_cache_mem_put(full, mod);
-    if (kept && kept != mod) {
-        /* another thread got there first: use its module, drop ours */
-        dlclose(mod->handle);
-        free(mod);
-        mod = kept;
+/* jf_cache_unload_fn of C modules. */
+static void c_module_unload(void *p) {
+    c_module *mod = p;
+    dlclose(mod->handle);
+    free(mod);
+}
+
+/* Stores mod in the memory cache under both keys (one entry); returns the entry to use, held
+ * for the caller, or NULL when out of memory (mod is then unloaded). */
+static jf_cache_entry *remember(const jf_cache_key *full, const jf_cache_key *fast, c_module *mod) {
+    jf_cache_entry *e = jf_cache_mem_put(full, mod, c_module_unload);
+    if (!e) {
+        c_module_unload(mod);
+        return NULL;
     }
-    jf_cache_mem_put(fast, mod);
-    return mod;
+    /* another thread got there first: use its module, drop ours */
+    if (jf_cache_entry_module(e) != mod) c_module_unload(mod);
+    jf_cache_mem_alias(fast, e);
+    return e;
 }
 
 /* The first line of a compiler log that says "error", else its first line. */
@@ -283,8 +293,9 @@ static void first_error_line(const char *log, char *out, size_t n) {
     snprintf(out, n, "%.*s", (int)(len < 300 ? len : 300), pick);
 }
 
-/* The C backend's path through the caches; NULL with a warning when it cannot produce code. */
-static const c_module *get_c(const struct jf_model *m, const jf_jit_options *o, int chunked,
+/* The C backend's path through the caches: the module's cache entry, held for the caller;
+ * NULL with a warning when it cannot produce code. */
+static jf_cache_entry *get_c(const struct jf_model *m, const jf_jit_options *o, int chunked,
                              jf_cache_result *cache, char *warn, size_t wn) {
     const char *cc = jf_cc_command(o->cc);
     char why[1024], msg[4600];
@@ -303,10 +314,10 @@ static const c_module *get_c(const struct jf_model *m, const jf_jit_options *o, 
              o->cflags && isa ? " " : "", vector_flags(isa));
     snprintf(libs, sizeof libs, "%s", vector_libs(isa));
     jf_cache_key fk = fast_key(m, cc, cflags, libs, chunked);
-    const c_module *mod = jf_cache_mem_get(&fk);
-    if (mod) {
+    jf_cache_entry *held = jf_cache_mem_get(&fk);
+    if (held) {
         *cache = JF_CACHE_MEMORY;
-        return mod;
+        return held;
     }
 
     jf_cache_dir dir;
@@ -338,11 +349,11 @@ static const c_module *get_c(const struct jf_model *m, const jf_jit_options *o, 
     }
     jf_cache_key_parts parts = {"c", src, identity, flags, HOST_ABI};
     jf_cache_key key = jf_cache_key_make(&parts);
-    if ((mod = jf_cache_mem_get(&key)) != NULL) {
+    if ((held = jf_cache_mem_get(&key)) != NULL) {
         free(src);
-        jf_cache_mem_put(&fk, (void *)mod);
+        jf_cache_mem_alias(&fk, held);
         *cache = JF_CACHE_MEMORY;
-        return mod;
+        return held;
     }
 
     if (dir.state == JF_CACHE_DIR_REFUSED) {
@@ -362,7 +373,9 @@ static const c_module *get_c(const struct jf_model *m, const jf_jit_options *o, 
                 nm->vec_isa = (int)isa;
                 free(src);
                 *cache = JF_CACHE_DISK;
-                return remember(&key, &fk, nm);
+                held = remember(&key, &fk, nm);
+                if (!held) jf_warning_append(warn, wn, "out of memory; using the interpreter");
+                return held;
             }
             /* a verified entry that does not load is rebuilt like a corrupt one */
         }
@@ -417,7 +430,9 @@ static const c_module *get_c(const struct jf_model *m, const jf_jit_options *o, 
     jf_cc_tmpdir_remove(tmp);
     nm->vec_isa = (int)isa;
     *cache = JF_CACHE_MISS;
-    return remember(&key, &fk, nm);
+    held = remember(&key, &fk, nm);
+    if (!held) jf_warning_append(warn, wn, "out of memory; using the interpreter");
+    return held;
 }
 
 /* ---- the interface ---------------------------------------------------------------------------- */
@@ -477,9 +492,13 @@ int jf_kernels_get(const struct jf_model *m, jf_backend b, const jf_jit_options 
         jf_jit_options o;
         memset(&o, 0, sizeof o);
         if (opts) o = *opts;
-        k->mod = get_c(m, &o, chunked, &k->cache, warn, sizeof warn);
-        if (k->mod) k->backend = JF_BACKEND_C;
-        else k->cache = JF_CACHE_NONE;
+        k->held = get_c(m, &o, chunked, &k->cache, warn, sizeof warn);
+        if (k->held) {
+            k->mod = jf_cache_entry_module(k->held);
+            k->backend = JF_BACKEND_C;
+        } else {
+            k->cache = JF_CACHE_NONE;
+        }
     }
     if (!k->mod && init_interp(k) != JF_OK) {
         jf_kernels_free(k);
@@ -493,6 +512,7 @@ int jf_kernels_get(const struct jf_model *m, jf_backend b, const jf_jit_options 
 
 void jf_kernels_free(jf_kernels *k) {
     if (!k) return;
+    jf_cache_mem_release(k->held);
     jf_schedule_free(k->sf);
     jf_schedule_free(k->sall);
     free(k);

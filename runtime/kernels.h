@@ -74,7 +74,8 @@ JF_INTERNAL int jf_kernels_get(const struct jf_model *m, jf_backend b, const jf_
  * cut to fit (a long warning is still worth its first part). */
 JF_INTERNAL void jf_warning_append(char *w, size_t n, const char *msg);
 
-/* Releases the kernels (a cached module stays loaded for reuse); accepts NULL. */
+/* Releases the kernels and their reference to the compiled module, which stays loaded for reuse
+ * while it is among the most recently used idle modules (cache.h, "in memory"); accepts NULL. */
 JF_INTERNAL void jf_kernels_free(jf_kernels *k);
 /* Backend that actually runs (may be INTERP after a fallback). */
 JF_INTERNAL jf_backend jf_kernels_backend(const jf_kernels *k);

@@ -1017,8 +1017,9 @@ int jf_batch_cuda_run(const struct jf_model *m, const jf_jit_options *jo, jf_los
     static const char *const names[] = {"jf_batch_lm", "jf_batch_lm_block"};
     static const char *const names_tiled[] = {"jf_batch_lm_block"};
     void *fns[2] = {NULL, NULL};
-    int code = jf_cuda_module_get(src, regs ? names : names_tiled, regs ? 2 : 1, jo, fns, NULL,
-                                  why, n, NULL, 0);
+    struct jf_cache_entry *held = NULL; /* keeps fns loaded until the last chunk is collected */
+    int code = jf_cuda_module_get(src, regs ? names : names_tiled, regs ? 2 : 1, jo, fns, &held,
+                                  NULL, why, n, NULL, 0);
     free(src);
     if (code != JF_OK) {
         free(at);
@@ -1107,5 +1108,6 @@ done:
     free(tiws);
     free(hsh);
     free(at);
+    jf_cuda_module_release(held);
     return code;
 }

@@ -195,6 +195,11 @@ void jf_gpu_problem_free(jf_gpu_problem *gp) {
     gp->lp_copy = NULL;
     jf_cuda_graph_free(gp->lp_stream);
     gp->lp_stream = NULL;
+    /* after the graphs and streams: nothing can launch their kernels any more */
+    jf_cuda_module_release(gp->solver_mod);
+    gp->solver_mod = NULL;
+    jf_cuda_module_release(gp->cond_mod);
+    gp->cond_mod = NULL;
     jf_devptr *all[] = {&gp->x,   &gp->y, &gp->w, &gp->p,      &gp->partial,
                         &gp->acc, &gp->r, &gp->J, &gp->buf[0], &gp->buf[1],
                         &gp->lp_J, &gp->lp_r, &gp->lp_Ag, &gp->lp_cost, &gp->lp_F,
@@ -811,7 +816,11 @@ int jf_lm_solve_cuda(jf_problem *prob, jf_gpu_problem *gp, const jf_lm_config *c
         return JF_ERR_NOMEM;
     }
     void *fns[SOLVER_FNS];
-    int code = jf_cuda_module_get(src, solver_names, SOLVER_FNS, NULL, fns, NULL, why, n, NULL, 0);
+    /* held by gp (released by jf_gpu_problem_free): the finish's passes may launch them */
+    jf_cuda_module_release(gp->solver_mod);
+    gp->solver_mod = NULL;
+    int code = jf_cuda_module_get(src, solver_names, SOLVER_FNS, NULL, fns, &gp->solver_mod, NULL,
+                                  why, n, NULL, 0);
     free(src);
     if (code != JF_OK) return code;
     gp->fn_step = fns[0];
@@ -827,8 +836,10 @@ int jf_lm_solve_cuda(jf_problem *prob, jf_gpu_problem *gp, const jf_lm_config *c
     else {
         char cwhy[256];
         char *csrc = jf_lm_cuda_source(1);
-        if (csrc && jf_cuda_module_get(csrc, cond_names, 1, NULL, cfn, NULL, cwhy, sizeof cwhy,
-                                       NULL, 0) == JF_OK)
+        jf_cuda_module_release(gp->cond_mod);
+        gp->cond_mod = NULL;
+        if (csrc && jf_cuda_module_get(csrc, cond_names, 1, NULL, cfn, &gp->cond_mod, NULL, cwhy,
+                                       sizeof cwhy, NULL, 0) == JF_OK)
             cond_fn = cfn[0];
         else
             snprintf(stats->note, sizeof stats->note, "no WHILE graph nodes (%s)",

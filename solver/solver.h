@@ -381,6 +381,8 @@ typedef struct jf_gpu_problem {
     jf_devptr lp_cost;           /* large: cost partials, lp_nchunks × lp_grid */
     void *fn_step;                                /* the solver module's state machine */
     void *fn_lp_zero, *fn_lp_scale, *fn_lp_pack; /* large: solver module kernels */
+    struct jf_cache_entry *solver_mod; /* the reference that keeps fn_step, fn_lp_* loaded */
+    struct jf_cache_entry *cond_mod;   /* the same for the WHILE node's condition kernel */
     int lp_rounds;               /* large: cuSOLVER factorizations per pass (0: in the kernel) */
     jf_devptr lp_F;              /* large: the factorization request, F then Finv (np × np) */
     jf_devptr lp_info, lp_work;  /* large: potrf's and potrs's info, potrf's workspace */

@@ -1190,6 +1190,9 @@ static void test_prune(void) {
     }
 }
 
+/* The unload function of the stand-in modules of test_keys, which are never unloaded. */
+static void no_unload(void *module) { (void)module; }
+
 static void test_keys(void) {
     jf_cache_key_parts base = {"c", "src", "gcc 12", "-O2", ""};
     jf_cache_key k0 = jf_cache_key_make(&base);
@@ -1210,20 +1213,31 @@ static void test_keys(void) {
     char hex[33];
     jf_cache_key_hex(&k0, hex);
     CHECK(strlen(hex) == 32 && strspn(hex, "0123456789abcdef") == 32);
-    /* the memory map */
-    int x = 1, y = 2;
+    /* the memory map (its trimming: test_mem_cache.c); the modules are never unloaded here,
+     * as each stays held */
+    static int x = 1, y = 2;
     CHECK(jf_cache_mem_get(&ka) == NULL);
-    CHECK(jf_cache_mem_put(&ka, &x) == &x);
-    CHECK(jf_cache_mem_put(&ka, &y) == &x);
-    CHECK(jf_cache_mem_get(&ka) == &x && jf_cache_mem_get(&kb) == NULL);
+    jf_cache_entry *ex = jf_cache_mem_put(&ka, &x, no_unload);
+    CHECK(ex && jf_cache_entry_module(ex) == &x);
+    jf_cache_entry *e2 = jf_cache_mem_put(&ka, &y, no_unload);
+    CHECK(e2 == ex && jf_cache_entry_module(e2) == &x);
+    jf_cache_mem_release(e2);
+    e2 = jf_cache_mem_get(&ka);
+    CHECK(e2 == ex && jf_cache_mem_get(&kb) == NULL);
+    jf_cache_mem_release(e2);
+    static int many[500];
     for (int i = 0; i < 500; i++) { /* growth keeps every entry */
         jf_cache_key k = jf_cache_hash(&i, sizeof i);
-        jf_cache_mem_put(&k, &y);
+        CHECK(jf_cache_mem_put(&k, &many[i], no_unload) != NULL);
     }
-    CHECK(jf_cache_mem_get(&ka) == &x);
+    e2 = jf_cache_mem_get(&ka);
+    CHECK(e2 == ex);
+    jf_cache_mem_release(e2);
     int i7 = 7;
     jf_cache_key k7 = jf_cache_hash(&i7, sizeof i7);
-    CHECK(jf_cache_mem_get(&k7) == &y);
+    e2 = jf_cache_mem_get(&k7);
+    CHECK(e2 && jf_cache_entry_module(e2) == &many[7]);
+    jf_cache_mem_release(e2);
 }
 
 static void test_cli(void) {

@@ -208,7 +208,8 @@ int main(void) {
     void *fn[NK];
     jf_jit_options jo;
     memset(&jo, 0, sizeof jo);
-    int st = jf_cuda_module_get(source, names, NK, &jo, fn, NULL, why, sizeof why, NULL, 0);
+    struct jf_cache_entry *held = NULL;
+    int st = jf_cuda_module_get(source, names, NK, &jo, fn, &held, NULL, why, sizeof why, NULL, 0);
     if (!CHECK(st == JF_OK)) {
         fprintf(stderr, "module: %s\n", why);
         return jf_test_finish();
@@ -216,5 +217,6 @@ int main(void) {
     test_kernels(fn);
     test_graphs(fn);
     test_memory();
+    jf_cuda_module_release(held);
     return jf_test_finish();
 }
