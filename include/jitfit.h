@@ -16,9 +16,11 @@
  *   after jf_model_compile, so one model may be fitted, evaluated and printed from several
  *   threads at once; it must outlive those calls. Callbacks run on the calling thread (progress)
  *   or as jf_fit_options.batch_progress says.
- * - Process-wide effects an embedding program should know: compiled kernels stay loaded until
- *   the process ends (one set per distinct model and options; jf_model_free does not unload
- *   them); the C backend runs the system compiler as a child process; a CPU fit sets OpenBLAS
+ * - Process-wide effects an embedding program should know: compiled kernels stay loaded after
+ *   a fit for the next one (one set per distinct model and options; jf_model_free does not
+ *   unload them), but only the 64 most recently used sets that no call is using
+ *   ($JITFIT_CACHE_MODULES changes that number); the C backend runs the system compiler as a
+ *   child process; a CPU fit sets OpenBLAS
  *   to one thread for the whole process (docs/SOLVER.md); the JITFIT_* environment variables
  *   are read during calls, so they must not be changed while another thread is inside the
  *   library.
