@@ -17,13 +17,18 @@ static int usage(void) {
     return 2;
 }
 
-/* Splits "a,b" into names (pointers into a copy kept in *storage). */
-static size_t split_names(const char *text, char **storage, const char **names, size_t max) {
+/* Splits "a,b" into *names (a malloc'd array of pointers into a copy kept in *storage): every
+ * name, however many (the model compiler says when there are too many variables); empty names
+ * are skipped. Returns the count, 0 when out of memory. */
+static size_t split_names(const char *text, char **storage, const char ***names) {
+    size_t max = 1;
+    for (const char *p = text; *p; p++) max += *p == ',';
     *storage = strdup(text);
+    *names = malloc(max * sizeof **names);
     size_t n = 0;
-    if (!*storage) return 0;
-    for (char *s = *storage, *tok; n < max && (tok = strsep(&s, ",")) != NULL;)
-        if (*tok) names[n++] = tok;
+    if (!*storage || !*names) return 0;
+    for (char *s = *storage, *tok; (tok = strsep(&s, ",")) != NULL;)
+        if (*tok) (*names)[n++] = tok;
     return n;
 }
 
@@ -91,15 +96,22 @@ int jf_cmd_codegen(int argc, char **argv) {
     o.with_prelude = !no_prelude;
 
     char *storage = NULL;
-    const char *names[64];
-    size_t nvars = vars ? split_names(vars, &storage, names, 64) : 0;
+    const char **names = NULL;
+    size_t nvars = vars ? split_names(vars, &storage, &names) : 0;
     if (vars && nvars == 0) {
+        int nomem = !storage || !names;
         free(storage);
+        free(names);
+        if (nomem) {
+            jf_cli_error("codegen: out of memory");
+            return 1;
+        }
         jf_cli_error("codegen: --vars needs a comma-separated list of names");
         return 2;
     }
     jf_model *m = jf_cli_load_model(model, nvars ? names : NULL, nvars);
     free(storage);
+    free(names);
     if (!m) return 1;
     /* what the JIT builds: above JF_LARGE_P parameters (the GPU's JF_GPU_LARGE_P for CUDA) there
      * is no normal_eq, the sums come from blocks of jacobian_row rows through BLAS (cuBLAS) */

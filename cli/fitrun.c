@@ -45,18 +45,22 @@ void jf_run_usage_hint(void) {
 }
 
 int jf_run_setting_error(const char *origin, const char *fmt, ...) {
-    char msg[1024];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
+    char *msg = jf_cli_vstrf(fmt, ap);
     va_end(ap);
+    if (!msg) {
+        fputs("jitfit: out of memory\n", stderr);
+        return 1;
+    }
     /* as in jf_cli_error: the message quotes a value from a job file or the command line, and
-     * its control bytes (an escape sequence) must not act on the terminal */
-    jf_text_printable(msg, sizeof msg, 0);
+     * its control bytes (an escape sequence) must not act on the terminal; whole, however long */
+    jf_text_printable(msg, strlen(msg), 0);
     if (origin) fprintf(stderr, "jitfit: %s: %s\n", origin, msg);
     else if (in_run && current_fit) fprintf(stderr, "jitfit: run: [fit %s]: %s\n", current_fit, msg);
     else fprintf(stderr, "jitfit: %s: %s\n", in_run ? "run" : "fit", msg);
     jf_cli_note_error(msg);
+    free(msg);
     if (!origin) jf_run_usage_hint();
     return 2;
 }
@@ -68,17 +72,33 @@ static int vars_in_data(const jf_model *m, const jf_datafile *df) {
     return 1;
 }
 
-/* "a, b, c": the model's parameter (vars = 0) or variable names into buf, for messages. */
-static const char *name_list(const jf_model *m, int vars, char *buf, size_t n) {
-    size_t used = 0, count = vars ? jf_model_num_vars(m) : jf_model_num_params(m);
-    buf[0] = '\0';
-    for (size_t k = 0; k < count && used < n; k++) {
-        int w = snprintf(buf + used, n - used, "%s%s", k ? ", " : "",
-                         vars ? jf_model_var_name(m, k) : jf_model_param_name(m, k));
-        if (w < 0) break;
-        used += (size_t)w;
+/* names[0..n) joined by sep: a malloc'd string (NULL when out of memory), whole however
+ * long, since a message or a suggestion (`--columns x,y`, `var x, t`) that cut a name would
+ * name something else. */
+static char *join_names(const char *const *names, size_t n, const char *sep) {
+    size_t len = 1;
+    for (size_t k = 0; k < n; k++) len += strlen(names[k]) + (k ? strlen(sep) : 0);
+    char *r = malloc(len), *o = r;
+    if (!r) return NULL;
+    for (size_t k = 0; k < n; k++) {
+        if (k) o = stpcpy(o, sep);
+        o = stpcpy(o, names[k]);
     }
-    return buf;
+    *o = '\0';
+    return r;
+}
+
+/* "a, b, c": the model's parameter (vars = 0) or variable names, for messages; malloc'd, NULL
+ * when out of memory. */
+static char *name_list(const jf_model *m, int vars) {
+    size_t count = vars ? jf_model_num_vars(m) : jf_model_num_params(m);
+    const char **names = malloc((count ? count : 1) * sizeof *names);
+    if (!names) return NULL;
+    for (size_t k = 0; k < count; k++)
+        names[k] = vars ? jf_model_var_name(m, k) : jf_model_param_name(m, k);
+    char *r = join_names(names, count, ", ");
+    free(names);
+    return r;
 }
 
 /* A parameter named like a column of the data (other than the response, sigma and group):
@@ -90,13 +110,14 @@ static void warn_param_columns(const jf_model *m, const jf_spec *s, const jf_dat
         if (jf_datafile_column(df, p) < 0 || strcmp(p, resp) == 0 ||
             (s->sigma && strcmp(p, s->sigma) == 0) || (s->group && strcmp(p, s->group) == 0))
             continue;
-        char vars[512];
-        name_list(m, 1, vars, sizeof vars);
+        char *vars = name_list(m, 1);
+        if (!vars) continue; /* out of memory: a warning less */
         fprintf(stderr,
                 "jitfit: warning: '%s' is a parameter of the model and also a column of %s; the "
                 "column is not used (to fit against it, declare the variables in a model file: "
                 "var %s%s%s)\n",
                 p, df->path, vars, *vars ? ", " : "", p);
+        free(vars);
     }
 }
 
@@ -141,16 +162,8 @@ static void note_no_var(const jf_spec *s, const jf_model *m, const jf_datafile *
     fprintf(stderr, "%s\n", unused ? ")" : "");
 }
 
-/* Compiles MODEL. A formula without `var` declarations has the variable x; when the data have
- * no column x but do have columns named like some of the formula's free names (`a*exp(-b*t)`
- * with columns t,y), those names are the variables instead, as the design prescribes ("the data
- * columns named"). The second reading is taken only when it matches the data and does not turn
- * a missing variable into a parameter; otherwise the first stands and the missing column is
- * reported. Returns NULL after printing the model's errors. */
-static jf_model *load_model(const jf_spec *s, const jf_datafile *df) {
-    char text_name[512];
-    if (s->model_origin) snprintf(text_name, sizeof text_name, "<model at %s>", s->model_origin);
-    else snprintf(text_name, sizeof text_name, "<command line>");
+/* load_model with text_name, the name formula text has in diagnostics. */
+static jf_model *load_model_named(const jf_spec *s, const jf_datafile *df, const char *text_name) {
     /* Each reading's warnings (a variable the model does not use) are printed only for the
      * reading that is kept. */
     jf_diagnostics *d = NULL, *d2 = NULL;
@@ -210,13 +223,31 @@ static jf_model *load_model(const jf_spec *s, const jf_datafile *df) {
         return m2;
     }
     /* The formula now means something else than its plain reading: say how it was read. */
-    char list[512];
-    name_list(m2, 1, list, sizeof list);
+    char *list = name_list(m2, 1);
     fprintf(stderr,
             "jitfit: note: the data have no column 'x'; the model's variable%s: %s (columns of "
             "the data)\n",
-            jf_model_num_vars(m2) == 1 ? "" : "s", list);
+            jf_model_num_vars(m2) == 1 ? "" : "s", list ? list : "?");
+    free(list);
     return m2;
+}
+
+/* Compiles MODEL. A formula without `var` declarations has the variable x; when the data have
+ * no column x but do have columns named like some of the formula's free names (`a*exp(-b*t)`
+ * with columns t,y), those names are the variables instead, as the design prescribes ("the data
+ * columns named"). The second reading is taken only when it matches the data and does not turn
+ * a missing variable into a parameter; otherwise the first stands and the missing column is
+ * reported. Returns NULL after printing the model's errors. */
+static jf_model *load_model(const jf_spec *s, const jf_datafile *df) {
+    char *text_name = s->model_origin ? jf_cli_strf("<model at %s>", s->model_origin)
+                                      : strdup("<command line>");
+    if (!text_name) {
+        jf_cli_error("out of memory");
+        return NULL;
+    }
+    jf_model *m = load_model_named(s, df, text_name);
+    free(text_name);
+    return m;
 }
 
 
@@ -234,14 +265,15 @@ static int apply_bounds(const jf_model *m, const jf_spec_item *it, double *lo, d
         return rc;
     }
     int rc = 0;
-    char names[512];
     for (long i = 0; i < n && rc == 0; i++) {
         long k = jf_model_param_index(m, items[i].name);
         char *val = items[i].value, *colon = strchr(val, ':');
         double l = -INFINITY, h = INFINITY;
         if (k < 0) {
+            char *names = name_list(m, 0);
             rc = jf_run_setting_error(origin, "%s: the model has no parameter '%s' (parameters: %s)",
-                                      what, items[i].name, name_list(m, 0, names, sizeof names));
+                                      what, items[i].name, names ? names : "?");
+            free(names);
         } else if (!colon) {
             rc = jf_run_setting_error(origin, "%s: expected LOW:HIGH for '%s', got '%s'", what,
                                       items[i].name, val);
@@ -415,8 +447,6 @@ int jf_run_band_pinv(const jf_model *m, const jf_fit_result *r, const double *x,
  * response, then sigma (when asked for). Returns 0 or 1 after printing an error. */
 static int name_positional(jf_datafile *df, const jf_model *m, const jf_spec *s, const char *resp) {
     size_t nv = jf_model_num_vars(m), want = nv + 1 + (s->sigma != NULL) + (s->group != NULL);
-    char expect[512];
-    size_t used = 0;
     const char **names = malloc((want + 1) * sizeof *names);
     if (!names) return 1;
     size_t k = 0;
@@ -424,15 +454,14 @@ static int name_positional(jf_datafile *df, const jf_model *m, const jf_spec *s,
     for (size_t j = 0; j < nv; j++) names[k++] = jf_model_var_name(m, j);
     names[k++] = resp;
     if (s->sigma) names[k++] = s->sigma;
-    for (size_t i = 0; i < k && used < sizeof expect; i++) {
-        int w = snprintf(expect + used, sizeof expect - used, "%s%s", i ? "," : "", names[i]);
-        if (w < 0) break;
-        used += (size_t)w;
-    }
     if (df->ncols != want) {
+        /* the message suggests this list for --columns: whole, however long */
+        char *expect = join_names(names, k, ",");
         jf_cli_error("%s: the data have no header row and %zu column%s, but the model needs %zu "
                      "(%s); name the columns with --columns (e.g. --columns %s)",
-                     df->path, df->ncols, df->ncols == 1 ? "" : "s", want, expect, expect);
+                     df->path, df->ncols, df->ncols == 1 ? "" : "s", want, expect ? expect : "?",
+                     expect ? expect : "?");
+        free(expect);
         free(names);
         return 1;
     }

@@ -71,7 +71,7 @@ int jf_run_spec_json(const jf_spec *s, FILE *to, jf_run_summary *sum);
 void jf_run_json_error(FILE *f, const char *name, const char *msg);
 
 /* Prints a setting error: "jitfit: ORIGIN: message" for a job file, or "jitfit: fit: message"
- * plus the usage line when origin is NULL. Returns 2. */
+ * plus the usage line when origin is NULL. Returns 2 (1 when out of memory). */
 int jf_run_setting_error(const char *origin, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 

@@ -189,7 +189,10 @@ static jf_spec_rc push_item(jf_spec_item **items, size_t *n, const char *text, c
     return JF_SPEC_OK;
 }
 
-/* `param NAME = START [in [LO, HI]]` or `param NAME = [LO, HI]`, as the DSL declares them. */
+/* `param NAME = START [in [LO, HI]]` or `param NAME = [LO, HI]`, as the DSL declares them.
+ * The start is kept whole however long (a 0.000...1 of 200 digits is that number, not the
+ * 0 of its first 127 characters), and text after the closing bracket is an error, not
+ * dropped. */
 static jf_spec_rc set_param(jf_spec *s, const char *name, const char *v, const char *origin,
                             char **msg) {
     while (*name == ' ') name++;
@@ -198,11 +201,8 @@ static jf_spec_rc set_param(jf_spec *s, const char *name, const char *v, const c
         return *msg ? JF_SPEC_BAD : JF_SPEC_NOMEM;
     }
     const char *br = strchr(v, '[');
-    char start[128] = "";
-    size_t sl = (size_t)(br ? br - v : (long)strlen(v));
-    if (sl >= sizeof start) sl = sizeof start - 1;
-    memcpy(start, v, sl);
-    start[sl] = '\0';
+    char *start = strndup(v, br ? (size_t)(br - v) : strlen(v));
+    if (!start) return JF_SPEC_NOMEM;
     /* Strip blanks and a trailing "in". */
     char *e = start + strlen(start);
     while (e > start && e[-1] == ' ') *--e = '\0';
@@ -214,42 +214,50 @@ static jf_spec_rc set_param(jf_spec *s, const char *name, const char *v, const c
     char *b = start;
     while (*b == ' ') b++;
     double x;
+    jf_spec_rc rc = JF_SPEC_OK;
     if (*b && (jf_cli_parse_double(b, &x) != 0 || isnan(x))) {
         *msg = jf_cli_strf("'%s' is not a number (for parameter '%s')", b, name);
-        return *msg ? JF_SPEC_BAD : JF_SPEC_NOMEM;
+        rc = *msg ? JF_SPEC_BAD : JF_SPEC_NOMEM;
     }
-    char item[512];
-    jf_spec_rc rc = JF_SPEC_OK;
-    if (*b) {
-        snprintf(item, sizeof item, "%s=%s", name, b);
-        rc = push_item(&s->p0, &s->np0, item, origin);
-    }
+    char *l = NULL, *h = NULL, *item = NULL;
+    double lo = 0, hi = 0;
     if (rc == JF_SPEC_OK && br) {
-        double lo, hi;
         const char *comma = strchr(br, ','), *close = strchr(br, ']');
-        char l[128], h[128];
-        if (!comma || !close || close < comma || (size_t)(comma - br) >= sizeof l ||
-            (size_t)(close - comma) >= sizeof h) {
-            *msg = jf_cli_strf("'%s': expected bounds as [LOW, HIGH]", br);
-            return *msg ? JF_SPEC_BAD : JF_SPEC_NOMEM;
-        }
-        snprintf(l, sizeof l, "%.*s", (int)(comma - br - 1), br + 1);
-        snprintf(h, sizeof h, "%.*s", (int)(close - comma - 1), comma + 1);
-        if (jf_cli_parse_double(l, &lo) != 0 || jf_cli_parse_double(h, &hi) != 0 || isnan(lo) ||
-            isnan(hi)) {
+        const char *after = close ? close + 1 + strspn(close + 1, " \t") : NULL;
+        if (!comma || !close || close < comma || *after) {
+            *msg = jf_cli_strf("'%s': expected bounds as [LOW, HIGH]%s", br,
+                               close && after && *after ? ", and nothing after them" : "");
+            rc = *msg ? JF_SPEC_BAD : JF_SPEC_NOMEM;
+        } else if (!(l = strndup(br + 1, (size_t)(comma - br - 1))) ||
+                   !(h = strndup(comma + 1, (size_t)(close - comma - 1)))) {
+            rc = JF_SPEC_NOMEM;
+        } else if (jf_cli_parse_double(l, &lo) != 0 || jf_cli_parse_double(h, &hi) != 0 ||
+                   isnan(lo) || isnan(hi)) {
             *msg = jf_cli_strf("'%s': bounds must be numbers (inf allowed)", br);
-            return *msg ? JF_SPEC_BAD : JF_SPEC_NOMEM;
+            rc = *msg ? JF_SPEC_BAD : JF_SPEC_NOMEM;
         }
-        char ls[64], hs[64];
-        jf_cli_format_double(ls, sizeof ls, lo);
-        jf_cli_format_double(hs, sizeof hs, hi);
-        snprintf(item, sizeof item, "%s=%s:%s", name, ls, hs);
-        rc = push_item(&s->bounds, &s->nbounds, item, origin);
     }
     if (rc == JF_SPEC_OK && !*b && !br) {
         *msg = jf_cli_strf("parameter '%s': expected a starting value and/or [LOW, HIGH]", name);
-        return *msg ? JF_SPEC_BAD : JF_SPEC_NOMEM;
+        rc = *msg ? JF_SPEC_BAD : JF_SPEC_NOMEM;
     }
+    /* Only a line that is valid as a whole changes the spec. */
+    if (rc == JF_SPEC_OK && *b) {
+        item = jf_cli_strf("%s=%s", name, b);
+        rc = item ? push_item(&s->p0, &s->np0, item, origin) : JF_SPEC_NOMEM;
+        free(item);
+    }
+    if (rc == JF_SPEC_OK && br) {
+        char ls[64], hs[64];
+        jf_cli_format_double(ls, sizeof ls, lo);
+        jf_cli_format_double(hs, sizeof hs, hi);
+        item = jf_cli_strf("%s=%s:%s", name, ls, hs);
+        rc = item ? push_item(&s->bounds, &s->nbounds, item, origin) : JF_SPEC_NOMEM;
+        free(item);
+    }
+    free(start);
+    free(l);
+    free(h);
     return rc;
 }
 

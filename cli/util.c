@@ -15,37 +15,49 @@
 
 #include "../runtime/text.h"
 
+char *jf_cli_vstrf(const char *fmt, va_list ap) {
+    va_list again;
+    va_copy(again, ap);
+    int n = vsnprintf(NULL, 0, fmt, ap);
+    char *s = n >= 0 ? malloc((size_t)n + 1) : NULL;
+    if (s) vsnprintf(s, (size_t)n + 1, fmt, again);
+    va_end(again);
+    return s;
+}
+
 char *jf_cli_strf(const char *fmt, ...) {
     va_list ap;
     va_start(ap, fmt);
-    int n = vsnprintf(NULL, 0, fmt, ap);
-    va_end(ap);
-    char *s = n >= 0 ? malloc((size_t)n + 1) : NULL;
-    if (!s) return NULL;
-    va_start(ap, fmt);
-    vsnprintf(s, (size_t)n + 1, fmt, ap);
+    char *s = jf_cli_vstrf(fmt, ap);
     va_end(ap);
     return s;
 }
 
 /* The first line of the last error printed, for `run --json`'s object of a failed fit, and of
- * the first one since the last clearing, for the object of a job that could not start. */
-static char last_error[1024], first_error[1024];
+ * the first one since the last clearing, for the object of a job that could not start; NULL
+ * for none. Whole, as stderr has them. */
+static char *last_error, *first_error;
 
 void jf_cli_note_error(const char *msg) {
     size_t n = strcspn(msg, "\n");
-    if (n >= sizeof last_error) n = sizeof last_error - 1;
-    memcpy(last_error, msg, n);
-    last_error[n] = '\0';
-    if (!n || !first_error[0]) memcpy(first_error, last_error, n + 1);
+    char *copy = strndup(msg, n);
+    if (!copy) return; /* out of memory: the previous one stays */
+    free(last_error);
+    last_error = copy;
+    if (!n) {
+        free(first_error);
+        first_error = NULL;
+    } else if (!first_error) {
+        first_error = strdup(copy);
+    }
 }
 
 const char *jf_cli_last_error(void) {
-    return last_error;
+    return last_error ? last_error : "";
 }
 
 const char *jf_cli_first_error(void) {
-    return first_error;
+    return first_error ? first_error : "";
 }
 
 /* The fit of a job whose errors are being printed, or NULL. */
@@ -56,17 +68,21 @@ void jf_cli_error_fit(const char *name) {
 }
 
 void jf_cli_error(const char *fmt, ...) {
-    char msg[sizeof last_error];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
+    char *msg = jf_cli_vstrf(fmt, ap);
     va_end(ap);
+    if (!msg) {
+        fputs("jitfit: out of memory\n", stderr);
+        return;
+    }
     /* A message quotes the user's text (a job file's value, a column name): its control bytes,
      * an escape sequence say, must not reach the terminal. Messages are one line. */
-    jf_text_printable(msg, sizeof msg, 0);
+    jf_text_printable(msg, strlen(msg), 0);
     if (error_fit) fprintf(stderr, "jitfit: [fit %s]: %s\n", error_fit, msg);
     else fprintf(stderr, "jitfit: %s\n", msg);
     jf_cli_note_error(msg);
+    free(msg);
 }
 
 static locale_t c_loc = (locale_t)0;

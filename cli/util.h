@@ -3,6 +3,7 @@
 #ifndef JF_CLI_UTIL_H
 #define JF_CLI_UTIL_H
 
+#include <stdarg.h>
 #include <stddef.h>
 #include <stdio.h>
 
@@ -10,9 +11,12 @@
 
 /* A malloc'd formatted string; NULL only when out of memory. The caller frees it. */
 char *jf_cli_strf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* jf_cli_strf with a va_list (ap is used up). */
+char *jf_cli_vstrf(const char *fmt, va_list ap) __attribute__((format(printf, 1, 0)));
 
 /* Prints "jitfit: " + message + newline on stderr ("jitfit: [fit NAME]: " + message while a
- * job's fit runs, so a message about its files says whose they are). */
+ * job's fit runs, so a message about its files says whose they are). The message is whole
+ * however long: it quotes the user's values (names, paths, suggested options). */
 void jf_cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* The job fit that following errors belong to; NULL outside of one. */
 void jf_cli_error_fit(const char *name);

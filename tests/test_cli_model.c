@@ -153,6 +153,26 @@ static void test_double_dash(void) {
     free(err);
 }
 
+/* codegen --vars takes every name it is given: from the 65th on they were dropped and became
+ * parameters of the model without a word (a fixed array of 64). */
+static void test_codegen_many_vars(void) {
+    char vars[1024] = "", model[1024] = "a*(0", args[2300];
+    for (int i = 1; i <= 70; i++) {
+        size_t n = strlen(vars), m = strlen(model);
+        snprintf(vars + n, sizeof vars - n, "%sv%d", i > 1 ? "," : "", i);
+        snprintf(model + m, sizeof model - m, "+v%d", i);
+    }
+    strcat(model, ")");
+    snprintf(args, sizeof args, "codegen --no-prelude --vars %s '%s'", vars, model);
+    char *out = NULL, *err = NULL;
+    CHECK(run(args, &out, &err) == 0);
+    CHECK_CONTAINS(out, "p[0]");
+    CHECK(out && !strstr(out, "p[1]")); /* one parameter: a */
+    CHECK_STREQ(err, "");
+    free(out);
+    free(err);
+}
+
 int main(void) {
     char dir[] = "/tmp/jf_cli_cacheXXXXXX";
     if (!mkdtemp(dir)) return 1;
@@ -162,6 +182,7 @@ int main(void) {
     test_diff();
     test_double_dash();
     test_signed_zero_ties();
+    test_codegen_many_vars();
     char cmd[256];
     snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
     if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", dir);

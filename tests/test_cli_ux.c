@@ -1307,7 +1307,50 @@ static void test_no_variable(void) {
     free(err);
 }
 
+/* A job file's `param NAME = START` is the number START spells, however long its text: a start
+ * of 133 characters was cut to 127 and read as 0 (exit 0, no word), where --p0 gave 1e-131. */
+static void test_long_param(void) {
+    char zeros[131], text[1024], buf[1024], *out = NULL, *err = NULL;
+    memset(zeros, '0', 130);
+    zeros[130] = '\0';
+    const char *data = tmp(".csv", "x,y\n" LINE_ROWS);
+    for (int bounds = 0; bounds < 2; bounds++) {
+        /* a long start; then a long bound too (refused as "expected bounds as [LOW, HIGH]") */
+        snprintf(text, sizeof text, "[fit a]\nmodel = a*x+b\ndata = %s\nparam a = 0.%s1\n%s%s%s",
+                 data, zeros, bounds ? "param b = [0." : "", bounds ? zeros : "",
+                 bounds ? "1, 5]\n" : "");
+        snprintf(buf, sizeof buf, "run --json '%s'", tmp(".ini", text));
+        CHECK(jf(buf, &out, &err) == 0);
+        CHECK_CONTAINS(out, "{\"name\": \"a\", \"value\": 2, ");
+        CHECK_CONTAINS(out, "\"initial\": 1e-131, ");
+        /* b: the default start, 1, or the midpoint of its bounds [1e-131, 5] */
+        CHECK_CONTAINS(out, bounds ? "\"initial\": 2.5, " : "\"initial\": 1, ");
+        free(out);
+        free(err);
+    }
+    /* A message suggests --columns with every name, however long the list (it was cut at 512
+     * bytes, and the message at 1024), on stderr and in the JSON object. */
+    char model[4096] = "var ", cols[2048] = "", sum[2048] = "", want[2200];
+    for (int i = 1; i <= 40; i++) {
+        char v[64];
+        snprintf(v, sizeof v, "%sa_rather_long_variable_name_%02d", i > 1 ? "," : "", i);
+        strcat(model, v);
+        strcat(cols, v);
+        strcat(sum, v + (i > 1));
+        if (i < 40) strcat(sum, "+");
+    }
+    snprintf(model + strlen(model), sizeof model - strlen(model), "\ny ~ c*(%s)\n", sum);
+    snprintf(buf, sizeof buf, "fit --json '%s' '%s'", tmp(".jf", model), tmp(".csv", LINE_ROWS));
+    snprintf(want, sizeof want, "(e.g. --columns %s,y)", cols);
+    CHECK(jf(buf, &out, &err) == 1);
+    CHECK_CONTAINS(err, want);
+    CHECK_CONTAINS(out, want);
+    free(out);
+    free(err);
+}
+
 int main(void) {
+    test_long_param();
     test_no_variable();
     test_text_formats();
     test_npy();

@@ -134,8 +134,53 @@ static void test_empty_resets(void) {
     jf_spec_free(&fresh);
 }
 
+/* `param NAME = START [in [LOW, HIGH]]` keeps its text whole: a start or bound of any length
+ * is the number it spells (a fixed buffer cut 0.000...1 to 127 characters, which read as 0),
+ * and text after the closing bracket is refused, not dropped. */
+static void test_param_whole(void) {
+    char zeros[301];
+    memset(zeros, '0', 300);
+    zeros[300] = '\0';
+    char *start = jf_cli_strf("0.%s1", zeros), *want = jf_cli_strf("a=0.%s1", zeros);
+    char *bounded = jf_cli_strf("%s in [-0.%s1, 1]", start, zeros);
+    char *name = jf_cli_strf("param p%s", zeros), *want_name = jf_cli_strf("p%s=2", zeros);
+    jf_spec s;
+    jf_spec_init(&s);
+    char *msg = NULL;
+    CHECK(jf_spec_set(&s, "param a", start, "job.ini:2", NULL, &msg) == JF_SPEC_OK);
+    CHECK(s.np0 == 1 && s.nbounds == 0);
+    if (s.np0) CHECK_STREQ(s.p0[0].text, want);
+    jf_spec_free(&s);
+    CHECK(jf_spec_set(&s, "param a", bounded, "job.ini:2", NULL, &msg) == JF_SPEC_OK);
+    CHECK(s.np0 == 1 && s.nbounds == 1);
+    if (s.np0) CHECK_STREQ(s.p0[0].text, want);
+    if (s.nbounds) CHECK_STREQ(s.bounds[0].text, "a=-1e-301:1");
+    jf_spec_free(&s);
+    CHECK(jf_spec_set(&s, name, "2", "job.ini:2", NULL, &msg) == JF_SPEC_OK);
+    if (CHECK(s.np0 == 1)) CHECK_STREQ(s.p0[0].text, want_name);
+    jf_spec_free(&s);
+    /* nothing may follow the bounds (a job file's comment starts with " ;", not "#") */
+    static const char *const trailing[] = {"1 in [0, 2] 3", "[0, 2], b = 1", "[0, 2] # why",
+                                           "1 in [0, 2]]"};
+    for (size_t i = 0; i < sizeof trailing / sizeof trailing[0]; i++) {
+        int rc = jf_spec_set(&s, "param a", trailing[i], "job.ini:2", NULL, &msg);
+        if (!CHECK(rc == JF_SPEC_BAD)) fprintf(stderr, "  '%s' accepted\n", trailing[i]);
+        CHECK_CONTAINS(msg, "expected bounds as [LOW, HIGH], and nothing after them");
+        CHECK(s.np0 == 0 && s.nbounds == 0); /* a refused line changes nothing */
+        free(msg);
+        msg = NULL;
+    }
+    jf_spec_free(&s);
+    free(start);
+    free(want);
+    free(bounded);
+    free(name);
+    free(want_name);
+}
+
 int main(void) {
     test_sizes();
     test_empty_resets();
+    test_param_whole();
     return jf_test_finish();
 }
