@@ -69,24 +69,24 @@ static int selected(const char *only, const char *name) {
     return 0;
 }
 
-/* The files of one fit as jf_spec_same_file compares them (canonical paths, NULL for none and
- * for "-"): what it reads, then what it writes. */
+/* The files of one fit as jf_spec_same_file compares them (jf_spec_file: inode, canonical
+ * path): what it reads, then what it writes. */
 enum { DATA, P0_FILE, OUTPUT, PLOT, NFILES };
 
-static int same(char *const *a, int i, char *const *b, int j) {
-    return a[i] && b[j] && strcmp(a[i], b[j]) == 0;
+static int same(const jf_spec_file *a, int i, const jf_spec_file *b, int j) {
+    return jf_spec_file_same(&a[i], &b[j]);
 }
 
 /* The checks that need a fit's settings together, files two fits would both write, and a
  * file a fit writes that another fit reads (its data or p0 file, whether or not --only selects
  * that fit: it is the user's file all the same): before any fit runs, with the job file's line
- * of each fit. The paths are made canonical once per fit, so a job of many fits costs string
- * comparisons, not realpath calls, per pair. 0, 1 (out of memory) or 2. */
+ * of each fit. The files are identified once per fit (jf_spec_file_id), so a job of many fits
+ * costs comparisons, not realpath and stat calls, per pair. 0, 1 (out of memory) or 2. */
 static int check_fits(const jf_job *job, const char *only) {
     int rc = 0;
     static const char *const what[NFILES] = {"data", "p0", "output", "plot"};
-    char **canon = calloc(job->nfits * NFILES + 1, sizeof *canon);
-    if (!canon) {
+    jf_spec_file *ids = calloc(job->nfits * NFILES + 1, sizeof *ids);
+    if (!ids) {
         jf_cli_error("out of memory");
         return 1;
     }
@@ -94,9 +94,7 @@ static int check_fits(const jf_job *job, const char *only) {
         const jf_spec *s = &job->fits[k];
         const char *files[NFILES] = {s->data, s->p0_file, s->output, s->plot};
         for (int f = 0; f < NFILES; f++)
-            if (files[f] && strcmp(files[f], "-") != 0 &&
-                !(canon[k * NFILES + f] = jf_spec_canonical(files[f])))
-                rc = 1;
+            if (jf_spec_file_id(files[f], &ids[k * NFILES + f]) != 0) rc = 1;
     }
     if (rc) jf_cli_error("out of memory");
     for (size_t k = 0; rc != 1 && k < job->nfits; k++) {
@@ -109,10 +107,10 @@ static int check_fits(const jf_job *job, const char *only) {
             rc = 2;
         }
         free(why);
-        char *const *mine = canon + k * NFILES;
+        const jf_spec_file *mine = ids + k * NFILES;
         for (size_t j = 0; j < job->nfits; j++) {
             const jf_spec *t = &job->fits[j];
-            char *const *theirs = canon + j * NFILES;
+            const jf_spec_file *theirs = ids + j * NFILES;
             if (j == k) continue;
             for (int a = OUTPUT; a <= PLOT; a++)
                 for (int b = DATA; b <= P0_FILE; b++)
@@ -136,8 +134,8 @@ static int check_fits(const jf_job *job, const char *only) {
                     }
         }
     }
-    for (size_t i = 0; i < job->nfits * NFILES; i++) free(canon[i]);
-    free(canon);
+    for (size_t i = 0; i < job->nfits * NFILES; i++) jf_spec_file_free(&ids[i]);
+    free(ids);
     return rc;
 }
 

@@ -578,12 +578,41 @@ char *jf_spec_canonical(const char *path) {
     return r;
 }
 
+int jf_spec_file_id(const char *path, jf_spec_file *id) {
+    memset(id, 0, sizeof *id);
+    if (!path || strcmp(path, "-") == 0) return 0;
+    if (!(id->path = jf_spec_canonical(path))) return -1;
+    struct stat st;
+    if (stat(path, &st) == 0) {
+        id->exists = 1;
+        id->dev = st.st_dev;
+        id->ino = st.st_ino;
+    }
+    return 0;
+}
+
+void jf_spec_file_free(jf_spec_file *id) {
+    free(id->path);
+    memset(id, 0, sizeof *id);
+}
+
+int jf_spec_file_same(const jf_spec_file *a, const jf_spec_file *b) {
+    if (!a->path || !b->path) return 0;
+    /* a hard link has a path of its own: only the inode says it is the data file */
+    if (a->exists && b->exists) return a->dev == b->dev && a->ino == b->ino;
+    return strcmp(a->path, b->path) == 0;
+}
+
 int jf_spec_same_file(const char *a, const char *b) {
-    if (!a || !b || strcmp(a, "-") == 0 || strcmp(b, "-") == 0) return 0;
-    char *ca = jf_spec_canonical(a), *cb = jf_spec_canonical(b);
-    int same = ca && cb && strcmp(ca, cb) == 0;
-    free(ca);
-    free(cb);
+    jf_spec_file ia, ib;
+    if (jf_spec_file_id(a, &ia) != 0) return 0;
+    if (jf_spec_file_id(b, &ib) != 0) {
+        jf_spec_file_free(&ia);
+        return 0;
+    }
+    int same = jf_spec_file_same(&ia, &ib);
+    jf_spec_file_free(&ia);
+    jf_spec_file_free(&ib);
     return same;
 }
 

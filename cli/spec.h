@@ -12,6 +12,7 @@
 #define JF_CLI_SPEC_H
 
 #include <stddef.h>
+#include <sys/types.h>
 
 #include "../include/jitfit.h"
 
@@ -82,9 +83,27 @@ jf_spec_rc jf_spec_set(jf_spec *s, const char *key, const char *value, const cha
  * file, the p0 file or each other): 0, or 1 with a malloc'd
  * message in *msg. jitfit run makes them for every fit before any runs. */
 int jf_spec_check(const jf_spec *s, char **msg);
-/* 1 when paths a and b name the same file (the same inode when both exist, else the same text
- * up to a leading "./"); "-" and NULL are never the same file. */
+/* 1 when paths a and b name the same file: when both exist, the same (device, inode), so a
+ * hard link or a symbolic link is its target; else the same canonical path (jf_spec_canonical:
+ * an output that does not exist yet); "-" and NULL are never the same file. */
 int jf_spec_same_file(const char *a, const char *b);
+
+/* What jf_spec_same_file compares of one path, taken once (jitfit run compares every pair of
+ * its fits' files). */
+typedef struct jf_spec_file {
+    char *path;  /* jf_spec_canonical of the path, or NULL for none and for "-" */
+    int exists;  /* 1: the path names an existing file (stat follows links), dev and ino set */
+    dev_t dev;   /* the device holding it */
+    ino_t ino;   /* its inode there */
+} jf_spec_file;
+
+/* Fills *id for path (NULL or "-": an id that is no file). 0, or -1 when out of memory (*id
+ * then holds nothing to free). Free with jf_spec_file_free. */
+int jf_spec_file_id(const char *path, jf_spec_file *id);
+/* Frees what *id holds; accepts an id that is no file. */
+void jf_spec_file_free(jf_spec_file *id);
+/* 1 when a and b are the same file, by jf_spec_same_file's rule. */
+int jf_spec_file_same(const jf_spec_file *a, const jf_spec_file *b);
 /* path made absolute and free of "." and ".." through its directory (the file itself need not
  * exist yet), as jf_spec_same_file compares paths; a malloc'd copy of path when the directory
  * does not exist either; NULL only when out of memory. The caller frees it. */

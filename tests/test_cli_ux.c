@@ -814,16 +814,26 @@ static void test_no_clobber(void) {
     char dir[] = "/tmp/jf_clobber_XXXXXX";
     if (!CHECK(mkdtemp(dir))) return;
     char path[600], text[1024], buf[2300], *out = NULL, *err = NULL;
-    static const char *const files[] = {"a.csv", "b.csv", "p0.csv"};
+    static const char *const files[] = {"a.csv", "b.csv", "p0.csv", "o1.csv"};
     static const char *const texts[] = {"x,y\n" LINE_ROWS, "x,y\n" LINE_ROWS,
-                                        "g,a\nu,2\n"};
-    for (size_t i = 0; i < 3; i++) {
+                                        "g,a\nu,2\n", "a result\n"};
+    for (size_t i = 0; i < 4; i++) {
         snprintf(path, sizeof path, "%s/%s", dir, files[i]);
         FILE *f = fopen(path, "w");
         if (CHECK(f)) {
             fputs(texts[i], f);
             fclose(f);
         }
+    }
+    /* Hard links: another name of the same file, which a comparison of paths misses (the
+     * output overwrote the data through it, exit 0). */
+    static const char *const links[][2] = {
+        {"a.csv", "la.csv"}, {"p0.csv", "lp0.csv"}, {"o1.csv", "o2.csv"}, {"a.csv", "la.png"}};
+    for (size_t i = 0; i < sizeof links / sizeof links[0]; i++) {
+        char from[700];
+        snprintf(from, sizeof from, "%s/%s", dir, links[i][0]);
+        snprintf(path, sizeof path, "%s/%s", dir, links[i][1]);
+        CHECK(link(from, path) == 0);
     }
     static const struct {
         const char *job;  /* the job file's text, in dir */
@@ -842,6 +852,14 @@ static void test_no_clobber(void) {
          ":6: [fit b] writes %s/p0.csv, the p0 file of [fit a] (line 1)"},
         {"[fit a]\nmodel = a*x+b\ndata = a.csv\ngroup = x\np0_file = p0.csv\noutput = p0.csv\n",
          "", ":1: [fit a]: output %s/p0.csv is the p0 file: it would be overwritten"},
+        {"[fit a]\nmodel = a*x+b\ndata = a.csv\n[fit b]\nmodel = a*x+b\ndata = b.csv\n"
+         "output = la.csv\n", "--only b", ":4: [fit b] writes %s/la.csv, the data file of [fit a] "
+         "(line 1): it would be overwritten"},
+        {"[fit a]\nmodel = a*x+b\ndata = a.csv\ngroup = x\np0_file = p0.csv\noutput = lp0.csv\n",
+         "", ":1: [fit a]: output %s/lp0.csv is the p0 file: it would be overwritten"},
+        {"[fit a]\nmodel = a*x+b\ndata = a.csv\noutput = o1.csv\n[fit b]\nmodel = a*x+b\n"
+         "data = b.csv\noutput = o2.csv\n", "",
+         ":5: [fit b] and [fit a] (line 1) both write %s/o2.csv: give each fit its own file"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         char job[700], want[2048];
@@ -869,11 +887,26 @@ static void test_no_clobber(void) {
     CHECK_CONTAINS(err, text);
     free(out);
     free(err);
-    for (size_t i = 0; i < 3; i++) { /* untouched */
+    /* jitfit fit: --output or --plot a hard link of the data */
+    for (int plot = 0; plot < 2; plot++) {
+        snprintf(buf, sizeof buf, "fit 'a*x+b' '%s/a.csv' --%s '%s/la.%s'", dir,
+                 plot ? "plot" : "output", dir, plot ? "png" : "csv");
+        CHECK(jf(buf, &out, &err) == 2);
+        snprintf(text, sizeof text, "%s %s/la.%s is the data file: it would be overwritten",
+                 plot ? "plot" : "output", dir, plot ? "png" : "csv");
+        CHECK_CONTAINS(err, text);
+        free(out);
+        free(err);
+    }
+    for (size_t i = 0; i < 4; i++) { /* untouched */
         snprintf(path, sizeof path, "%s/%s", dir, files[i]);
         char *now = jf_test_read_file(path, NULL);
         CHECK_STREQ(now, texts[i]);
         free(now);
+        unlink(path);
+    }
+    for (size_t i = 0; i < sizeof links / sizeof links[0]; i++) {
+        snprintf(path, sizeof path, "%s/%s", dir, links[i][1]);
         unlink(path);
     }
     rmdir(dir);
