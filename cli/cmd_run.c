@@ -77,6 +77,38 @@ static int same(const jf_spec_file *a, int i, const jf_spec_file *b, int j) {
     return jf_spec_file_same(&a[i], &b[j]);
 }
 
+/* Standard input can be read once: a fit's data or p0 file '-' finds it empty when the job
+ * file was read from it (`jitfit run -`), or when a fit before it read it ("<stdin>: no data
+ * rows" either way). Refused before any fit runs, for the fits --only selects; a fit whose data
+ * and p0 file are both '-' is jf_spec_check's. 0 or 2. */
+static int check_stdin(const jf_job *job, const char *only) {
+    int rc = 0, job_stdin = strcmp(job->path, "-") == 0;
+    size_t first = job->nfits; /* the first fit that reads standard input */
+    for (size_t k = 0; k < job->nfits; k++) {
+        const jf_spec *s = &job->fits[k];
+        if (!selected(only, s->name)) continue;
+        const char *key = s->data && strcmp(s->data, "-") == 0 ? "data"
+                          : s->p0_file && strcmp(s->p0_file, "-") == 0 ? "p0_file"
+                                                                        : NULL;
+        if (!key) continue;
+        if (job_stdin) {
+            jf_cli_error("%s:%zu: [fit %s]: %s '-' reads standard input, but the job file was "
+                         "read from it: name a file instead",
+                         job->path, job->lines[k], s->name, key);
+            rc = 2;
+        } else if (first < k) {
+            jf_cli_error("%s:%zu: [fit %s]: %s '-' reads standard input, as [fit %s] (line %zu) "
+                         "does: it can be read only once; name a file instead",
+                         job->path, job->lines[k], s->name, key, job->fits[first].name,
+                         job->lines[first]);
+            rc = 2;
+        } else {
+            first = k;
+        }
+    }
+    return rc;
+}
+
 /* The checks that need a fit's settings together, files two fits would both write, and a
  * file a fit writes that another fit reads (its data or p0 file, whether or not --only selects
  * that fit: it is the user's file all the same): before any fit runs, with the job file's line
@@ -136,7 +168,7 @@ static int check_fits(const jf_job *job, const char *only) {
     }
     for (size_t i = 0; i < job->nfits * NFILES; i++) jf_spec_file_free(&ids[i]);
     free(ids);
-    return rc;
+    return rc ? rc : check_stdin(job, only);
 }
 
 int jf_cmd_run(int argc, char **argv) {

@@ -627,6 +627,9 @@ int jf_spec_check(const jf_spec *s, char **msg) {
              s->opts.gtol < DBL_EPSILON)
         *msg = jf_cli_strf("ftol, xtol and gtol are all below machine epsilon (%.2g): at least "
                            "one must stop the solver", DBL_EPSILON);
+    else if (s->data && s->p0_file && strcmp(s->data, "-") == 0 && strcmp(s->p0_file, "-") == 0)
+        *msg = jf_cli_strf("the data and the p0 file are both '-': standard input can be read "
+                           "only once; give one of them as a file");
     else if (jf_spec_same_file(s->output, s->data) || jf_spec_same_file(s->output, s->p0_file))
         what = "output";
     else if (jf_spec_same_file(s->plot, s->data) || jf_spec_same_file(s->plot, s->p0_file))

@@ -79,8 +79,8 @@ jf_spec_rc jf_spec_set(jf_spec *s, const char *key, const char *value, const cha
                        const char *base, char **msg);
 
 /* The checks that need several settings of one fit together (--plot with --group, --p0-file
- * without it, tolerances that can never stop the solver, an output or plot that is the data
- * file, the p0 file or each other): 0, or 1 with a malloc'd
+ * without it, tolerances that can never stop the solver, data and p0 file both standard input,
+ * an output or plot that is the data file, the p0 file or each other): 0, or 1 with a malloc'd
  * message in *msg. jitfit run makes them for every fit before any runs. */
 int jf_spec_check(const jf_spec *s, char **msg);
 /* 1 when paths a and b name the same file: when both exist, the same (device, inode), so a

@@ -1382,7 +1382,62 @@ static void test_long_param(void) {
     free(err);
 }
 
+/* Standard input can be read once. A job read from it (`run -`) whose fit reads '-' too, two
+ * fits that both read it, or one fit's data and p0 file both '-' found it empty: "<stdin>: no
+ * data rows" (exit 1) after the fits before had run. Refused before any fit runs, saying why. */
+static void test_stdin_once(void) {
+    char buf[2048], want[1024], *out = NULL, *err = NULL;
+    const char *data = tmp(".csv", "g,x,y\nu,0,1\nu,1,3\nu,2,5\nv,0,1\nv,1,3\nv,2,5\n");
+    const char *p0 = tmp(".csv", "g,a\nu,2\nv,2\n");
+    /* run -: the fit's data, or its p0 file from the file or the command line */
+    snprintf(buf, sizeof buf, "run - < '%s'", tmp(".ini", "[fit a]\nmodel = a*x+b\ndata = -\n"));
+    CHECK(jf(buf, &out, &err) == 2);
+    CHECK_CONTAINS(err, "jitfit: -:1: [fit a]: data '-' reads standard input, but the job file "
+                        "was read from it: name a file instead\n");
+    CHECK(out && !strstr(out, "summary of"));
+    free(out);
+    free(err);
+    snprintf(want, sizeof want, "[fit a]\nmodel = a*x+b\ndata = %s\ngroup = g\n", data);
+    snprintf(buf, sizeof buf, "run --json --p0-file - - < '%s'", tmp(".ini", want));
+    CHECK(jf(buf, &out, &err) == 2);
+    CHECK_CONTAINS(err, "jitfit: -:1: [fit a]: p0_file '-' reads standard input, but the job file "
+                        "was read from it: name a file instead\n");
+    CHECK_CONTAINS(out, "{\"success\": false, \"error\": \"-:1: [fit a]: p0_file '-' reads");
+    free(out);
+    free(err);
+    /* two fits of a job that both read standard input; --only one of them runs */
+    const char *job = tmp(".ini", "[fit a]\nmodel = a*x+b\ndata = -\n[fit b]\nmodel = a*x+b\n"
+                                  "data = -\n");
+    snprintf(buf, sizeof buf, "run '%s' < '%s'", job, tmp(".csv", "x,y\n" LINE_ROWS));
+    CHECK(jf(buf, &out, &err) == 2);
+    snprintf(want, sizeof want, "%s:4: [fit b]: data '-' reads standard input, as [fit a] (line 1) "
+                                "does: it can be read only once; name a file instead\n", job);
+    CHECK_CONTAINS(err, want);
+    CHECK(out && !strstr(out, "summary of"));
+    free(out);
+    free(err);
+    snprintf(buf, sizeof buf, "run --only b --json '%s' < '%s'", job, tmp(".csv", "x,y\n" LINE_ROWS));
+    CHECK(jf(buf, &out, &err) == 0);
+    CHECK_NEAR(param(out, "a"), 2, 1e-9);
+    free(out);
+    free(err);
+    /* one fit, data and p0 file both standard input */
+    snprintf(buf, sizeof buf, "fit 'a*x+b' - --group g --p0-file - < '%s'", data);
+    CHECK(jf(buf, &out, &err) == 2);
+    CHECK_CONTAINS(err, "jitfit: fit: the data and the p0 file are both '-': standard input can be "
+                        "read only once; give one of them as a file\n");
+    free(out);
+    free(err);
+    /* either of them alone reads it */
+    snprintf(buf, sizeof buf, "fit --json 'a*x+b' '%s' --group g --p0-file - < '%s'", data, p0);
+    CHECK(jf(buf, &out, &err) == 0);
+    CHECK_CONTAINS(out, "\"initial\": 2, ");
+    free(out);
+    free(err);
+}
+
 int main(void) {
+    test_stdin_once();
     test_long_param();
     test_no_variable();
     test_text_formats();
