@@ -11,9 +11,24 @@
 #include "../solver/solver.h"
 #include "util.h"
 
-/* A CSV field, quoted when it holds a separator, a quote or a line break. */
+/* 1 when text s, written bare as a field of this CSV, would read back as other text in
+ * jitfit's reader (cli/data.c): it holds a comma (the separator: the header always has one, so
+ * the file reads as CSV), a quote (a quote anywhere makes the reader pair quotes across the
+ * record) or a line break (RFC 4180 quotes those too; a CR before the LF would be dropped); it
+ * starts or ends with a blank (space or tab: the reader trims them around a field); it starts
+ * with '#' (a row whose first field does is a comment) or with a UTF-8 byte-order mark (dropped
+ * at the start of the file). Quoted, a field is read verbatim. The empty text and the words
+ * for a missing value (NA, ...) read back as themselves bare or quoted. */
+static int needs_quotes(const char *s) {
+    size_t n = strlen(s);
+    if (!n) return 0;
+    return strpbrk(s, ",\"\r\n") || s[0] == ' ' || s[0] == '\t' || s[n - 1] == ' ' ||
+           s[n - 1] == '\t' || s[0] == '#' || strncmp(s, "\xEF\xBB\xBF", 3) == 0;
+}
+
+/* A CSV field, quoted (RFC 4180: "" for a quote) when needs_quotes says so. */
 static void csv_text(jf_buf *c, const char *s) {
-    if (!strpbrk(s, ",\"\r\n") && s[0] != ' ' && s[0] != '#') {
+    if (!needs_quotes(s)) {
         jf_buf_puts(c, s);
         return;
     }
