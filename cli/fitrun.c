@@ -918,6 +918,18 @@ int jf_run_spec(const jf_spec *s, FILE *out, jf_run_summary *sum) {
         rc = jf_run_setting_error(NULL, "--sigma: column '%s' is the response", s->sigma);
         goto done;
     }
+    /* A group holds the rows of one value of its column: grouped by the response or a
+     * variable, every group is a point or a vertical line, and every fit fails. */
+    for (size_t j = 0; s->group && j < nv; j++)
+        if (strcmp(jf_model_var_name(m, j), s->group) == 0) {
+            rc = jf_run_setting_error(NULL, "--group: column '%s' is a variable of the model",
+                                      s->group);
+            goto done;
+        }
+    if (s->group && strcmp(s->group, resp) == 0) {
+        rc = jf_run_setting_error(NULL, "--group: column '%s' is the response", s->group);
+        goto done;
+    }
     if (s->plot) { /* before the fit, as a missing cairo is */
         char *why = nv == 1 || nv == 2 ? NULL : jf_plot_vars_error(s->plot, nv);
         if (nv != 1 && nv != 2) {

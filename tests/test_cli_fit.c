@@ -500,6 +500,9 @@ static void test_usage(void) {
         {"--bounds a=x:1 " EXAMPLE_JF " " EXAMPLE_CSV, "--bounds: 'x:1' is not LOW:HIGH"},
         {"--sigma y " EXAMPLE_JF " " EXAMPLE_CSV, "--sigma: column 'y' is the response"},
         {"--y x " EXAMPLE_JF " " EXAMPLE_CSV, "column 'x' is a variable of the model"},
+        /* a group per value of the response or a variable: groups of one row, all failing */
+        {"--group y " EXAMPLE_JF " " EXAMPLE_CSV, "--group: column 'y' is the response"},
+        {"--group x " EXAMPLE_JF " " EXAMPLE_CSV, "--group: column 'x' is a variable of the model"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         char *out = NULL, *err = NULL;
@@ -796,7 +799,8 @@ static void json_early_failures(const char *data) {
         {"--json --bogus 'a*x+b' '%s'", 2, "unknown option '--bogus'"},
         {"--json 'a*x+b'", 2, "expected MODEL and DATA"},
         {"--json --group nosuch 'a*x+b' '%s'", 1, "%s: no column 'nosuch' (columns: x, y)"},
-        {"--json --group x --p0-file /nonexistent/p0.csv 'a*x+b' '%s'", 1,
+        /* (the group column may be neither the response nor a variable: c has none) */
+        {"--json --columns g,y --group g --p0-file /nonexistent/p0.csv c '%s'", 1,
          "/nonexistent/p0.csv: No such file"},
     };
     char args[4096], want[4096], line[4096], *out = NULL, *err = NULL;

@@ -1474,7 +1474,30 @@ static void test_output_labels(void) {
     free(err);
 }
 
+/* --group may not name the response or a variable of the model (every group would be one
+ * row, or one value of x, and fail): refused as --sigma is, in fit (a headerless file named by
+ * --columns too) and in a job file. */
+static void test_group_column(void) {
+    char buf[1024], want[1024], *out = NULL, *err = NULL;
+    const char *h = tmp(".csv", LINE_ROWS);
+    snprintf(buf, sizeof buf, "fit 'a*x+b' '%s' --columns x,y --group y", h);
+    CHECK(jf(buf, &out, &err) == 2);
+    CHECK_CONTAINS(err, "jitfit: fit: --group: column 'y' is the response\n");
+    CHECK(out && !strstr(out, "groups"));
+    free(out);
+    free(err);
+    snprintf(want, sizeof want, "[fit a]\nmodel = a*x+b\ndata = %s\ncolumns = x, y\ngroup = x\n", h);
+    snprintf(buf, sizeof buf, "run --json '%s'", tmp(".ini", want));
+    CHECK(jf(buf, &out, &err) == 2);
+    CHECK_CONTAINS(err, "jitfit: run: [fit a]: --group: column 'x' is a variable of the model\n");
+    CHECK_CONTAINS(out, "{\"name\": \"a\", \"success\": false, \"error\": \"--group: column 'x' "
+                        "is a variable of the model\"}");
+    free(out);
+    free(err);
+}
+
 int main(void) {
+    test_group_column();
     test_output_labels();
     test_stdin_once();
     test_long_param();
