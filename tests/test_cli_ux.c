@@ -18,7 +18,7 @@
 #define EX JF_SOURCE_DIR "/examples/"
 
 /* Temporary files, removed at the end. */
-static char *tmp_paths[128];
+static char *tmp_paths[256];
 static size_t ntmp;
 
 static const char *keep(char *p) {
