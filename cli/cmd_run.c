@@ -71,7 +71,7 @@ static int selected(const char *only, const char *name) {
 
 /* The files of one fit as jf_spec_same_file compares them (jf_spec_file: inode, canonical
  * path): what it reads, then what it writes. */
-enum { DATA, P0_FILE, OUTPUT, PLOT, NFILES };
+enum { DATA, P0_FILE, MODEL, OUTPUT, PLOT, NFILES };
 
 static int same(const jf_spec_file *a, int i, const jf_spec_file *b, int j) {
     return jf_spec_file_same(&a[i], &b[j]);
@@ -116,7 +116,7 @@ static int check_stdin(const jf_job *job, const char *only) {
  * costs comparisons, not realpath and stat calls, per pair. 0, 1 (out of memory) or 2. */
 static int check_fits(const jf_job *job, const char *only) {
     int rc = 0;
-    static const char *const what[NFILES] = {"data", "p0", "output", "plot"};
+    static const char *const what[NFILES] = {"data", "p0", "model", "output", "plot"};
     jf_spec_file *ids = calloc(job->nfits * NFILES + 1, sizeof *ids);
     if (!ids) {
         jf_cli_error("out of memory");
@@ -124,7 +124,8 @@ static int check_fits(const jf_job *job, const char *only) {
     }
     for (size_t k = 0; k < job->nfits; k++) {
         const jf_spec *s = &job->fits[k];
-        const char *files[NFILES] = {s->data, s->p0_file, s->output, s->plot};
+        const char *files[NFILES] = {s->data, s->p0_file, jf_spec_model_file(s), s->output,
+                                     s->plot};
         for (int f = 0; f < NFILES; f++)
             if (jf_spec_file_id(files[f], &ids[k * NFILES + f]) != 0) rc = 1;
     }
@@ -140,12 +141,21 @@ static int check_fits(const jf_job *job, const char *only) {
         }
         free(why);
         const jf_spec_file *mine = ids + k * NFILES;
+        /* the job file itself (read already, but it is the user's file all the same) */
+        for (int a = OUTPUT; strcmp(job->path, "-") != 0 && a <= PLOT; a++) {
+            const char *w = a == OUTPUT ? s->output : s->plot;
+            if (w && jf_spec_same_file(w, job->path)) {
+                jf_cli_error("%s:%zu: [fit %s] writes %s, the job file: it would be overwritten",
+                             job->path, job->lines[k], s->name, w);
+                rc = 2;
+            }
+        }
         for (size_t j = 0; j < job->nfits; j++) {
             const jf_spec *t = &job->fits[j];
             const jf_spec_file *theirs = ids + j * NFILES;
             if (j == k) continue;
             for (int a = OUTPUT; a <= PLOT; a++)
-                for (int b = DATA; b <= P0_FILE; b++)
+                for (int b = DATA; b <= MODEL; b++)
                     if (same(mine, a, theirs, b)) {
                         jf_cli_error("%s:%zu: [fit %s] writes %s, the %s file of [fit %s] (line "
                                      "%zu): it would be overwritten",

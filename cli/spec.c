@@ -616,9 +616,17 @@ int jf_spec_same_file(const char *a, const char *b) {
     return same;
 }
 
+const char *jf_spec_model_file(const jf_spec *s) {
+    struct stat st;
+    return s->model && strcmp(s->model, "-") != 0 && stat(s->model, &st) == 0 &&
+                   S_ISREG(st.st_mode)
+               ? s->model
+               : NULL;
+}
+
 int jf_spec_check(const jf_spec *s, char **msg) {
     *msg = NULL;
-    const char *what = NULL;
+    const char *what = NULL, *model = jf_spec_model_file(s);
     if (s->plot && s->group)
         *msg = jf_cli_strf("--plot draws one fit; it cannot be used with --group");
     else if (s->p0_file && !s->group)
@@ -636,6 +644,10 @@ int jf_spec_check(const jf_spec *s, char **msg) {
         what = "plot";
     else if (jf_spec_same_file(s->output, s->plot))
         *msg = jf_cli_strf("output and plot are the same file (%s)", s->output);
+    else if (jf_spec_same_file(s->output, model) || jf_spec_same_file(s->plot, model))
+        *msg = jf_cli_strf("%s %s is the model file: it would be overwritten",
+                           jf_spec_same_file(s->output, model) ? "output" : "plot",
+                           jf_spec_same_file(s->output, model) ? s->output : s->plot);
     if (what) {
         const char *file = strcmp(what, "output") == 0 ? s->output : s->plot;
         *msg = jf_cli_strf("%s %s is the %s file: it would be overwritten", what, file,

@@ -78,6 +78,9 @@ typedef enum jf_spec_rc {
 jf_spec_rc jf_spec_set(jf_spec *s, const char *key, const char *value, const char *origin,
                        const char *base, char **msg);
 
+/* s->model when it names an existing regular file (a model file), else NULL (a formula). */
+const char *jf_spec_model_file(const jf_spec *s);
+
 /* The checks that need several settings of one fit together (--plot with --group, --p0-file
  * without it, tolerances that can never stop the solver, data and p0 file both standard input,
  * an output or plot that is the data file, the p0 file or each other): 0, or 1 with a malloc'd

@@ -899,6 +899,48 @@ static void test_no_clobber(void) {
         free(out);
         free(err);
     }
+    /* the model file and the job file are the user's too (both were overwritten, exit 0) */
+    static const char *const model_text = "param a = 1\nparam b = 0\ny ~ a*x + b\n";
+    char model[700], jobf[700];
+    snprintf(model, sizeof model, "%s/m.jf", dir);
+    snprintf(jobf, sizeof jobf, "%s/self.ini", dir);
+    FILE *mf = fopen(model, "w"), *jfp = fopen(jobf, "w");
+    if (CHECK(mf && jfp)) {
+        fputs(model_text, mf);
+        fprintf(jfp, "[fit a]\nmodel = m.jf\ndata = a.csv\n"
+                     "[fit b]\nmodel = a*x+b\ndata = b.csv\noutput = self.ini\n");
+    }
+    if (mf) fclose(mf);
+    if (jfp) fclose(jfp);
+    snprintf(buf, sizeof buf, "fit '%s' '%s/a.csv' --output '%s'", model, dir, model);
+    CHECK(jf(buf, &out, &err) == 2);
+    snprintf(text, sizeof text, "output %s is the model file: it would be overwritten", model);
+    CHECK_CONTAINS(err, text);
+    free(out);
+    free(err);
+    snprintf(buf, sizeof buf, "run '%s'", jobf);
+    CHECK(jf(buf, &out, &err) == 2);
+    snprintf(text, sizeof text, "%s:4: [fit b] writes %s/self.ini, the job file", jobf, dir);
+    CHECK_CONTAINS(err, text);
+    free(out);
+    free(err);
+    /* a job's model file written by another fit */
+    jfp = fopen(jobf, "w");
+    if (CHECK(jfp)) {
+        fprintf(jfp, "[fit a]\nmodel = m.jf\ndata = a.csv\n"
+                     "[fit b]\nmodel = a*x+b\ndata = b.csv\noutput = m.jf\n");
+        fclose(jfp);
+    }
+    CHECK(jf(buf, &out, &err) == 2);
+    snprintf(text, sizeof text, "[fit b] writes %s/m.jf, the model file of [fit a]", dir);
+    CHECK_CONTAINS(err, text);
+    free(out);
+    free(err);
+    char *now_model = jf_test_read_file(model, NULL);
+    CHECK_STREQ(now_model, model_text);
+    free(now_model);
+    unlink(model);
+    unlink(jobf);
     for (size_t i = 0; i < 4; i++) { /* untouched */
         snprintf(path, sizeof path, "%s/%s", dir, files[i]);
         char *now = jf_test_read_file(path, NULL);
