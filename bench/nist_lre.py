@@ -176,8 +176,8 @@ def main():
         fh.write("- **scipy lm tight**: the same with `ftol=xtol=gtol=1e-15, maxfev=10000`.\n")
         fh.write("- **jitfit**: `jitfit fit 'FORMULA' DATA --p0 b1=...,... --json` with default options "
                  "(%s): analytic derivatives from the symbolic differentiator, the trust-region "
-                 "solver on the normal equations, then the Gauss-Newton polish on the materialized "
-                 "Jacobian (docs/SOLVER.md).\n\n" % (ver or "jitfit"))
+                 "solver on the normal equations, then the Gauss-Newton polish on J itself (its QR "
+                 "triangle; docs/SOLVER.md).\n\n" % (ver or "jitfit"))
         fh.write("Nelson fits log(y). Lanczos1's standard errors are compared after rescaling to its "
                  "certified RSS (see tests/data/nist/README.md). `fail` means the fit raised or "
                  "returned no result.\n\n")

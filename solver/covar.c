@@ -35,20 +35,18 @@ void jf_covar_triangle(const double *R, size_t n, size_t np, double *cov, int *u
 }
 
 /* np <= JF_LSQ_MAX: J's QR triangle (jf_linalg_triangle), then jf_covar_triangle. */
-static int covar_small(const double *J, size_t n, size_t np, double *cov, int *unident,
-                       double *work) {
+static int covar_small(const double *J, size_t n, size_t np, double *cov, int *unident) {
     double R[JF_LSQ_MAX * JF_LSQ_MAX], qb[JF_LSQ_MAX];
-    double *A = work ? work : malloc(n * (np + 1) * sizeof *A);
+    double *A = malloc(n * (np + 1) * sizeof *A);
     if (!A) return JF_ERR_NOMEM;
     int code = jf_linalg_triangle(J, NULL, n, np, A, R, qb);
-    if (A != work) free(A);
+    free(A);
     if (code == JF_OK) jf_covar_triangle(R, n, np, cov, unident);
     return code;
 }
 
-int jf_covar_jacobian(const double *J, size_t n, size_t np, double *cov, int *unident,
-                      double *work) {
-    if (np <= JF_LSQ_MAX) return covar_small(J, n, np, cov, unident, work);
+int jf_covar_jacobian(const double *J, size_t n, size_t np, double *cov, int *unident) {
+    if (np <= JF_LSQ_MAX) return covar_small(J, n, np, cov, unident);
     memset(cov, 0, np * np * sizeof *cov);
     int *idx = malloc(np * sizeof *idx);
     double *c = malloc(np * sizeof *c);

@@ -868,16 +868,22 @@ static int run_fit(const fit_setup *s, const jf_data *d, const double *w, const 
             }
         } else {
             if (pre && pre->finished) jf_covar_triangle(pre->R, n, np, r->covariance, unident);
-            else if (st.J) {
+            else if (st.R || st.J) {
                 /* A column whose squares underflow in JᵀJ (entries ~1e-190: a decay constant
                  * in the hundreds) is zero to the solver and to the status below (no
                  * influence, infinite standard error); it is zero here too, or the scaled SVD
                  * would treat it as a full column and the others' errors would be those of a
-                 * model where it is free (a point's worth larger), unlike a robust loss's. */
-                for (size_t k = 0; k < np; k++)
-                    if (!(st.A[k * np + k] > 0))
+                 * model where it is free (a point's worth larger), unlike a robust loss's.
+                 * Zeroing column k of R is zeroing it in J = QR. */
+                for (size_t k = 0; k < np; k++) {
+                    if (st.A[k * np + k] > 0) continue;
+                    if (st.R)
+                        for (size_t i = 0; i < np; i++) st.R[i * np + k] = 0.0;
+                    else
                         for (size_t i = 0; i < n; i++) st.J[i * np + k] = 0.0;
-                code = jf_covar_jacobian(st.J, n, np, r->covariance, unident, st.work);
+                }
+                if (st.R) jf_covar_triangle(st.R, n, np, r->covariance, unident);
+                else code = jf_covar_jacobian(st.J, n, np, r->covariance, unident);
             }
             else code = jf_covar_normal(st.A, np, r->covariance, unident);
         }
@@ -887,9 +893,12 @@ static int run_fit(const fit_setup *s, const jf_data *d, const double *w, const 
         if (pre && pre->finished) { /* the device's final pass: Σ (f − y)², and SSR = 2F */
             sums[0] = pre->ssr_plain;
             sums[1] = 2.0 * st.cost;
+        } else if (st.R && !w && !prob.ops) {
+            /* the polish's last pass summed r² = (f − y)² at the solution (no weights), chunk
+             * by chunk as jf_problem_residual_sums does: the same sums without another pass
+             * over the data (a tenth of a small fit's passes) */
+            sums[0] = sums[1] = st.ssr;
         } else if (st.r && !w && !prob.ops) {
-            /* the polish left r = f − y at the solution (no weights): the same sums without
-             * another pass over the data (a tenth of a small fit's passes) */
             jf_problem_residual_sums_of(&prob, st.r, sums);
         } else {
             jf_problem_residual_sums(&prob, r->params, sums);

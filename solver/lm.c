@@ -16,11 +16,13 @@
  * iteration as soon as the cost stalls relative to ftol; on large-residual problems (MGH09,
  * Thurber) Gauss-Newton converges only linearly, so the parameters can then be 10⁻⁴ away from
  * the minimizer while the cost agrees to 10⁻⁸. When the loss is linear and n·p is at most
- * JF_LM_MATERIALIZE_MAX, converged runs continue with Gauss-Newton steps solved on the
- * materialized J by a column-scaled least-squares solve (no squaring; up to JF_LSQ_MAX
- * parameters lsq_core.h's routines on J's QR triangle, LAPACK's dgelsy above), accepted while the
- * cost does not rise above its rounding level and the steps keep contracting. This is what takes
- * every NIST StRD problem to 9+ correct digits (docs/ACCURACY.md).
+ * JF_LM_MATERIALIZE_MAX, converged runs continue with Gauss-Newton steps solved on J itself by
+ * a column-scaled least-squares solve (no squaring), accepted while the cost does not rise above
+ * its rounding level and the steps keep contracting. Up to JF_LSQ_MAX parameters each step's
+ * pass folds blocks of [J | −r] into their QR triangle as the kernel produces them
+ * (threads.c, jf_problem_triangle) and lsq_core.h's routines solve on it, so J is never stored;
+ * above, J is materialized and LAPACK's dgelsy solves. This is what takes every NIST StRD
+ * problem to 10+ correct digits (docs/ACCURACY.md).
  */
 #include <math.h>
 #include <stdint.h>
@@ -105,20 +107,6 @@ static int work_init(lm_work *w, size_t np, size_t nacc) {
         return JF_ERR_NOMEM;
     }
     return JF_OK;
-}
-
-/* 1 when no entry is infinite or NaN. Tests the exponent bits of all entries without an early
- * exit, so the loop vectorizes: it runs on every materialized J (n·np entries) of the polish,
- * where a branch per entry cost about as much as the pass over J's columns. */
-static int all_finite(const double *v, size_t n) {
-    const uint64_t exponent = 0x7ff0000000000000u;
-    uint64_t bad = 0;
-    for (size_t i = 0; i < n; i++) {
-        uint64_t bits;
-        memcpy(&bits, v + i, sizeof bits);
-        bad |= (bits & exponent) == exponent;
-    }
-    return !bad;
 }
 
 /* Unpacks the kernel's accumulator (row-major packed upper triangle, Jᵀr, Σ cost terms). */
@@ -266,21 +254,6 @@ static double half_ssr(const double *r, size_t n) {
     return 0.5 * s;
 }
 
-/* The Gauss-Newton step sF (m entries) on the free columns idx of the n×np row-major J with
- * residuals r, np <= JF_LSQ_MAX: J's triangle (jf_linalg_triangle; A is its n·(np+1) work),
- * then lsq_core.h's solve, the rule of jf_linalg_lstsq without dgelsy's cost (docs/SOLVER.md). */
-static int polish_step_small(const double *J, const double *r, size_t n, size_t np,
-                             const size_t *idx, size_t m, double *A, double *sF) {
-    double R[JF_LSQ_MAX * JF_LSQ_MAX], W[JF_LSQ_MAX * JF_LSQ_MAX], V[JF_LSQ_MAX * JF_LSQ_MAX];
-    double qb[JF_LSQ_MAX], sv[JF_LSQ_MAX], c[JF_LSQ_MAX];
-    int cols[JF_LSQ_MAX];
-    int code = jf_linalg_triangle(J, r, n, np, A, R, qb);
-    if (code != JF_OK) return code;
-    for (size_t a = 0; a < m; a++) cols[a] = (int)idx[a];
-    jf_lsq_solve(R, qb, np, n, cols, m, W, V, sv, c, sF);
-    return JF_OK;
-}
-
 /* Σ_i J[i, k]² of the n×np row-major J. Four sums of every fourth point, added in a fixed
  * order: deterministic, and not one chain of n dependent additions (a third of the polish's
  * own time at 1e4 points, by perf). A pass over the rows updating np sums in memory was no
@@ -300,41 +273,110 @@ static double column_norm2(const double *J, size_t n, size_t np, size_t k) {
     return (s0 + s1) + (s2 + s3);
 }
 
-/* Gauss-Newton steps on the materialized Jacobian (see the file comment). Leaves J and r at the
- * final point in st. Parameters on a bound stay there; a step that would leave the box ends the
- * polish. */
-static int polish(jf_problem *prob, const jf_lm_config *cfg, double *x, jf_lm_state *st,
-                  lm_work *w, int run_steps) {
+/* Gradient, JᵀJ, cost and optimality from the polish pass's triangle: JᵀJ = RᵀR and
+ * Jᵀr = −Rᵀ(Qᵀ(−r)), both without another pass over the data. */
+static void from_triangle(lm_work *w, const jf_tri *t, const double *x, const jf_lm_config *cfg,
+                          jf_lm_state *st) {
+    size_t np = w->np;
+    const double *R = t->R;
+    for (size_t a = 0; a < np; a++) {
+        for (size_t b = a; b < np; b++) {
+            double v = 0;
+            for (size_t i = 0; i <= a; i++) v += R[i * np + a] * R[i * np + b];
+            w->A[a * np + b] = w->A[b * np + a] = v;
+        }
+        double v = 0;
+        for (size_t i = 0; i <= a; i++) v += R[i * np + a] * t->qb[i];
+        w->g[a] = -v;
+        w->diag[a] = w->A[a * np + a];
+    }
+    w->F = 0.5 * t->ssr;
+    active_set(w, x, cfg->lo, cfg->hi);
+    st->cost = w->F;
+    st->optimality = jf_step_gnorm(w->g, w->diag, w->free_, w->F, np);
+}
+
+/* Gauss-Newton steps for np <= JF_LSQ_MAX, each step from one triangle pass (J never stored):
+ * the scaling D from R's column norms (J's), the step by lsq_core.h's solve on the free
+ * columns. Leaves the triangle at the final point in st (st->R, st->ssr) for the covariance.
+ * Parameters on a bound stay there; a step that would leave the box ends the polish. */
+static int polish_triangle(jf_problem *prob, const jf_lm_config *cfg, double *x, jf_lm_state *st,
+                           lm_work *w, int run_steps) {
     size_t n = prob->n, np = prob->np;
-    /* Up to JF_LSQ_MAX parameters the trial point's J2 and the triangle's copy of the columns
-     * W share one buffer: the triangle is read out (R, Qᵀb) before J2 is evaluated, so W is
-     * dead by then. J and J2 swap when a step is kept, so both get W's n·(np + 1) entries, and
-     * at the end W is whichever does not hold the final J. A quarter less fresh memory per
-     * fit than three buffers: at 1e4 points, faulting in fresh pages took a fifth of a fit's
-     * time in a loop of fits (perf). */
-    int shared = np <= JF_LSQ_MAX && run_steps;
-    size_t jlen = shared ? n * (np + 1) : n * np;
-    double *J = malloc(jlen * sizeof *J), *r = malloc(n * sizeof *r);
+    double W[JF_LSQ_MAX * JF_LSQ_MAX], V[JF_LSQ_MAX * JF_LSQ_MAX], sv[JF_LSQ_MAX], c[JF_LSQ_MAX];
+    int cols[JF_LSQ_MAX];
+    jf_tri *cur = malloc(sizeof *cur), *trial = malloc(sizeof *trial);
+    if (!cur || !trial) goto nomem;
+    if (jf_problem_triangle(prob, x, cur) != JF_OK) goto nomem;
+    if (!cur->finite) {
+        /* Cannot happen after a finite normal-equation pass unless the kernels disagree; keep
+         * the normal-equation results. */
+        free(cur);
+        free(trial);
+        return JF_OK;
+    }
+    jf_pol P;
+    jf_pol_begin(&P, np, cfg->max_nfev, st->nfev, 0.5 * cur->ssr, cur->noise);
+    while (run_steps && jf_pol_more(&P)) {
+        size_t m = 0;
+        for (size_t k = 0; k < np; k++) {
+            w->D[k] = jf_lsq_col_norm(cur->R, np, k);
+            if (w->D[k] > 0 && x[k] > cfg->lo[k] && x[k] < cfg->hi[k]) cols[m++] = (int)k;
+        }
+        if (m == 0) break;
+        jf_lsq_solve(cur->R, cur->qb, np, n, cols, m, W, V, sv, c, w->sF);
+        memset(w->s, 0, np * sizeof(double));
+        for (size_t a = 0; a < m; a++) w->s[cols[a]] = w->sF[a];
+        if (!jf_pol_propose(&P, w->D, x, w->s, cfg->lo, cfg->hi, w->x_try)) break;
+        if (jf_problem_triangle(prob, w->x_try, trial) != JF_OK) goto nomem;
+        int kept = jf_pol_judge(&P, trial->finite, trial->finite ? 0.5 * trial->ssr : 0.0,
+                                trial->finite ? trial->noise : 0.0);
+        if (!kept) break;
+        jf_tri *t = cur;
+        cur = trial;
+        trial = t;
+        memcpy(x, w->x_try, np * sizeof(double));
+        if (kept == 2) break;
+    }
+    st->nfev = P.nfev;
+    st->polish = (size_t)P.steps;
+    st->R = malloc(np * np * sizeof *st->R);
+    if (!st->R) goto nomem;
+    memcpy(st->R, cur->R, np * np * sizeof *st->R);
+    st->ssr = cur->ssr;
+    from_triangle(w, cur, x, cfg, st);
+    free(cur);
+    free(trial);
+    return JF_OK;
+nomem:
+    free(cur);
+    free(trial);
+    return JF_ERR_NOMEM;
+}
+
+/* Gauss-Newton steps on the materialized Jacobian for np > JF_LSQ_MAX (see the file comment),
+ * each solved by jf_linalg_lstsq. Leaves J and r at the final point in st. Parameters on a
+ * bound stay there; a step that would leave the box ends the polish. */
+static int polish_materialized(jf_problem *prob, const jf_lm_config *cfg, double *x,
+                               jf_lm_state *st, lm_work *w, int run_steps) {
+    size_t n = prob->n, np = prob->np;
+    double *J = malloc(n * np * sizeof *J), *r = malloc(n * sizeof *r);
     double *J2 = NULL, *r2 = NULL, *W = NULL, *b = NULL;
     if (!J || !r) goto nomem;
     jf_problem_jacobian(prob, x, r, J);
-    if (!all_finite(r, n) || !all_finite(J, n * np)) {
-        /* Cannot happen after a finite normal-equation pass unless the kernels disagree; keep
-         * the normal-equation results. */
+    if (!jf_all_finite(r, n) || !jf_all_finite(J, n * np)) {
+        /* as in polish_triangle */
         free(J);
         free(r);
         return JF_OK;
     }
     double F = half_ssr(r, n);
     if (run_steps) {
-        J2 = malloc(jlen * sizeof *J2);
+        J2 = malloc(n * np * sizeof *J2);
         r2 = malloc(n * sizeof *r2);
-        if (!J2 || !r2) goto nomem;
-        if (!shared) {
-            W = malloc(n * (np + 1) * sizeof *W); /* LAPACK's copy of the columns */
-            b = malloc(n * sizeof *b);
-            if (!W || !b) goto nomem;
-        }
+        W = malloc(n * np * sizeof *W); /* LAPACK's copy of the columns */
+        b = malloc(n * sizeof *b);
+        if (!J2 || !r2 || !W || !b) goto nomem;
     }
     jf_pol P;
     jf_pol_begin(&P, np, cfg->max_nfev, st->nfev, F, noise_sum(prob, r));
@@ -346,15 +388,10 @@ static int polish(jf_problem *prob, const jf_lm_config *cfg, double *x, jf_lm_st
             if (cn2 > 0 && x[k] > cfg->lo[k] && x[k] < cfg->hi[k]) w->idx[m++] = k;
         }
         if (m == 0) break;
-        int ls;
-        if (np <= JF_LSQ_MAX) {
-            ls = polish_step_small(J, r, n, np, w->idx, m, J2, w->sF);
-        } else {
-            for (size_t a = 0; a < m; a++)
-                for (size_t i = 0; i < n; i++) W[a * n + i] = J[i * np + w->idx[a]];
-            for (size_t i = 0; i < n; i++) b[i] = -r[i];
-            ls = jf_linalg_lstsq(W, n, m, b, w->sF);
-        }
+        for (size_t a = 0; a < m; a++)
+            for (size_t i = 0; i < n; i++) W[a * n + i] = J[i * np + w->idx[a]];
+        for (size_t i = 0; i < n; i++) b[i] = -r[i];
+        int ls = jf_linalg_lstsq(W, n, m, b, w->sF);
         if (ls != JF_OK) {
             if (ls == JF_ERR_NOMEM) goto nomem;
             break;
@@ -363,7 +400,7 @@ static int polish(jf_problem *prob, const jf_lm_config *cfg, double *x, jf_lm_st
         for (size_t a = 0; a < m; a++) w->s[w->idx[a]] = w->sF[a];
         if (!jf_pol_propose(&P, w->D, x, w->s, cfg->lo, cfg->hi, w->x_try)) break;
         jf_problem_jacobian(prob, w->x_try, r2, J2);
-        int finite = all_finite(r2, n) && all_finite(J2, n * np);
+        int finite = jf_all_finite(r2, n) && jf_all_finite(J2, n * np);
         int kept = jf_pol_judge(&P, finite, finite ? half_ssr(r2, n) : 0.0,
                                 finite ? noise_sum(prob, r2) : 0.0);
         if (!kept) break;
@@ -380,8 +417,7 @@ static int polish(jf_problem *prob, const jf_lm_config *cfg, double *x, jf_lm_st
     st->polish = (size_t)P.steps;
     free(r2);
     free(b);
-    if (shared) st->work = J2; /* the covariance's QR runs in it */
-    else free(J2);
+    free(J2);
     free(W);
     st->J = J;
     st->r = r;
@@ -406,7 +442,8 @@ static int finish(jf_problem *prob, const jf_lm_config *cfg, double *x, jf_lm_st
     int converged = st->status >= JF_STEP_FTOL && st->status <= JF_STEP_GTOL;
     if (st->status != JF_FIT_NONFINITE && prob->loss == JF_LOSS_LINEAR &&
         prob->n * np <= JF_LM_MATERIALIZE_MAX)
-        code = polish(prob, cfg, x, st, w, converged);
+        code = np <= JF_LSQ_MAX ? polish_triangle(prob, cfg, x, st, w, converged)
+                                : polish_materialized(prob, cfg, x, st, w, converged);
     memcpy(st->A, w->A, np * np * sizeof(double));
     memcpy(st->g, w->g, np * sizeof(double));
     if (code != JF_OK) jf_lm_state_free(st);
@@ -429,7 +466,7 @@ int jf_lm_solve(jf_problem *prob, const jf_lm_config *cfg, double *x, jf_lm_stat
     jf_problem_normal_eq(prob, x, prob->loss, w.acc);
     st->nfev = 1;
     unpack(&w, w.acc);
-    if (!all_finite(w.acc, prob->nacc)) {
+    if (!jf_all_finite(w.acc, prob->nacc)) {
         st->status = JF_FIT_NONFINITE;
         st->cost = w.F;
         st->optimality = NAN;
@@ -484,7 +521,7 @@ int jf_lm_solve(jf_problem *prob, const jf_lm_config *cfg, double *x, jf_lm_stat
         jf_problem_normal_eq(prob, w.x_try, prob->loss, w.acc_try);
         st->nfev++;
         st->iterations++;
-        int finite = all_finite(w.acc_try, prob->nacc);
+        int finite = jf_all_finite(w.acc_try, prob->nacc);
         double Fnew = 0.5 * w.acc_try[prob->nacc - 1];
         double sAs = 0, ds2 = 0, gs = 0;
         for (size_t a = 0; a < np; a++) {
@@ -548,6 +585,6 @@ void jf_lm_state_free(jf_lm_state *st) {
     free(st->g);
     free(st->J);
     free(st->r);
-    free(st->work);
-    st->A = st->g = st->J = st->r = st->work = NULL;
+    free(st->R);
+    st->A = st->g = st->J = st->r = st->R = NULL;
 }

@@ -24,6 +24,14 @@
 #include "step.h"
 #endif
 
+#ifndef JF_RESTRICT
+#ifdef __cplusplus
+#define JF_RESTRICT __restrict__
+#else
+#define JF_RESTRICT restrict
+#endif
+#endif
+
 /* Largest p these routines serve (callers size stack arrays with it). */
 #define JF_LSQ_MAX 16
 /* Sweeps of the one-sided Jacobi iteration before giving up (it converges quadratically; about
@@ -64,6 +72,73 @@ JF_HD void jf_lsq_add_row(double *R, double *qb, double *rest, unsigned long lon
         b = c * b - s * t;
     }
     *rest += b * b;
+}
+
+/* Σ a_i b_i over n entries in four interleaved partial sums added in a fixed order: the same
+ * result every run, and not one chain of n dependent additions (which made the fold a quarter
+ * of a small fit's time, by perf). */
+JF_HD double jf_lsq_dot(const double *a, const double *b, unsigned long long n) {
+    double s0 = 0.0, s1 = 0.0, s2 = 0.0, s3 = 0.0;
+    unsigned long long i = 0;
+    for (; i + 4 <= n; i += 4) {
+        s0 += a[i] * b[i];
+        s1 += a[i + 1] * b[i + 1];
+        s2 += a[i + 2] * b[i + 2];
+        s3 += a[i + 3] * b[i + 3];
+    }
+    for (; i < n; i++) s0 += a[i] * b[i];
+    return (s0 + s2) + (s1 + s3);
+}
+
+/* y -= w x over n entries (x and y do not overlap: columns of one block). */
+JF_HD void jf_lsq_axpy(double *JF_RESTRICT y, const double *JF_RESTRICT x, double w,
+                       unsigned long long n) {
+    for (unsigned long long i = 0; i < n; i++) y[i] -= w * x[i];
+}
+
+/* Folds the m×c block B (column-major, B[j*m + i]; finite) into the c×c upper triangle T
+ * (column-major, T[j*c + i]) by one Householder reflection per column, as LAPACK's dtpqrt2
+ * reduces [T; B]: afterwards TᵀT has gained BᵀB. B is overwritten. The CPU polish folds blocks
+ * of [J | −r] this way (c = p + 1), so J is never stored; written out rather than called from
+ * LAPACK because dtpqrt2 makes two level-2 BLAS calls per column, and OpenBLAS serializes those
+ * across threads (linalg.c), which a batch of small fits on many cores would wait on. Squares
+ * are summed directly, and again scaled by the column's largest entry only where they could
+ * overflow or underflow (a decay constant in the hundreds gives entries ~1e-190). T's diagonal
+ * may come out negative, as LAPACK's does; the routines below take either sign. */
+JF_HD void jf_lsq_fold(double *T, unsigned long long c, double *B, unsigned long long m) {
+    for (unsigned long long k = 0; k < c; k++) {
+        double *x = B + k * m;
+        double s = jf_lsq_dot(x, x, m);
+        double xnorm;
+        if (s > 1e-280 && s < 1e280) {
+            xnorm = sqrt(s);
+        } else {
+            double big = 0.0;
+            for (unsigned long long i = 0; i < m; i++)
+                if (fabs(x[i]) > big) big = fabs(x[i]);
+            if (!(big > 0.0)) continue; /* a zero column: the reflection is the identity */
+            double t2 = 0.0;
+            for (unsigned long long i = 0; i < m; i++) t2 += (x[i] / big) * (x[i] / big);
+            xnorm = big * sqrt(t2);
+        }
+        double alpha = T[k * c + k];
+        double beta = -copysign(hypot(alpha, xnorm), alpha);
+        double tau = (beta - alpha) / beta;
+        double d = alpha - beta; /* |d| >= xnorm: alpha and -beta have one sign */
+        if (fabs(d) > 1e-290) {
+            double inv = 1.0 / d;
+            for (unsigned long long i = 0; i < m; i++) x[i] *= inv;
+        } else {
+            for (unsigned long long i = 0; i < m; i++) x[i] /= d;
+        }
+        T[k * c + k] = beta;
+        for (unsigned long long j = k + 1; j < c; j++) {
+            double *y = B + j * m;
+            double w = (T[j * c + k] + jf_lsq_dot(x, y, m)) * tau;
+            T[j * c + k] -= w;
+            jf_lsq_axpy(y, x, w, m);
+        }
+    }
 }
 
 /* One-sided Jacobi SVD of W (rows×m, column-major W[j*rows + i]): rotates pairs of columns

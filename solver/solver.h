@@ -57,6 +57,9 @@ typedef struct jf_problem_ops {
     void (*residual_sums)(void *ctx, const double *p, double sums[2]);
 } jf_problem_ops;
 
+/* Most parameters of jf_problem_triangle's pass: lsq_core.h's JF_LSQ_MAX (checked there). */
+#define JF_TRI_MAX 16
+
 /* One fit's data as the kernels see it, with the chunking and buffers of its passes. */
 typedef struct jf_problem {
     const jf_kernels *k;   /* the model's kernels (shared, read-only) */
@@ -94,6 +97,25 @@ JF_INTERNAL void jf_problem_residual_sums(jf_problem *prob, const double *p, dou
  * final r), added chunk by chunk as the pass adds them: bit-identical, without the pass. */
 JF_INTERNAL void jf_problem_residual_sums_of(const jf_problem *prob, const double *r,
                                             double sums[2]);
+
+/* The polish's pass at one point (np <= JF_LSQ_MAX): the QR triangle of [J | −r] and the sums
+ * the polish judges by, with J never stored. Each chunk folds its rows, a block at a time as
+ * the kernel produces them, into its own triangle (jf_lsq_fold), and the chunks' triangles are
+ * folded together in chunk order: bit-identical for any number of threads, like the other
+ * passes. */
+typedef struct jf_tri {
+    double R[JF_TRI_MAX * JF_TRI_MAX]; /* np×np upper triangle of J = QR, row-major */
+    double qb[JF_TRI_MAX];             /* (Qᵀ(−r))[0..np) */
+    double ssr;                        /* Σ r_i² (weighted residuals) */
+    double noise;                      /* Σ jf_pol_noise_term: the cost's rounding level */
+    int finite;                        /* 0 when some r_i or J entry is not finite (then the
+                                          rest is not meaningful) */
+} jf_tri;
+/* Fills *t at p. With ops, J comes whole from ops->jacobian (n·np doubles for the call) and is
+ * folded the same way. JF_OK or JF_ERR_NOMEM. */
+JF_INTERNAL int jf_problem_triangle(jf_problem *prob, const double *p, jf_tri *t);
+/* 1 when none of the n values is infinite or NaN. */
+JF_INTERNAL int jf_all_finite(const double *v, size_t n);
 
 /* ---- linalg.c ------------------------------------------------------------------------------ */
 
@@ -139,10 +161,11 @@ JF_INTERNAL int jf_linalg_triangle(const double *J, const double *r, size_t n, s
 
 /* cov = (JᵀJ)⁺ (np × np, row-major) from the materialized Jacobian (n × np row-major), by an
  * SVD of the column-scaled J. unident[k] = 1 marks parameters the data do not determine (zero
- * column, or part of a direction dropped as singular): their rows and columns are infinite. work: NULL, or n·(np + 1) doubles of scratch for np <= JF_LSQ_MAX
- * (the polish's, already in memory: a fresh buffer costs page faults). */
-JF_INTERNAL int jf_covar_jacobian(const double *J, size_t n, size_t np, double *cov, int *unident,
-                                  double *work);
+ * column, or part of a direction dropped as singular): their rows and columns are infinite.
+ * The solver gets the covariance of up to JF_LSQ_MAX parameters from the polish's triangle
+ * (jf_covar_triangle) instead; this serves larger models and tests. */
+JF_INTERNAL int jf_covar_jacobian(const double *J, size_t n, size_t np, double *cov,
+                                  int *unident);
 /* The same from JᵀJ (np × np full storage) by an eigen-decomposition of the Jacobi-scaled
  * matrix, for when J is not materialized. */
 JF_INTERNAL int jf_covar_normal(const double *A, size_t np, double *cov, int *unident);
@@ -228,16 +251,19 @@ typedef struct jf_lm_state {
     double optimality; /* scaled-gradient measure at the solution (jf_step_gnorm) */
     double *A;         /* np × np JᵀJ (loss-scaled) at the solution */
     double *g;         /* np gradient Jᵀr at the solution */
-    double *J;         /* n × np row-major Jacobian at the solution when it was materialized
-                          (linear loss, small n·np), else NULL */
+    double *J;         /* n × np row-major Jacobian at the solution when the polish of a
+                          model of more than JF_LSQ_MAX parameters materialized it, else NULL */
     double *r;         /* n residuals at the solution alongside J, else NULL */
-    double *work;      /* n·(np + 1) doubles the polish's QR used (np <= JF_LSQ_MAX and
-                          steps run), handed on to the covariance's QR, else NULL */
+    double *R;         /* np × np row-major triangle of J = QR at the solution when the polish
+                          pass of np <= JF_LSQ_MAX parameters ran (jf_problem_triangle), else
+                          NULL */
+    double ssr;        /* Σ r² at the solution alongside R */
 } jf_lm_state;
 
-/* Largest n·np for which the Jacobian is materialized (polish, covariance by SVD): the polish
- * holds three n×np arrays, 3 MiB at this size; above it the polish and the SVD covariance
- * would cost more than the rest of the fit (35 of 45 ms at n = 1e5, np = 5). */
+/* Largest n·np that is polished and gets its covariance from J itself (its QR triangle, or for
+ * more than JF_LSQ_MAX parameters its SVD, with J materialized: three n×np arrays, 3 MiB at
+ * this size). Above it the polish and the covariance from J would cost more than the rest of
+ * the fit (35 of 45 ms at n = 1e5, np = 5, measured when every polish materialized J). */
 #define JF_LM_MATERIALIZE_MAX ((size_t)1 << 17)
 
 /* Minimizes the cost of prob from x (np values, inside [lo, hi]; overwritten by the solution).
@@ -248,7 +274,7 @@ JF_INTERNAL void jf_lm_state_free(jf_lm_state *st);
 /* The end of every driver after its iterations, for drivers other than jf_lm_solve: st holds
  * status, nfev, iterations, cost and optimality at x; A (np×np) and g are JᵀJ and Jᵀr there.
  * Runs the polish when it applies (linear loss, n·np <= JF_LM_MATERIALIZE_MAX; only converged
- * runs take steps) and fills st->A, st->g (and st->J, st->r when materialized). JF_OK or
+ * runs take steps) and fills st->A, st->g (and st->R or st->J and st->r from its pass). JF_OK or
  * JF_ERR_NOMEM. */
 JF_INTERNAL int jf_lm_finish(jf_problem *prob, const jf_lm_config *cfg, double *x,
                              jf_lm_state *st, const double *A, const double *g);

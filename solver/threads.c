@@ -14,12 +14,17 @@
 #include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
 
+#include "lsq_core.h"
+#include "polish_core.h"
 #include "solver.h"
+
+_Static_assert(JF_TRI_MAX == JF_LSQ_MAX, "jf_tri holds lsq_core.h's largest triangle");
 
 /* Smallest chunk: large enough that a task's overhead is noise against the kernel work. */
 #define JF_CHUNK_MIN ((size_t)4096)
@@ -350,4 +355,119 @@ void jf_problem_residual_sums_of(const jf_problem *prob, const double *r, double
         sums[0] += su;
     }
     sums[1] = sums[0];
+}
+
+int jf_all_finite(const double *v, size_t n) {
+    /* The exponent bits of every entry, without an early exit, so the loop vectorizes: it runs
+     * over every row of the polish's passes, where a branch per entry cost as much as the
+     * pass's own loops. */
+    const uint64_t exponent = 0x7ff0000000000000u;
+    uint64_t bad = 0;
+    for (size_t i = 0; i < n; i++) {
+        uint64_t bits;
+        memcpy(&bits, v + i, sizeof bits);
+        bad |= (bits & exponent) == exponent;
+    }
+    return !bad;
+}
+
+/* Rows per block of the triangle pass: the block of [J | −r] (at most 17 columns, 35 KiB)
+ * stays in the L1/L2 cache between the kernel writing it and the fold reading it. */
+#define JF_TRI_BLOCK ((size_t)256)
+
+/* Context of a triangle pass. */
+typedef struct tri_ctx {
+    jf_problem *prob;
+    const double *p;     /* parameters */
+    const double *J_all; /* ops: the whole n × np Jacobian, r_all its residuals; else NULL */
+    const double *r_all;
+    double *slots;       /* nchunks slots of slot doubles: triangle, ssr, noise, finite */
+    size_t slot;
+    double *bufs;        /* per worker: the block [J | −r] (column-major), J's rows, r */
+    size_t buf;
+} tri_ctx;
+
+static void triangle_task(void *ctx, size_t ch, int worker) {
+    tri_ctx *tc = ctx;
+    jf_problem *prob = tc->prob;
+    size_t np = prob->np, c = np + 1, b, e;
+    chunk_range(prob, ch, &b, &e);
+    double *T = tc->slots + ch * tc->slot;
+    memset(T, 0, tc->slot * sizeof *T);
+    double *blk = tc->bufs + (size_t)worker * tc->buf;
+    double *Jb = blk + JF_TRI_BLOCK * c, *rb = Jb + JF_TRI_BLOCK * np;
+    const double *y = prob->view.y, *w = prob->view.w;
+    double ssr = 0, noise = 0;
+    int finite = 1;
+    for (size_t i0 = b; i0 < e && finite; i0 += JF_TRI_BLOCK) {
+        size_t m = e - i0 < JF_TRI_BLOCK ? e - i0 : JF_TRI_BLOCK;
+        const double *J = Jb, *r = rb;
+        if (tc->J_all) {
+            J = tc->J_all + i0 * np;
+            r = tc->r_all + i0;
+        } else {
+            jf_kernels_jacobian_row(prob->k, tc->p, &prob->view, i0, i0 + m, rb, Jb);
+        }
+        for (size_t i = 0; i < m; i++) {
+            double ri = r[i];
+            ssr += ri * ri;
+            noise += jf_pol_noise_term(ri, y ? (w ? w[i0 + i] : 1.0) * y[i0 + i] : 0.0,
+                                       prob->round_rel);
+            for (size_t a = 0; a < np; a++) blk[a * m + i] = J[i * np + a];
+            blk[np * m + i] = -ri;
+        }
+        finite = jf_all_finite(blk, m * c);
+        if (finite) jf_lsq_fold(T, c, blk, m);
+    }
+    T[c * c] = ssr;
+    T[c * c + 1] = noise;
+    T[c * c + 2] = finite;
+}
+
+int jf_problem_triangle(jf_problem *prob, const double *p, jf_tri *t) {
+    size_t n = prob->n, np = prob->np, c = np + 1;
+    if (np > JF_TRI_MAX) return JF_ERR_INTERNAL;
+    tri_ctx tc = {prob, p, NULL, NULL, NULL, c * c + 3, NULL, JF_TRI_BLOCK * (c + np + 1)};
+    double *J_all = NULL, *r_all = NULL;
+    if (prob->ops) {
+        J_all = malloc(n * np * sizeof *J_all);
+        r_all = malloc(n * sizeof *r_all);
+        if (!J_all || !r_all) goto nomem;
+        prob->ops->jacobian(prob->ops_ctx, p, r_all, J_all);
+        tc.J_all = J_all;
+        tc.r_all = r_all;
+    }
+    tc.slots = malloc((prob->nchunks ? prob->nchunks : 1) * tc.slot * sizeof *tc.slots);
+    tc.bufs = malloc((size_t)jf_pool_size(prob->pool) * tc.buf * sizeof *tc.bufs);
+    if (!tc.slots || !tc.bufs) goto nomem;
+    jf_pool_run(prob->pool, prob->nchunks, triangle_task, &tc);
+
+    double T[(JF_TRI_MAX + 1) * (JF_TRI_MAX + 1)];
+    memset(T, 0, sizeof T);
+    t->ssr = t->noise = 0;
+    t->finite = 1;
+    for (size_t ch = 0; ch < prob->nchunks; ch++) {
+        double *S = tc.slots + ch * tc.slot;
+        t->ssr += S[c * c];
+        t->noise += S[c * c + 1];
+        t->finite = t->finite && S[c * c + 2] != 0;
+        if (!t->finite) break;
+        if (ch == 0) memcpy(T, S, c * c * sizeof *T);
+        else jf_lsq_fold(T, c, S, c); /* the chunk's triangle as c more rows */
+    }
+    for (size_t i = 0; i < np; i++) {
+        for (size_t a = 0; a < np; a++) t->R[i * np + a] = a >= i ? T[a * c + i] : 0.0;
+        t->qb[i] = T[np * c + i];
+    }
+    free(tc.slots);
+    free(tc.bufs);
+    free(J_all);
+    free(r_all);
+    return JF_OK;
+nomem:
+    free(tc.slots);
+    free(tc.bufs);
+    free(J_all);
+    free(r_all);
+    return JF_ERR_NOMEM;
 }

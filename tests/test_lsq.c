@@ -11,7 +11,10 @@
  *   solution and marks both parameters unidentifiable; a zero column is unidentifiable and the
  *   rest of the covariance is that of the other columns;
  * - a triangle merged from two halves of the rows (as GPU lanes would merge) equals the triangle
- *   of all rows.
+ *   of all rows;
+ * - the Householder fold of blocks of [J | b] (the CPU polish's pass), whole, in blocks and
+ *   merged from two parts, equals the Givens triangle, also for columns whose squares underflow
+ *   or overflow and for a zero column.
  */
 #include <lapacke.h>
 #include <math.h>
@@ -167,7 +170,7 @@ static void test_random(void) {
             for (size_t k = 0; k < p; k++) CHECK(!unident[k]);
             d = cov_diff(cov, cref, p);
             if (d > worst_cov) worst_cov = d;
-            CHECK(jf_covar_jacobian(J, n, p, cov, unident, NULL) == JF_OK);
+            CHECK(jf_covar_jacobian(J, n, p, cov, unident) == JF_OK);
             for (size_t k = 0; k < p; k++) CHECK(!unident[k]);
             d = cov_diff(cov, cref, p);
             if (d > worst_cov) worst_cov = d;
@@ -253,9 +256,81 @@ static void test_merge(void) {
     for (size_t k = 0; k < p; k++) CHECK(R1[k * p + k] >= 0);
 }
 
+/* [J | b] folded into a (p+1)×(p+1) triangle by jf_lsq_fold, in blocks of `block` rows, then
+ * (when split) the second half's triangle folded into the first's as the CPU polish merges
+ * its chunks; out as the Givens routines' R (row-major p×p) and qb, with the signs of R's rows
+ * made non-negative on the diagonal (a row and its qb entry change sign together). */
+static void fold_triangle(const double *J, const double *b, size_t n, size_t p, size_t block,
+                          size_t split, double *R, double *qb) {
+    size_t c = p + 1;
+    double T[2][(MAXP + 1) * (MAXP + 1)], B[MAXN * (MAXP + 1)];
+    size_t parts[3] = {0, split ? split : n, n};
+    for (int h = 0; h < (split ? 2 : 1); h++) {
+        memset(T[h], 0, sizeof T[h]);
+        for (size_t i0 = parts[h]; i0 < parts[h + 1]; i0 += block) {
+            size_t m = parts[h + 1] - i0 < block ? parts[h + 1] - i0 : block;
+            for (size_t i = 0; i < m; i++) {
+                for (size_t a = 0; a < p; a++) B[a * m + i] = J[(i0 + i) * p + a];
+                B[p * m + i] = b[i0 + i];
+            }
+            jf_lsq_fold(T[h], c, B, m);
+        }
+    }
+    if (split) jf_lsq_fold(T[0], c, T[1], c);
+    for (size_t i = 0; i < p; i++) {
+        double sg = T[0][i * c + i] < 0 ? -1.0 : 1.0;
+        for (size_t a = 0; a < p; a++) R[i * p + a] = a >= i ? sg * T[0][a * c + i] : 0.0;
+        qb[i] = sg * T[0][p * c + i];
+    }
+}
+
+/* The Householder fold (the CPU polish's pass) gives the Givens triangle: whole, in blocks,
+ * merged from two parts, and with columns whose squares underflow or overflow. */
+static void test_fold(void) {
+    size_t n = 60, p = 5;
+    double scale[MAXP], J[MAXN * MAXP], b[MAXN];
+    double R[MAXP * MAXP], qb[MAXP], rest, F[MAXP * MAXP], fqb[MAXP];
+    const double scales[][5] = {{1e-3, 1e-1, 1, 1e2, 1e4},
+                                {1e-190, 1, 1, 1, 1},  /* squares underflow: a decay in the hundreds */
+                                {1, 1e200, 1, 1, 1e-160}, /* squares overflow */
+                                {0, 1, 2, 3, 4}};      /* a zero column */
+    const size_t blocks[] = {60, 7, 1, 256};
+    const size_t splits[] = {0, 0, 31, 13};
+    double worst = 0;
+    for (size_t sc = 0; sc < sizeof scales / sizeof scales[0]; sc++) {
+        for (size_t k = 0; k < p; k++) scale[k] = scales[sc][k];
+        random_problem(n, p, scale, J, b);
+        triangle(J, b, n, p, R, qb, &rest);
+        for (size_t v = 0; v < sizeof blocks / sizeof blocks[0]; v++) {
+            fold_triangle(J, b, n, p, blocks[v], splits[v], F, fqb);
+            for (size_t k = 0; k < p; k++) {
+                double cn = jf_lsq_col_norm(R, p, k);
+                for (size_t j = 0; j <= k; j++) {
+                    double e = cn > 0 ? fabs(F[j * p + k] - R[j * p + k]) / cn
+                                      : fabs(F[j * p + k]);
+                    CHECK(isfinite(e));
+                    if (e > worst) worst = e;
+                }
+            }
+            double bn = 0;
+            for (size_t k = 0; k < p; k++) bn += qb[k] * qb[k];
+            for (size_t k = 0; k < p; k++) {
+                double e = fabs(fqb[k] - qb[k]) / sqrt(bn);
+                if (e > worst) worst = e;
+            }
+            if (sc == 3)
+                for (size_t j = 0; j < p; j++) CHECK(F[j * p + 0] == 0.0);
+        }
+    }
+    printf("Householder fold (blocks, merged parts, tiny and huge columns) vs Givens: %.2g\n",
+           worst);
+    CHECK(worst < 1e-13);
+}
+
 int main(void) {
     test_random();
     test_rank_deficient();
     test_merge();
+    test_fold();
     return jf_test_finish();
 }

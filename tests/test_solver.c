@@ -901,6 +901,31 @@ static void test_determinism(void) {
     }
     for (int t = 0; t < 3; t++) jf_fit_result_free(r[t]);
 
+    /* 2e4 points × 5 parameters is within JF_LM_MATERIALIZE_MAX: the polish's passes fold
+     * [J | −r] into a triangle per chunk (5 chunks here) and merge them in chunk order, and
+     * the covariance comes from the last one; none of it may depend on the threads. */
+    for (int t = 0; t < 3; t++) {
+        jf_fit_options o = jf_fit_options_default();
+        o.p0 = p0;
+        o.nthreads = threads[t];
+        jf_data d2 = {20000, x, 0, y, NULL};
+        r[t] = NULL;
+        char *err = NULL;
+        CHECK(jf_fit(m, &d2, &o, &r[t], &err) == JF_OK);
+        jf_free(err);
+    }
+    if (r[0] && r[1] && r[2]) {
+        CHECK(r[0]->success);
+        CHECK_CONTAINS(r[0]->message, "Gauss-Newton polish step");
+        for (int t = 1; t < 3; t++) {
+            CHECK(memcmp(r[0]->params, r[t]->params, 5 * sizeof(double)) == 0);
+            CHECK(memcmp(r[0]->covariance, r[t]->covariance, 25 * sizeof(double)) == 0);
+            CHECK(r[0]->cost == r[t]->cost && r[0]->nfev == r[t]->nfev);
+            CHECK(r[0]->r_squared == r[t]->r_squared);
+        }
+    }
+    for (int t = 0; t < 3; t++) jf_fit_result_free(r[t]);
+
     /* The same with a robust loss, which keeps the normal-equation path to the end. */
     for (int t = 0; t < 2; t++) {
         jf_fit_options o = jf_fit_options_default();
