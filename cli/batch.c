@@ -185,10 +185,10 @@ out:
 }
 
 /* --fix in a batch: a --fix NAME=VALUE (c->fixed 2) holds every group at that value, so the
- * groups --p0-file starts must not silently replace it; groups that will not be fitted (pre_err)
- * take the first fitted group's values, so that they add no set of held values of their own
- * (fit_groups). Returns 0, or 1 after printing the group whose start differs. */
-static int held_values(const jf_fitctx *c, const groups *g, double *p0, const size_t *line,
+ * groups --p0-file starts must not silently replace it (a plain --fix NAME holds each group at
+ * its own start, which the file may set). Groups that will not be fitted (pre_err) are not
+ * checked. Returns 0, or 1 after printing the group whose start differs. */
+static int held_values(const jf_fitctx *c, const groups *g, const double *p0, const size_t *line,
                        char *const *pre_err) {
     const jf_model *m = c->model;
     size_t np = jf_model_num_params(m), first = 0;
@@ -199,9 +199,7 @@ static int held_values(const jf_fitctx *c, const groups *g, double *p0, const si
         double v = c->fixed[j] == 2 ? c->p0[j] : p0[first * np + j];
         for (size_t k = 0; k < g->n; k++) {
             double u = p0[k * np + j];
-            if (pre_err[k]) {
-                p0[k * np + j] = v;
-            } else if (c->fixed[j] == 2 && memcmp(&u, &v, sizeof u) != 0) {
+            if (!pre_err[k] && c->fixed[j] == 2 && memcmp(&u, &v, sizeof u) != 0) {
                 char a[64], b[64], wb[64] = "";
                 jf_cli_format_double(a, sizeof a, v);
                 jf_cli_format_double(b, sizeof b, u);
@@ -216,83 +214,6 @@ static int held_values(const jf_fitctx *c, const groups *g, double *p0, const si
         }
     }
     return 0;
-}
-
-/* Progress of a batch run as several jf_fit_batch calls: each reports its own fits. */
-typedef struct progress_part {
-    size_t base;  /* fits of the calls before this one */
-    size_t total; /* fits of all the calls */
-} progress_part;
-
-/* 1 when groups a and b start their held parameters (c->fixed) at the same values, bit for bit
- * (-0 and 0 make different kernels). */
-static int same_held(const jf_fitctx *c, const double *p0, size_t np, size_t a, size_t b) {
-    for (size_t j = 0; j < np; j++)
-        if (c->fixed[j] && memcmp(&p0[a * np + j], &p0[b * np + j], sizeof(double)) != 0)
-            return 0;
-    return 1;
-}
-
-/* jf_fit_batch over the groups, results at their groups' indices. The library holds a parameter
- * at one value per batch (written into the model: one compile per set of values), so with --fix
- * and --p0-file starts that differ in a held parameter, each set of held values is a batch of its
- * own, in order of first appearance. */
-static void fit_groups(const jf_fitctx *c, size_t n, const jf_data *data, const double *p0,
-                       jf_fit_options *o, jf_fit_result **res, char **errs) {
-    const jf_model *m = c->model;
-    size_t np = jf_model_num_params(m), nparts = 0;
-    size_t *part = c->fixed ? malloc((n + 1) * sizeof *part) : NULL;
-    size_t *rep = c->fixed ? malloc((n + 1) * sizeof *rep) : NULL;
-    if (c->fixed && (!part || !rep)) {
-        for (size_t k = 0; k < n; k++) errs[k] = strdup("out of memory");
-        free(part);
-        free(rep);
-        return;
-    }
-    for (size_t k = 0; part && k < n; k++) {
-        size_t q = 0;
-        while (q < nparts && !same_held(c, p0, np, rep[q], k)) q++;
-        if (q == nparts) rep[nparts++] = k;
-        part[k] = q;
-    }
-    if (nparts <= 1) { /* one batch, as always without differing held values */
-        free(part);
-        free(rep);
-        jf_fit_batch(m, n, data, p0, o, res, errs);
-        return;
-    }
-    jf_data *sd = malloc(n * sizeof *sd);
-    double *sp = malloc(n * np * sizeof *sp);
-    jf_fit_result **sr = malloc(n * sizeof *sr);
-    char **se = malloc(n * sizeof *se);
-    size_t *idx = malloc(n * sizeof *idx);
-    progress_part pp = {0, n};
-    if (o->batch_progress) o->batch_progress_ctx = &pp;
-    for (size_t q = 0; sd && sp && sr && se && idx && q < nparts; q++) {
-        size_t cnt = 0;
-        for (size_t k = 0; k < n; k++)
-            if (part[k] == q) {
-                idx[cnt] = k;
-                sd[cnt] = data[k];
-                memcpy(sp + cnt * np, p0 + k * np, np * sizeof *sp);
-                cnt++;
-            }
-        jf_fit_batch(m, cnt, sd, sp, o, sr, se);
-        for (size_t i = 0; i < cnt; i++) {
-            res[idx[i]] = sr[i];
-            errs[idx[i]] = se[i];
-        }
-        pp.base += cnt;
-    }
-    if (!sd || !sp || !sr || !se || !idx)
-        for (size_t k = 0; k < n; k++) errs[k] = strdup("out of memory");
-    free(sd);
-    free(sp);
-    free(sr);
-    free(se);
-    free(idx);
-    free(part);
-    free(rep);
 }
 
 /* Lines under the table that the table has no column for: each distinct text of w (nw of
@@ -345,14 +266,9 @@ static void print_footer(FILE *out, const jf_spec *s, jf_fit_result *const *res,
     free(backends);
 }
 
-/* The terminal progress line; batch_progress calls it from one thread at a time. ctx: NULL,
- * or the progress_part of one of several calls (fit_groups). */
+/* The terminal progress line; batch_progress calls it from one thread at a time. */
 static void show_progress(void *ctx, size_t done, size_t total) {
-    const progress_part *pp = ctx;
-    if (pp) {
-        done += pp->base;
-        total = pp->total;
-    }
+    (void)ctx;
     fprintf(stderr, "\r  fitting groups: %zu/%zu%s", done, total, done == total ? "\n" : "");
     fflush(stderr);
 }
@@ -434,7 +350,8 @@ int jf_batch_run(jf_fitctx *c, FILE *out, jf_run_summary *sum) {
         o.batch_progress = show_progress;
         o.batch_progress_ctx = NULL;
     }
-    fit_groups(c, g.n, data, p0, &o, res, errs); /* failures are reported per row below */
+    /* one batch, each group holding the --fix parameters at its own start (one compile) */
+    jf_fit_batch(m, g.n, data, p0, &o, res, errs); /* failures are reported per row below */
     for (size_t k = 0; k < g.n; k++)
         if (pre_err[k]) {
             jf_fit_result_free(res[k]);

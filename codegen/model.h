@@ -24,9 +24,12 @@ struct jf_model {
     char **var_names;     /* nv names, in declaration order */
     char *response;       /* response name ("y" unless the model says `NAME ~ ...`) */
     char *source_name;    /* name of the source for messages */
-    size_t nheld;         /* parameters of the model this one was derived from that jf_model_fix
-                             held at numbers (for messages: "3 parameters" would mislead the
-                             caller, whose model has np + nheld); 0 for a compiled model */
+    size_t nheld;         /* parameters held fixed (jf_model_hold): parameter nodes of index
+                             np .. np + nheld - 1, which have no derivative here, so the
+                             kernels read p[0 .. np + nheld) and a caller appends the held
+                             values to the fitted ones; also for messages ("3 parameters" would
+                             mislead a caller whose model has np + nheld); 0 for a compiled
+                             model */
     struct jf_schedule *sched; /* schedule of {f, df[0..np)} built once at compile time, so the
                                   reference evaluator does not rebuild it per point; may be NULL
                                   (models assembled by hand in tests) */
@@ -36,12 +39,11 @@ struct jf_model {
  * memory. Fields are filled by the resolver. */
 JF_INTERNAL struct jf_model *jf_model_alloc(size_t max_nodes);
 
-/* A new model equal to m with every parameter k where fixed[k] is non-zero replaced by the
- * constant values[k] (a parameter of m no longer: the others keep their order, names, declared
- * values and bounds), simplified and differentiated afresh. Its kernels are those of a model
- * whose text had the numbers written in, so fitting it fits m with those parameters held.
- * JF_OK with *out (freed with jf_model_free), JF_ERR_NOMEM, or JF_ERR_LIMIT (m's node limit). */
-JF_INTERNAL int jf_model_fix(const struct jf_model *m, const int *fixed, const double *values,
-                             struct jf_model **out);
-
+/* A new model equal to m with every parameter k where fixed[k] is non-zero held: a parameter
+ * of the new model no longer (the others keep their order, names, declared values and bounds;
+ * no derivative is taken for it), but still read from p, after the parameters left: the new
+ * model's p is [the parameters left | the newly held, in m's order | those m held]. Its value
+ * is not part of the model, so its kernels serve every value. JF_OK with *out (freed with
+ * jf_model_free), JF_ERR_NOMEM, or JF_ERR_LIMIT (m's node limit). */
+JF_INTERNAL int jf_model_hold(const struct jf_model *m, const int *fixed, struct jf_model **out);
 #endif

@@ -341,11 +341,12 @@ typedef struct jf_fit_options {
     const int *fixed;      /* NULL, or num_params flags: non-zero holds that parameter at its
                               starting value (p0, else the model's; it must lie inside its
                               bounds) instead of fitting it, as lmfit's vary=False. The fit
-                              is of the model with the numbers written in (its own kernels,
-                              compiled once per set of values), so dof, the default max_nfev
-                              and the statistics count only the fitted parameters. In a batch
-                              every fit holds a parameter at one value: per-fit starting
-                              values that differ in a fixed parameter are JF_ERR_ARG. At least
+                              is of the model with those parameters as constants (kernels
+                              compiled once per set of held parameters, whatever their
+                              values), so dof, the default max_nfev and the statistics count
+                              only the fitted parameters. In a batch with per-fit starting
+                              values each fit holds the parameter at its own; a fit whose held
+                              value is outside its bounds or not finite fails alone. At least
                               one parameter must be left to fit */
 } jf_fit_options;
 

@@ -1,5 +1,5 @@
 /* The public model API of include/jitfit.h: compile, inspect, evaluate, render, free; and
- * jf_model_fix, the derived model with some parameters held at numbers (jf_fit_options.fixed).
+ * jf_model_hold, the derived model with some parameters held fixed (jf_fit_options.fixed).
  *
  * jf_model_compile chains the front-end stages in data-flow order:
  *   grammar/ (parse + resolve into the DAG) → codegen/diff (∂f/∂θk for every k)
@@ -109,19 +109,22 @@ static int differentiate(struct jf_model *m, jf_diagnostics *diags) {
 
 static char *dup_or_null(const char *s) { return s ? strdup(s) : NULL; }
 
-int jf_model_fix(const struct jf_model *m, const int *fixed, const double *values,
-                 struct jf_model **out) {
+int jf_model_hold(const struct jf_model *m, const int *fixed, struct jf_model **out) {
     *out = NULL;
-    size_t total = jf_dag_size(m->dag);
+    size_t total = jf_dag_size(m->dag), nall = m->np + m->nheld;
     struct jf_model *r = jf_model_alloc(jf_dag_max_nodes(m->dag));
     jf_ref *map = malloc((total ? total : 1) * sizeof *map);
-    uint32_t *index = malloc((m->np ? m->np : 1) * sizeof *index);
+    uint32_t *index = malloc((nall ? nall : 1) * sizeof *index);
     int st = r && map && index ? JF_OK : JF_ERR_NOMEM;
     size_t np = 0;
-    for (size_t k = 0; st == JF_OK && k < m->np; k++) index[k] = fixed[k] ? UINT32_MAX : (uint32_t)np++;
+    for (size_t k = 0; st == JF_OK && k < m->np; k++) np += !fixed[k];
+    /* p's new order: the parameters left, then the newly held ones, then those m held */
+    for (size_t k = 0, j = 0, h = np; st == JF_OK && k < m->np; k++)
+        index[k] = (uint32_t)(fixed[k] ? h++ : j++);
+    for (size_t k = m->np; st == JF_OK && k < nall; k++) index[k] = (uint32_t)k;
     if (st == JF_OK) {
         r->np = np;
-        r->nheld = m->nheld + (m->np - np);
+        r->nheld = nall - np;
         r->nv = m->nv;
         r->param_names = calloc(np ? np : 1, sizeof *r->param_names);
         r->p_init = malloc((np ? np : 1) * sizeof *r->p_init);
@@ -135,7 +138,7 @@ int jf_model_fix(const struct jf_model *m, const int *fixed, const double *value
             st = JF_ERR_NOMEM;
     }
     for (size_t k = 0; st == JF_OK && k < m->np; k++) {
-        if (index[k] == UINT32_MAX) continue;
+        if (fixed[k]) continue;
         uint32_t j = index[k];
         if (!(r->param_names[j] = strdup(m->param_names[k]))) st = JF_ERR_NOMEM;
         r->p_init[j] = m->p_init ? m->p_init[k] : NAN;
@@ -144,9 +147,12 @@ int jf_model_fix(const struct jf_model *m, const int *fixed, const double *value
     }
     for (size_t j = 0; st == JF_OK && j < m->nv; j++)
         if (!(r->var_names[j] = strdup(m->var_names[j]))) st = JF_ERR_NOMEM;
-    /* Operands have smaller references than their users, so one upward sweep rebuilds f; the
-     * constructors simplify again, now that some leaves are numbers (b*x with b = 0 is 0). Only
-     * f is rebuilt: its derivatives are taken afresh below, for the parameters left. */
+    /* Operands have smaller references than their users, so one upward sweep rebuilds f with
+     * the parameters renumbered. A held parameter stays a parameter node, read from p like
+     * the others: its value is not in the model, so one compile serves every value it is held
+     * at (a batch whose fits hold it at different values included). Only f is rebuilt: its
+     * derivatives are taken afresh below, for the parameters left (a node of index >= np has
+     * none: it is not one of them). */
     for (size_t i = 0; st == JF_OK && i <= (size_t)m->f; i++) {
         const jf_node *nd = jf_dag_node(m->dag, (jf_ref)i);
         jf_ref args[3] = {JF_NOREF, JF_NOREF, JF_NOREF};
@@ -154,10 +160,7 @@ int jf_model_fix(const struct jf_model *m, const int *fixed, const double *value
         switch ((jf_op)nd->op) {
         case JF_OP_CONST: map[i] = jf_dag_const(r->dag, nd->value); break;
         case JF_OP_VAR: map[i] = jf_dag_var(r->dag, nd->index); break;
-        case JF_OP_PARAM:
-            map[i] = index[nd->index] == UINT32_MAX ? jf_dag_const(r->dag, values[nd->index])
-                                                    : jf_dag_param(r->dag, index[nd->index]);
-            break;
+        case JF_OP_PARAM: map[i] = jf_dag_param(r->dag, index[nd->index]); break;
         default: map[i] = jf_dag_make(r->dag, (jf_op)nd->op, args); break;
         }
         if (map[i] == JF_NOREF) st = jf_dag_error(r->dag) ? jf_dag_error(r->dag) : JF_ERR_INTERNAL;

@@ -55,16 +55,17 @@ static const char batch_views[] =
     "static __device__ void jf_batch_views(jf_lmc_views *v, const jf_lmc *c, double *wss, int *iwss,\n"
     "                                      unsigned int slot)\n"
     "{\n"
-    "    const unsigned long long np = c->np;\n"
-    "    jf_lmc_views_init(v, wss + (unsigned long long)slot * jf_lmc_ws_doubles(np),\n"
-    "                      iwss + (unsigned long long)slot * jf_lmc_ws_ints(np), np);\n"
+    "    const unsigned long long np = c->np, nh = c->nheld;\n"
+    "    jf_lmc_views_init(v, wss + (unsigned long long)slot * jf_lmc_ws_doubles(np, nh),\n"
+    "                      iwss + (unsigned long long)slot * jf_lmc_ws_ints(np), np, nh);\n"
     "}\n"
     "/* A fit begins in a slot: its state from the batch's template c0, the workspace's inputs from\n"
-    " * x0 (its start) and the shared bounds and scales sh (lo, hi, x_scale; np each). */\n"
+    " * x0 (its start, then its held values: np + nheld) and the shared bounds and scales sh (lo,\n"
+    " * hi, x_scale; np each). */\n"
     "static __device__ void jf_batch_begin(jf_lmc *c, const jf_lmc *c0, jf_lmc_views *v,\n"
     "                                      const double *x0, const double *sh)\n"
     "{\n"
-    "    const unsigned long long np = c0->np;\n"
+    "    const unsigned long long np = c0->np, nh = c0->nheld;\n"
     "    *c = *c0;\n"
     "    for (unsigned long long k = 0; k < np; k++) {\n"
     "        v->x[k] = x0[k];\n"
@@ -72,6 +73,7 @@ static const char batch_views[] =
     "        v->hi[k] = sh[np + k];\n"
     "        v->xs[k] = sh[2 * np + k];\n"
     "    }\n"
+    "    for (unsigned long long h = 0; h < nh; h++) v->x[np + h] = v->x_try[np + h] = x0[np + h];\n"
     "}\n"
     "/* doubles of a fit's result record (jf_batch_end; res_doubles in batch_cuda.c) */\n"
     "static __device__ unsigned long long jf_batch_res_doubles(unsigned long long np)\n"
@@ -497,7 +499,7 @@ static const char batch_warp[] =
     "        const jf_index npts = off[f + 1] - off[f];\n"
     "        const double *xf = x_packed ? x\n"
     "            : (const double *)((unsigned long long)x - off[f] * sizeof(double));\n"
-    "        if (lane == 0) jf_batch_begin(c, c0, &v, x0s + (unsigned long long)f * JF_FIT_NP, sh);\n"
+    "        if (lane == 0) jf_batch_begin(c, c0, &v, x0s + (unsigned long long)f * (JF_FIT_NP + c0->nheld), sh);\n"
     "        __syncwarp(); /* lane 0's start is visible to the others */\n"
     "        double a[JF_FIT_NACC];\n"
     "        const double *p = v.x;\n"
@@ -581,7 +583,7 @@ static const char batch_block[] =
     "        const jf_index npts = off[f + 1] - off[f];\n"
     "        const double *xf = x_packed ? x + off[f] : x;\n"
     "        const double *yf = y + off[f], *wf = w != nullptr ? w + off[f] : nullptr;\n"
-    "        if (threadIdx.x == 0) jf_batch_begin(c, c0, &v, x0s + (unsigned long long)f * c0->np, sh);\n"
+    "        if (threadIdx.x == 0) jf_batch_begin(c, c0, &v, x0s + (unsigned long long)f * (c0->np + c0->nheld), sh);\n"
     "        __syncthreads(); /* thread 0's start is visible to the block */\n"
     "        const double *p = v.x;\n"
     "        int more = 1, started = 0;\n"
@@ -669,7 +671,7 @@ static size_t res_doubles(size_t np) { return 5 + 2 * np + np * np; }
 
 /* What a batch needs on the device, per fit, per point and per launch's slots. */
 typedef struct batch_sizes {
-    size_t np, nv, nres, nfin, nst, nws, niws;
+    size_t np, nh, nv, nres, nfin, nst, nws, niws; /* nh: held values after each fit's start */
     size_t per_fit, per_point; /* bytes */
     size_t fits_per_block, most_blocks;
     int x_packed, y_direct, weighted, block_per_fit;
@@ -792,7 +794,7 @@ static int batch_buf_init(const batch_run *r, batch_buf *b, size_t cf, size_t cp
     if (code == JF_OK) code = jf_cuda_alloc(&b->y, cp * sizeof(double), why, n);
     if (code == JF_OK && z->weighted) code = jf_cuda_alloc(&b->w, cp * sizeof(double), why, n);
     if (code == JF_OK) code = jf_cuda_alloc(&b->off, (cf + 1) * sizeof(unsigned long long), why, n);
-    if (code == JF_OK) code = jf_cuda_alloc(&b->x0, cf * z->np * sizeof(double), why, n);
+    if (code == JF_OK) code = jf_cuda_alloc(&b->x0, cf * (z->np + z->nh) * sizeof(double), why, n);
     if (code == JF_OK) code = jf_cuda_alloc(&b->cs, slots * sizeof(jf_lmc), why, n);
     if (code == JF_OK) code = jf_cuda_alloc(&b->ws, slots * z->nws * sizeof(double), why, n);
     if (code == JF_OK) code = jf_cuda_alloc(&b->iws, slots * z->niws * sizeof(int), why, n);
@@ -802,7 +804,8 @@ static int batch_buf_init(const batch_run *r, batch_buf *b, size_t cf, size_t cp
     if (code != JF_OK) return code;
     /* host staging: what is packed on the way up; the statistics records on the way down, or
      * (without them) the result and finish records */
-    size_t up = nxd + (z->y_direct ? 0 : cp) + (z->weighted ? cp : 0) + cf * z->np + cf + 1;
+    size_t up = nxd + (z->y_direct ? 0 : cp) + (z->weighted ? cp : 0) + cf * (z->np + z->nh) +
+                cf + 1;
     size_t down = z->nst ? cf * z->nst : cf * (z->nres + z->nfin);
     size_t bytes = (up + down) * sizeof(double);
     if (pipelined && jf_cuda_host_alloc(&b->hmem, bytes, why, n) == JF_OK) b->hmem_pinned = 1;
@@ -815,7 +818,7 @@ static int batch_buf_init(const batch_run *r, batch_buf *b, size_t cf, size_t cp
     b->hoff = (unsigned long long *)h; /* 8 bytes, as a double */
     h += cf + 1;
     b->hx0 = h;
-    h += cf * z->np;
+    h += cf * (z->np + z->nh);
     b->hx = nxd ? h : NULL;
     h += nxd;
     b->hy = z->y_direct ? NULL : h;
@@ -837,10 +840,13 @@ static int batch_submit(const batch_run *r, batch_buf *b, size_t f0, size_t f1, 
                         size_t n) {
     const batch_sizes *z = &r->z;
     const jf_batch_fit *fits = r->fits + f0;
-    size_t nf = f1 - f0, np = z->np, pts = 0;
+    size_t nf = f1 - f0, np = z->np, nh = z->nh, pts = 0;
     for (size_t f = 0; f < nf; f++) pts += fits[f].n;
     jf_batch_pack(fits, nf, z->nv, pts, b->hx, b->hy, b->hw, b->hoff);
-    for (size_t f = 0; f < nf; f++) memcpy(b->hx0 + f * np, fits[f].x0, np * sizeof(double));
+    for (size_t f = 0; f < nf; f++) { /* each fit's start, then its held values */
+        memcpy(b->hx0 + f * (np + nh), fits[f].x0, np * sizeof(double));
+        if (nh) memcpy(b->hx0 + f * (np + nh) + np, fits[f].held, nh * sizeof(double));
+    }
     int code = JF_OK;
     if (b->hx) code = jf_cuda_graph_to_device(b->q, b->x, b->hx, z->nv * pts * sizeof(double), why, n);
     if (code == JF_OK)
@@ -851,7 +857,7 @@ static int batch_submit(const batch_run *r, batch_buf *b, size_t f0, size_t f1, 
     if (code == JF_OK)
         code = jf_cuda_graph_to_device(b->q, b->off, b->hoff, (nf + 1) * sizeof *b->hoff, why, n);
     if (code == JF_OK)
-        code = jf_cuda_graph_to_device(b->q, b->x0, b->hx0, nf * np * sizeof(double), why, n);
+        code = jf_cuda_graph_to_device(b->q, b->x0, b->hx0, nf * (np + nh) * sizeof(double), why, n);
     if (code != JF_OK) return code;
     jf_devptr x = z->x_packed ? b->x : r->x;
     unsigned long long ldx = z->x_packed ? pts : r->ldx_same, fin_max = JF_LM_MATERIALIZE_MAX;
@@ -945,7 +951,7 @@ int jf_batch_cuda_run(const struct jf_model *m, const jf_jit_options *jo, jf_los
                          "memory", np);
         return JF_ERR_UNAVAILABLE;
     }
-    batch_sizes z = {.np = np, .nv = nv, .x_packed = 1, .y_direct = 1};
+    batch_sizes z = {.np = np, .nh = m->nheld, .nv = nv, .x_packed = 1, .y_direct = 1};
     int x_same = 1;
     for (size_t f = 0; f < nfits; f++) {
         total += fits[f].n;
@@ -960,7 +966,7 @@ int jf_batch_cuda_run(const struct jf_model *m, const jf_jit_options *jo, jf_los
     size_t ldx_same = x_same && nv ? fits[0].ldx : 0;
     z.x_packed = nv && !(x_same && ldx_same <= total);
     size_t nx_shared = nv && !z.x_packed ? (nv - 1) * ldx_same + maxn : 0; /* x's doubles */
-    z.nws = jf_lmc_ws_doubles(np);
+    z.nws = jf_lmc_ws_doubles(np, z.nh);
     z.niws = jf_lmc_ws_ints(np);
     z.nres = res_doubles(np);
     /* the finish on the device: register sums (a warp or a block per fit), linear loss (as
@@ -968,7 +974,7 @@ int jf_batch_cuda_run(const struct jf_model *m, const jf_jit_options *jo, jf_los
     int regs = register_sums(np);
     z.nfin = regs && loss == JF_LOSS_LINEAR ? fin_doubles(np) : 0;
     z.nst = stats ? JF_BATCH_STATS(np) : 0;
-    z.per_fit = (np + z.nres + z.nfin + z.nst) * sizeof(double) + sizeof(unsigned long long);
+    z.per_fit = (np + z.nh + z.nres + z.nfin + z.nst) * sizeof(double) + sizeof(unsigned long long);
     z.per_point = (1 + (size_t)z.weighted + (z.x_packed ? nv : 0)) * sizeof(double);
     /* a warp per fit, or a block for long fits (decided for the whole batch: how its chunks
      * fall does not change a fit's sums); the grid, and with it the slots (a state and a
@@ -1043,10 +1049,10 @@ int jf_batch_cuda_run(const struct jf_model *m, const jf_jit_options *jo, jf_los
         code = JF_ERR_NOMEM;
         goto done;
     }
-    jf_lmc_setup(&c0, tws, tiws, np, cfg, fits[0].x0);
+    jf_lmc_setup(&c0, tws, tiws, np, z.nh, fits[0].held, cfg, fits[0].x0);
     {
         jf_lmc_views tv;
-        jf_lmc_views_init(&tv, tws, tiws, np);
+        jf_lmc_views_init(&tv, tws, tiws, np, z.nh);
         memcpy(hsh, tv.lo, np * sizeof *hsh);
         memcpy(hsh + np, tv.hi, np * sizeof *hsh);
         memcpy(hsh + 2 * np, tv.xs, np * sizeof *hsh);

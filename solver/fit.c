@@ -55,7 +55,14 @@ typedef struct fit_setup {
     double compile_ms;        /* time to obtain them */
     char *warning;            /* kernel-layer warning (fallback to the interpreter), or NULL */
     char device_note[MSG_LEN]; /* jf_device_choose's reason, copied into every result */
+    const jf_fixed_plan *fx;  /* parameters held fixed: m is fx->reduced, and fit i hands its
+                                 passes fx->held's row i (fixed.c); NULL when none is */
 } fit_setup;
+
+/* Fit i's held values (fit_setup.fx), or NULL. */
+static const double *held_row(const fit_setup *s, size_t i) {
+    return s->fx ? jf_fixed_held(s->fx, i) : NULL;
+}
 
 static double now_ms(void) {
     struct timespec ts;
@@ -381,16 +388,16 @@ static result_block *result_alloc(size_t np) {
     return b;
 }
 
-/* The result of the reduced model's fit r, widened to all of pl's parameters (fixed.c); r is
- * consumed. NULL when out of memory. */
-static jf_fit_result *widen_result(const jf_fixed_plan *pl, jf_fit_result *r) {
+/* The result of the reduced model's fit r (fit i of the plan), widened to all of pl's
+ * parameters (fixed.c); r is consumed. NULL when out of memory. */
+static jf_fit_result *widen_result(const jf_fixed_plan *pl, size_t i, jf_fit_result *r) {
     result_block *b = result_alloc(pl->np), *rb = (result_block *)r;
     if (b && rb->warning && !(b->warning = strdup(rb->warning))) {
         free(b);
         b = NULL;
     }
     if (b) {
-        jf_fixed_widen(pl, r, &b->pub);
+        jf_fixed_widen(pl, i, r, &b->pub);
         memcpy(b->message, rb->message, MSG_LEN);
         memcpy(b->device_note, rb->device_note, MSG_LEN);
         b->pub.message = b->message;
@@ -401,6 +408,9 @@ static jf_fit_result *widen_result(const jf_fixed_plan *pl, jf_fit_result *r) {
     return b ? &b->pub : NULL;
 }
 
+static int fit_model(const jf_model *m, const jf_data *data, const jf_fit_options *opts,
+                     const jf_fixed_plan *fx, jf_fit_result **out, char **errmsg);
+
 /* jf_fit with parameters held fixed: the reduced model's fit, widened. */
 static int fit_fixed(const jf_model *m, const jf_data *data, const jf_fit_options *opts,
                      jf_fit_result **out, char **errmsg) {
@@ -410,9 +420,9 @@ static int fit_fixed(const jf_model *m, const jf_data *data, const jf_fit_option
     int st = jf_fixed_plan_init(&pl, m, opts, NULL, 1, msg, sizeof msg);
     if (st != JF_OK) return fail(errmsg, st, "%s", msg);
     jf_fit_result *r = NULL;
-    st = jf_fit(pl.reduced, data, &pl.o, &r, errmsg);
+    st = fit_model(pl.reduced, data, &pl.o, &pl, &r, errmsg);
     if (st == JF_OK) {
-        *out = widen_result(&pl, r);
+        *out = widen_result(&pl, 0, r);
         if (!*out) st = fail(errmsg, JF_ERR_NOMEM, "out of memory");
         else (*out)->time_total_ms = now_ms() - t0;
     }
@@ -567,7 +577,7 @@ list:
  * has ∂/∂b = x^b·log x = NaN) — or, when all of them are finite, that the squares overflow and
  * where the largest value is (a residual or derivative beyond ~1e154): what the user must
  * change, the data or p0. */
-static void note_nonfinite(char *msg, const jf_problem *prob, const double *p,
+static void note_nonfinite(char *msg, jf_problem *prob, const double *p,
                            const struct jf_model *m) {
     enum { BLOCK = 256 };
     size_t np = prob->np, big_i = 0, big_k = np; /* big_k np: the residual */
@@ -577,7 +587,7 @@ static void note_nonfinite(char *msg, const jf_problem *prob, const double *p,
     if (!J) return;
     for (size_t b0 = 0; b0 < prob->n; b0 += BLOCK) {
         size_t b1 = b0 + BLOCK < prob->n ? b0 + BLOCK : prob->n;
-        jf_kernels_jacobian_row(prob->k, p, &prob->view, b0, b1, r, J);
+        jf_kernels_jacobian_row(prob->k, jf_problem_params(prob, p), &prob->view, b0, b1, r, J);
         for (size_t i = 0; i < b1 - b0; i++) {
             size_t bad = np + 1; /* np: the residual; else the parameter */
             if (!isfinite(r[i])) bad = np;
@@ -695,7 +705,7 @@ static int solve_gpu(const fit_setup *s, jf_problem *prob, jf_gpu_problem *gp,
                      const jf_lm_config *cfg, double *x, jf_lm_state *st, jf_gpu_stats *stats,
                      char *why, size_t n, char *fallback) {
     const struct jf_model *m = s->m;
-    size_t need = jf_gpu_problem_bytes(prob->n, prob->np, m->nv, prob->view.w != NULL);
+    size_t need = jf_gpu_problem_bytes(prob->n, prob->np, prob->nheld, m->nv, prob->view.w != NULL);
     size_t avail = jf_gpu_usable_memory(s->o.max_gpu_mem);
     int code;
     if (need > avail && prob->loss == JF_LOSS_LINEAR && prob->n * prob->np <= JF_LM_MATERIALIZE_MAX) {
@@ -752,8 +762,8 @@ static int solve_gpu(const fit_setup *s, jf_problem *prob, jf_gpu_problem *gp,
  * fallback, run it on the CPU. With pre not NULL the iterations already ran (a GPU batch):
  * only the finish runs, with the CPU kernels. */
 static int run_fit(const fit_setup *s, const jf_data *d, const double *w, const double *x0,
-                   jf_pool *pool, const jf_lm_config *cfg, double t_start, jf_fit_result **out,
-                   char **errmsg, char *fallback, const jf_batch_out *pre) {
+                   const double *held, jf_pool *pool, const jf_lm_config *cfg, double t_start,
+                   jf_fit_result **out, char **errmsg, char *fallback, const jf_batch_out *pre) {
     const struct jf_model *m = s->m;
     size_t np = m->np, n = d->n;
     result_block *b = result_alloc(np);
@@ -768,7 +778,9 @@ static int run_fit(const fit_setup *s, const jf_data *d, const double *w, const 
     view.w = w;
     jf_problem prob;
     int *unident = malloc(3 * np * sizeof *unident); /* then zero columns, vanished ones */
-    if (!unident || jf_problem_init(&prob, s->k, &view, n, np, s->o.loss, s->o.f_scale, pool) != JF_OK) {
+    if (!unident || jf_problem_init(&prob, s->k, &view, n, np, s->o.loss, s->o.f_scale, pool) != JF_OK ||
+        jf_problem_hold(&prob, held, m->nheld) != JF_OK) {
+        jf_problem_free(&prob);
         free(unident);
         jf_fit_result_free(r);
         return fail(errmsg, JF_ERR_NOMEM, "out of memory");
@@ -1054,11 +1066,17 @@ static jf_lm_config make_config(const fit_setup *s, int with_progress) {
 
 int jf_fit(const jf_model *m, const jf_data *data, const jf_fit_options *opts,
            jf_fit_result **out, char **errmsg) {
-    double t0 = now_ms();
     if (errmsg) *errmsg = NULL;
     if (out) *out = NULL;
     if (!m || !data || !out) return fail(errmsg, JF_ERR_ARG, "NULL model, data or result pointer");
     if (jf_fixed_any(m, opts)) return fit_fixed(m, data, opts, out, errmsg);
+    return fit_model(m, data, opts, NULL, out, errmsg);
+}
+
+/* jf_fit of m, which holds fx's parameters when fx is not NULL (fit_fixed). */
+static int fit_model(const jf_model *m, const jf_data *data, const jf_fit_options *opts,
+                     const jf_fixed_plan *fx, jf_fit_result **out, char **errmsg) {
+    double t0 = now_ms();
     fit_setup s;
     double *w = NULL, *x0 = NULL;
     jf_pool *pool = NULL;
@@ -1067,6 +1085,7 @@ int jf_fit(const jf_model *m, const jf_data *data, const jf_fit_options *opts,
     s.m = m;
     int st = check_data(&s, data, &w, errmsg, 0);
     if (st == JF_OK) st = setup_init(&s, m, opts, data->n, 1, 0, errmsg);
+    s.fx = fx;
     if (st == JF_OK) {
         x0 = malloc(m->np * sizeof *x0);
         char msg[MSG_LEN];
@@ -1077,7 +1096,8 @@ int jf_fit(const jf_model *m, const jf_data *data, const jf_fit_options *opts,
     jf_lm_config cfg = make_config(&s, 1);
     if (st == JF_OK && s.gpu) {
         char fallback[MSG_LEN] = "";
-        st = run_fit(&s, data, w, x0, NULL, &cfg, t0, out, errmsg, fallback, NULL);
+        st = run_fit(&s, data, w, x0, held_row(&s, 0), NULL, &cfg, t0, out, errmsg, fallback,
+                     NULL);
         if (st == FIT_GPU_FALLBACK) { /* too big for the GPU: the CPU does it */
             char note[MSG_LEN];
             snprintf(note, sizeof note, "cpu: fell back from the GPU: %.400s", fallback);
@@ -1092,7 +1112,7 @@ int jf_fit(const jf_model *m, const jf_data *data, const jf_fit_options *opts,
         /* Threads pay off only with more than one chunk of points. */
         int nt = jf_threads_resolve(s.o.nthreads);
         if (nt > 1 && data->n > 4096) pool = jf_pool_create(nt);
-        st = run_fit(&s, data, w, x0, pool, &cfg, t0, out, errmsg, NULL, NULL);
+        st = run_fit(&s, data, w, x0, held_row(&s, 0), pool, &cfg, t0, out, errmsg, NULL, NULL);
     }
 done:
     jf_pool_free(pool);
@@ -1205,7 +1225,7 @@ static void batch_fit_one(batch_ctx *c, size_t i, int st, const double *w, const
     jf_fit_result *res = NULL;
     if (st == JF_OK) {
         jf_lm_config cfg = make_config(s, 0);
-        st = run_fit(s, &c->data[i], w, x0, NULL, &cfg, c->t0, &res, em, NULL,
+        st = run_fit(s, &c->data[i], w, x0, held_row(s, i), NULL, &cfg, c->t0, &res, em, NULL,
                      c->pre ? &c->pre[i] : NULL);
     }
     if (c->cols) {
@@ -1232,6 +1252,8 @@ static void batch_task(void *vctx, size_t k, int worker) {
     if (st == JF_OK &&
         jf_bounds_start(s->m, c->p0 ? c->p0 + i * np : s->o.p0, s->lo, s->hi, x0, msg,
                         sizeof msg) != JF_OK)
+        st = fail(em, JF_ERR_ARG, "%s", msg);
+    if (st == JF_OK && s->fx && jf_fixed_check(s->fx, i, msg, sizeof msg) != JF_OK)
         st = fail(em, JF_ERR_ARG, "%s", msg);
     batch_fit_one(c, i, st, w, x0);
     free(w);
@@ -1290,7 +1312,8 @@ static void gpu_pass_check(void *vctx, size_t task, int worker) {
         char msg[MSG_LEN];
         g->ok[i] = check_data(s, d, &g->ws[i], NULL, x_checked) == JF_OK &&
                    jf_bounds_start(s->m, g->p0 ? g->p0 + i * np : s->o.p0, s->lo, s->hi,
-                                   g->x0 + i * np, msg, sizeof msg) == JF_OK;
+                                   g->x0 + i * np, msg, sizeof msg) == JF_OK &&
+                   (!s->fx || jf_fixed_check(s->fx, i, msg, sizeof msg) == JF_OK);
         if (g->ok[i] && !x_checked) {
             x_ok = d->x;
             x_ok_ldx = ldx;
@@ -1383,6 +1406,7 @@ static int batch_gpu_fits(batch_ctx *bc, jf_batch_out *pre, double *store, jf_po
         fits[nok].y = data[i].y;
         fits[nok].w = ws[i];
         fits[nok].x0 = x0 + i * np;
+        fits[nok].held = held_row(s, i);
         outs[nok] = pre[i];
         map[nok++] = i;
     }
@@ -1449,8 +1473,8 @@ static void batch_note(fit_setup *s, const jf_batch_out *pre, size_t nfits, size
 /* jf_fit_batch (results) and jf_fit_batch_columns (cols) in one, but for the final
  * batch_progress call (batch_run). */
 static int batch_fits(const jf_model *m, size_t nfits, const jf_data *data, const double *p0,
-                      const jf_fit_options *opts, jf_fit_result **results, char **errmsgs,
-                      const jf_batch_columns *cols);
+                      const jf_fit_options *opts, const jf_fixed_plan *fx,
+                      jf_fit_result **results, char **errmsgs, const jf_batch_columns *cols);
 
 /* A batch with parameters held fixed: the reduced model's batch, each fit widened (fixed.c).
  * Into columns, the per-fit scalars go straight to the caller's arrays; parameters and
@@ -1467,10 +1491,10 @@ static int batch_fixed(const jf_model *m, size_t nfits, const jf_data *data, con
         return st;
     }
     if (!cols) {
-        st = batch_fits(pl.reduced, nfits, data, pl.p0_rows, &pl.o, results, errmsgs, NULL);
+        st = batch_fits(pl.reduced, nfits, data, pl.p0_rows, &pl.o, &pl, results, errmsgs, NULL);
         for (size_t i = 0; i < nfits; i++) {
             if (!results[i]) continue;
-            if (!(results[i] = widen_result(&pl, results[i]))) {
+            if (!(results[i] = widen_result(&pl, i, results[i]))) {
                 if (errmsgs) errmsgs[i] = strdup("out of memory");
                 if (st == JF_OK) st = JF_ERR_NOMEM;
             }
@@ -1488,7 +1512,7 @@ static int batch_fixed(const jf_model *m, size_t nfits, const jf_data *data, con
         st = JF_ERR_NOMEM;
         for (size_t i = 0; i < nfits; i++) columns_put(cols, i, m->np, NULL, st);
     } else {
-        st = batch_fits(pl.reduced, nfits, data, pl.p0_rows, &pl.o, NULL, NULL, &nc);
+        st = batch_fits(pl.reduced, nfits, data, pl.p0_rows, &pl.o, &pl, NULL, NULL, &nc);
         int *ran = malloc(nfits * sizeof *ran);
         if (!ran) { /* cannot tell rows apart any more */
             st = JF_ERR_NOMEM;
@@ -1509,8 +1533,8 @@ static int batch_fixed(const jf_model *m, size_t nfits, const jf_data *data, con
 }
 
 static int batch_fits(const jf_model *m, size_t nfits, const jf_data *data, const double *p0,
-                      const jf_fit_options *opts, jf_fit_result **results, char **errmsgs,
-                      const jf_batch_columns *cols) {
+                      const jf_fit_options *opts, const jf_fixed_plan *fx,
+                      jf_fit_result **results, char **errmsgs, const jf_batch_columns *cols) {
     double t0 = now_ms();
     if (results)
         for (size_t i = 0; i < nfits; i++) results[i] = NULL;
@@ -1531,6 +1555,7 @@ static int batch_fits(const jf_model *m, size_t nfits, const jf_data *data, cons
     for (size_t i = 0; data && i < nfits; i++)
         if (data[i].n > maxn) maxn = data[i].n;
     int st = setup_init(&s, m, opts, maxn, nfits, cols != NULL, &setup_err);
+    s.fx = fx;
     /* a GPU batch finishes fits on the host as their chunks come back (and falls back to the
      * CPU): the CPU kernels come first */
     if (st == JF_OK && s.gpu) st = setup_cpu_kernels(&s, &setup_err);
@@ -1629,7 +1654,7 @@ static int batch_fits(const jf_model *m, size_t nfits, const jf_data *data, cons
 static int batch_run(const jf_model *m, size_t nfits, const jf_data *data, const double *p0,
                      const jf_fit_options *opts, jf_fit_result **results, char **errmsgs,
                      const jf_batch_columns *cols) {
-    int st = batch_fits(m, nfits, data, p0, opts, results, errmsgs, cols);
+    int st = batch_fits(m, nfits, data, p0, opts, NULL, results, errmsgs, cols);
     if (opts && opts->batch_progress) opts->batch_progress(opts->batch_progress_ctx, nfits, nfits);
     return st;
 }

@@ -49,6 +49,9 @@
 typedef struct jf_lmc {
     /* settings */
     unsigned long long np;       /* parameters */
+    unsigned long long nheld;    /* values held after x and after x_try in the workspace: the
+                                    model's kernels read p[np .. np + nheld) there (parameters
+                                    held fixed, jf_model_hold); the loop never writes them */
     unsigned long long max_nfev; /* evaluation budget (> 0) */
     double ftol, xtol, gtol;     /* tolerances */
     int use_x_scale;             /* 1: D = 1/x_scale (array xs), 0: Jacobian column norms */
@@ -81,12 +84,16 @@ typedef struct jf_lmc {
     int restarts;        /* fresh starts for a stale scale so far (jf_step_restart) */
 } jf_lmc;
 
-/* Doubles and ints of the workspace of a run with np parameters. */
-JF_HD unsigned long long jf_lmc_ws_doubles(unsigned long long np) { return 17 * np + 5 * np * np; }
+/* Doubles and ints of the workspace of a run with np parameters and nh held values. */
+JF_HD unsigned long long jf_lmc_ws_doubles(unsigned long long np, unsigned long long nh) {
+    return 17 * np + 2 * nh + 5 * np * np;
+}
 JF_HD unsigned long long jf_lmc_ws_ints(unsigned long long np) { return 2 * np; }
 
 /* The arrays of the workspace, by name. x, x_try, lo, hi and xs are inputs/outputs the host
- * reads or writes; the rest is scratch. A, M0, Md, M and V are np×np row-major. */
+ * reads or writes; the rest is scratch. A, M0, Md, M and V are np×np row-major. x and x_try
+ * are each followed by the nh held values (written by the host), so that either is the whole
+ * parameter vector the model's kernels read. */
 typedef struct jf_lmc_views {
     double *x, *x_try, *lo, *hi, *xs;  /* point, trial point, bounds, x_scale */
     double *D, *g, *diag, *s, *s_act;  /* scaling, gradient, (JᵀJ)_kk, step, clipped step */
@@ -103,12 +110,15 @@ typedef struct jf_lmc_views {
     int external;
 } jf_lmc_views;
 
-JF_HD void jf_lmc_views_init(jf_lmc_views *v, double *ws, int *iws, unsigned long long np) {
-    double **one[] = {&v->x,  &v->x_try, &v->lo, &v->hi, &v->xs,    &v->D,   &v->g,    &v->diag,
-                      &v->s,  &v->s_act, &v->gF, &v->DF, &v->sF,    &v->wF,  &v->scale, &v->eig,
-                      &v->work};
-    for (int k = 0; k < 17; k++) *one[k] = ws + (unsigned long long)k * np;
-    double *sq = ws + 17 * np;
+JF_HD void jf_lmc_views_init(jf_lmc_views *v, double *ws, int *iws, unsigned long long np,
+                             unsigned long long nh) {
+    v->x = ws;
+    v->x_try = ws + np + nh;
+    ws += 2 * (np + nh);
+    double **one[] = {&v->lo, &v->hi, &v->xs,    &v->D,   &v->g,    &v->diag, &v->s,
+                      &v->s_act, &v->gF, &v->DF, &v->sF, &v->wF,  &v->scale, &v->eig, &v->work};
+    for (int k = 0; k < 15; k++) *one[k] = ws + (unsigned long long)k * np;
+    double *sq = ws + 15 * np;
     v->A = sq;
     v->M0 = sq + np * np;
     v->Md = sq + 2 * np * np;

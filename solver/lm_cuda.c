@@ -48,7 +48,7 @@ static const char solver_kernels[] =
     "{\n"
     "    if (threadIdx.x != 0 || blockIdx.x != 0) return;\n"
     "    jf_lmc_views v;\n"
-    "    jf_lmc_views_init(&v, ws, iws, c->np);\n"
+    "    jf_lmc_views_init(&v, ws, iws, c->np, c->nheld);\n"
     "    if (F != nullptr) {\n"
     "        v.F = F;\n"
     "        v.Finv = F + c->np * c->np;\n"
@@ -210,6 +210,8 @@ void jf_gpu_problem_free(jf_gpu_problem *gp) {
     }
     free(gp->Jc);
     gp->Jc = NULL;
+    free(gp->ph);
+    gp->ph = NULL;
     jf_cuda_host_free(gp->pinned);
     gp->pinned = NULL;
 }
@@ -254,15 +256,15 @@ size_t jf_gpu_usable_memory(size_t limit) {
     return avail;
 }
 
-size_t jf_gpu_problem_bytes(size_t n, size_t np, size_t nv, int weighted) {
+size_t jf_gpu_problem_bytes(size_t n, size_t np, size_t nh, size_t nv, int weighted) {
     size_t nacc = np * (np + 1) / 2 + np + 1;
     size_t per_point = nv + 1 + (weighted ? 1 : 0);
     /* a fit small enough for the polish may materialize J and r on the device (op_jacobian),
      * at most 2^17 + n doubles: counted whatever the loss, so a limit holds for the finish too */
     size_t polish = n * np <= JF_LM_MATERIALIZE_MAX ? n * np + n : 0;
-    return (n * per_point + (size_t)grid_for(n) * nacc + 2 * nacc + np + polish + 1024) *
+    return (n * per_point + (size_t)grid_for(n) * nacc + 2 * nacc + np + nh + polish + 1024) *
                sizeof(double) +
-           (jf_lmc_ws_doubles(np) * sizeof(double) + jf_lmc_ws_ints(np) * sizeof(int) +
+           (jf_lmc_ws_doubles(np, nh) * sizeof(double) + jf_lmc_ws_ints(np) * sizeof(int) +
             sizeof(jf_lmc)) + (jf_gpu_large_p(np) ? lp_bytes(n, np) : 0);
 }
 
@@ -339,18 +341,27 @@ static int large_pass(jf_gpu_problem *gp, jf_cuda_graph *g, jf_devptr p, jf_loss
     return st;
 }
 
+/* The kernels' parameter vector for the fitted parameters p (host): p, or p followed by the
+ * held values in gp->ph; (np + nheld) doubles go to the device. */
+static const double *staged(jf_gpu_problem *gp, const double *p) {
+    if (!gp->nheld) return p;
+    memcpy(gp->ph, p, gp->np * sizeof *p);
+    return gp->ph;
+}
+
 /* normal_eq + reduce at p (host values) into acc (host). */
 static int pass(jf_gpu_problem *gp, const double *p, jf_loss loss, int weighted, double *acc) {
     char *why = gp->why;
-    size_t wn = sizeof gp->why;
+    size_t wn = sizeof gp->why, pbytes = (gp->np + gp->nheld) * sizeof(double);
+    p = staged(gp, p);
     if (gp->large) { /* everything on the many-parameter stream, one wait */
         jf_cuda_graph *g = gp->lp_stream;
-        int st = jf_cuda_graph_to_device(g, gp->p, p, gp->np * sizeof(double), why, wn);
+        int st = jf_cuda_graph_to_device(g, gp->p, p, pbytes, why, wn);
         if (st == JF_OK) st = large_pass(gp, g, gp->p, loss, weighted, 0, why, wn);
         if (st == JF_OK) st = jf_cuda_graph_to_host(g, acc, gp->acc, gp->nacc * sizeof(double), why, wn);
         return blocking(gp, st == JF_OK ? jf_cuda_graph_sync(g, why, wn) : st);
     }
-    int st = blocking(gp, jf_cuda_to_device(gp->p, p, gp->np * sizeof(double), why, wn));
+    int st = blocking(gp, jf_cuda_to_device(gp->p, p, pbytes, why, wn));
     if (st != JF_OK) return st;
     int loss_ = (int)loss;
     double fs = gp->f_scale;
@@ -401,7 +412,9 @@ static void op_jacobian(void *ctx, const double *p, double *r, double *J) {
         if (st == JF_OK) st = blocking(gp, jf_cuda_alloc(&gp->J, n * np * sizeof(double), why, wn));
         if (st == JF_OK && !(gp->Jc = malloc(n * np * sizeof(double)))) st = JF_ERR_NOMEM;
     }
-    if (st == JF_OK) st = blocking(gp, jf_cuda_to_device(gp->p, p, np * sizeof(double), why, wn));
+    if (st == JF_OK)
+        st = blocking(gp, jf_cuda_to_device(gp->p, staged(gp, p), (np + gp->nheld) * sizeof(double),
+                                            why, wn));
     if (st == JF_OK) {
         unsigned long long ldx = n, begin = 0, end = n, ldj = n;
         void *args[] = {&gp->p, &gp->x, &ldx, &gp->y, &gp->w, &begin, &end, &gp->r, &gp->J, &ldj};
@@ -440,6 +453,7 @@ static void begin_init(jf_gpu_problem *gp, const jf_problem *prob, const jf_cuda
     memset(gp, 0, sizeof *gp);
     gp->n = prob->n;
     gp->np = prob->np;
+    gp->nheld = prob->nheld;
     gp->nacc = prob->nacc;
     gp->f_scale = prob->f_scale;
     gp->weighted = prob->view.w != NULL;
@@ -451,6 +465,15 @@ static void begin_init(jf_gpu_problem *gp, const jf_problem *prob, const jf_cuda
 /* Ends a set-up: on success the problem's passes run on the device; on failure everything is
  * released (the reason stays in gp->why). */
 static int attach(jf_gpu_problem *gp, jf_problem *prob, int st) {
+    if (st == JF_OK && gp->nheld) { /* the held values, staged after each pass's parameters */
+        gp->ph = malloc((gp->np + gp->nheld) * sizeof *gp->ph);
+        if (gp->ph) {
+            memcpy(gp->ph + gp->np, jf_problem_held(prob), gp->nheld * sizeof *gp->ph);
+        } else {
+            snprintf(gp->why, sizeof gp->why, "out of memory");
+            st = JF_ERR_NOMEM;
+        }
+    }
     if (st != JF_OK) {
         char keep[sizeof gp->why];
         memcpy(keep, gp->why, sizeof keep);
@@ -519,7 +542,7 @@ int jf_gpu_problem_init(jf_gpu_problem *gp, jf_problem *prob, const jf_cuda_kern
     begin_init(gp, prob, k);
     gp->grid = grid_for(n);
     const jf_data_view *d = &prob->view;
-    int st = jf_cuda_alloc(&gp->p, np * sizeof(double), why, wn);
+    int st = jf_cuda_alloc(&gp->p, (np + gp->nheld) * sizeof(double), why, wn);
     if (st == JF_OK && nv) st = jf_cuda_alloc(&gp->x, nv * n * sizeof(double), why, wn);
     for (size_t j = 0; st == JF_OK && j < nv; j++) /* columns packed with ldx = n */
         st = jf_cuda_to_device(gp->x + j * n * sizeof(double), d->x + j * d->ldx,
@@ -592,7 +615,7 @@ int jf_gpu_problem_init_streamed(jf_gpu_problem *gp, jf_problem *prob,
     int st = jf_cuda_host_alloc((void **)&gp->pinned,
                                 gp->lay.nchunks * gp->lay.ncols * chunk * sizeof(double), why, wn);
     if (st == JF_OK) jf_stream_fill(&gp->lay, d, gp->pinned);
-    if (st == JF_OK) st = jf_cuda_alloc(&gp->p, np * sizeof(double), why, wn);
+    if (st == JF_OK) st = jf_cuda_alloc(&gp->p, (np + gp->nheld) * sizeof(double), why, wn);
     for (int b = 0; st == JF_OK && b < 2; b++)
         st = jf_cuda_alloc(&gp->buf[b], gp->lay.ncols * chunk * sizeof(double), why, wn);
     if (st == JF_OK && !large)
@@ -708,7 +731,7 @@ static int run_loop_large(jf_gpu_problem *gp, const loop_mem *lm, jf_loss loss,
                           jf_gpu_stats *stats, char *why, size_t n) {
     size_t np = gp->np;
     jf_cuda_graph *g = gp->lp_stream;
-    jf_devptr dx = lm->ws, dx_try = lm->ws + np * sizeof(double);
+    jf_devptr dx = lm->ws, dx_try = lm->ws + (np + gp->nheld) * sizeof(double);
     int w = gp->weighted;
     jf_devptr status = lm->c + offsetof(jf_lmc, status);
     unsigned long syncs0 = jf_cuda_graph_syncs(g);
@@ -747,7 +770,7 @@ static int run_loop(jf_gpu_problem *gp, const loop_mem *lm, jf_loss loss, void *
     int code = jf_cuda_graph_new(&g, NULL, why, n);
     if (code == JF_OK) code = jf_cuda_graph_to_device(g, lm->c, c, sizeof *c, why, n);
     if (code == JF_OK) code = jf_cuda_graph_to_device(g, lm->ws, ws, nws * sizeof(double), why, n);
-    jf_devptr dx = lm->ws, dx_try = lm->ws + np * sizeof(double);
+    jf_devptr dx = lm->ws, dx_try = lm->ws + (np + gp->nheld) * sizeof(double);
     jf_devptr status = lm->c + offsetof(jf_lmc, status);
     unsigned long long h = 0;
     if (code == JF_OK && cond_fn) {
@@ -847,7 +870,7 @@ int jf_lm_solve_cuda(jf_problem *prob, jf_gpu_problem *gp, const jf_lm_config *c
         free(csrc);
     }
 
-    size_t nws = jf_lmc_ws_doubles(np), niws = jf_lmc_ws_ints(np);
+    size_t nh = prob->nheld, nws = jf_lmc_ws_doubles(np, nh), niws = jf_lmc_ws_ints(np);
     double *ws = calloc(nws, sizeof *ws);
     int *iws = calloc(niws, sizeof *iws); /* only for the views: the device has its own */
     jf_lmc c;
@@ -859,9 +882,9 @@ int jf_lm_solve_cuda(jf_problem *prob, jf_gpu_problem *gp, const jf_lm_config *c
         snprintf(why, n, "out of memory");
         return JF_ERR_NOMEM;
     }
-    jf_lmc_setup(&c, ws, iws, np, cfg, x);
+    jf_lmc_setup(&c, ws, iws, np, nh, jf_problem_held(prob), cfg, x);
     jf_lmc_views v;
-    jf_lmc_views_init(&v, ws, iws, np);
+    jf_lmc_views_init(&v, ws, iws, np, nh);
     code = jf_cuda_alloc(&lm.c, sizeof c, why, n);
     if (code == JF_OK) code = jf_cuda_alloc(&lm.ws, nws * sizeof(double), why, n);
     if (code == JF_OK) code = jf_cuda_alloc(&lm.iws, niws * sizeof(int), why, n);

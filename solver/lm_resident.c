@@ -58,18 +58,23 @@ static void report(const jf_lm_config *cfg, const jf_lmc *c, int first) {
     cfg->progress(cfg->progress_ctx, &info);
 }
 
-void jf_lmc_setup(jf_lmc *c, double *ws, int *iws, size_t np, const jf_lm_config *cfg,
-                  const double *x) {
+void jf_lmc_setup(jf_lmc *c, double *ws, int *iws, size_t np, size_t nh, const double *held,
+                  const jf_lm_config *cfg, const double *x) {
     memset(c, 0, sizeof *c);
     c->np = np;
+    c->nheld = nh;
     c->max_nfev = cfg->max_nfev;
     c->ftol = cfg->ftol;
     c->xtol = cfg->xtol;
     c->gtol = cfg->gtol;
     c->use_x_scale = cfg->x_scale != NULL;
     jf_lmc_views v;
-    jf_lmc_views_init(&v, ws, iws, np);
+    jf_lmc_views_init(&v, ws, iws, np, nh);
     memcpy(v.x, x, np * sizeof(double));
+    if (nh) {
+        memcpy(v.x + np, held, nh * sizeof(double));
+        memcpy(v.x_try + np, held, nh * sizeof(double));
+    }
     memcpy(v.lo, cfg->lo, np * sizeof(double));
     memcpy(v.hi, cfg->hi, np * sizeof(double));
     if (cfg->x_scale) memcpy(v.xs, cfg->x_scale, np * sizeof(double));
@@ -79,7 +84,7 @@ int jf_lmc_finish(jf_problem *prob, const jf_lm_config *cfg, const struct jf_lmc
                   int *iws, double *x, jf_lm_state *st) {
     size_t np = prob->np;
     jf_lmc_views v;
-    jf_lmc_views_init(&v, ws, iws, np);
+    jf_lmc_views_init(&v, ws, iws, np, c->nheld);
     memcpy(x, v.x, np * sizeof(double));
     st->status = c->status;
     st->nfev = c->nfev;
@@ -91,8 +96,8 @@ int jf_lmc_finish(jf_problem *prob, const jf_lm_config *cfg, const struct jf_lmc
 
 int jf_lm_solve_resident(jf_problem *prob, const jf_lm_config *cfg, double *x, jf_lm_state *st) {
     memset(st, 0, sizeof *st);
-    size_t np = prob->np;
-    double *ws = calloc(jf_lmc_ws_doubles(np), sizeof *ws);
+    size_t np = prob->np, nh = prob->nheld;
+    double *ws = calloc(jf_lmc_ws_doubles(np, nh), sizeof *ws);
     int *iws = calloc(jf_lmc_ws_ints(np), sizeof *iws);
     double *acc = malloc(prob->nacc * sizeof *acc);
     int rounds = jf_lm_resident_rounds;
@@ -106,9 +111,9 @@ int jf_lm_solve_resident(jf_problem *prob, const jf_lm_config *cfg, double *x, j
         return JF_ERR_NOMEM;
     }
     jf_lmc c;
-    jf_lmc_setup(&c, ws, iws, np, cfg, x);
+    jf_lmc_setup(&c, ws, iws, np, nh, jf_problem_held(prob), cfg, x);
     jf_lmc_views v;
-    jf_lmc_views_init(&v, ws, iws, np);
+    jf_lmc_views_init(&v, ws, iws, np, nh);
     if (rounds > 0) {
         v.F = F;
         v.Finv = F + np * np;

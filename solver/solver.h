@@ -78,6 +78,10 @@ typedef struct jf_problem {
     void *ops_ctx;         /* passed to ops */
     double round_rel;      /* the passes' model values round at this many fp64 ε (1; 2²⁹ for
                               fp32 evaluation on the GPU): the polish's cost tolerance */
+    size_t nheld;          /* values of parameters held fixed that the kernels read after the
+                              np fitted ones (jf_model_hold), 0 for most fits */
+    double *pfull;         /* np + nheld: the parameter vector a pass hands the kernels, its
+                              tail the held values (jf_problem_hold); NULL when nheld is 0 */
 } jf_problem;
 
 /* Sets up prob for n points (allocates the per-chunk buffers). JF_OK or JF_ERR_NOMEM. */
@@ -85,6 +89,14 @@ JF_INTERNAL int jf_problem_init(jf_problem *prob, const jf_kernels *k, const jf_
                                 size_t n, size_t np, jf_loss loss, double f_scale, jf_pool *pool);
 /* Frees the buffers of prob (not the kernels or the pool); accepts a zeroed struct. */
 JF_INTERNAL void jf_problem_free(jf_problem *prob);
+/* Gives prob the nh values of its model's held parameters (codegen/model.h, nheld), which
+ * every pass appends to the fitted parameters it is given. JF_OK or JF_ERR_NOMEM. */
+JF_INTERNAL int jf_problem_hold(jf_problem *prob, const double *held, size_t nh);
+/* The held values (nheld of them), or NULL when there are none. */
+JF_INTERNAL const double *jf_problem_held(const jf_problem *prob);
+/* The whole parameter vector of the kernels for the fitted parameters p: p itself, or p and
+ * the held values in prob's own buffer (valid until the next call). */
+JF_INTERNAL const double *jf_problem_params(jf_problem *prob, const double *p);
 /* acc (nacc values, the layout of jf_kernels_normal_eq) for parameters p and the given loss,
  * summed over all points. */
 JF_INTERNAL void jf_problem_normal_eq(jf_problem *prob, const double *p, jf_loss loss,
@@ -178,12 +190,19 @@ JF_INTERNAL void jf_covar_finish(double *cov, const int *unident, size_t np, dou
 
 /* ---- fixed.c ------------------------------------------------------------------------------- */
 
-/* A fit with some parameters held at numbers, as the model with them written in. */
+/* A fit (or a batch of fits) with some parameters held at numbers: the fit of the reduced model
+ * (jf_model_hold), whose kernels read the held values after the fitted parameters. */
 typedef struct jf_fixed_plan {
-    struct jf_model *reduced; /* the model without the held parameters (jf_model_fix) */
-    size_t np, nfree;         /* parameters of the model, and of reduced */
+    struct jf_model *reduced; /* the model without the held parameters (jf_model_hold) */
+    size_t np, nfree, nheld;  /* parameters of the model, of reduced, and held (np - nfree) */
+    size_t nfits;             /* rows of held: the batch's fits, 1 for a single fit */
     size_t *keep;             /* nfree: the model's index of reduced's parameter j */
-    double *value;            /* np: the starting point; the held parameters' values */
+    size_t *hold;             /* nheld: the model's index of held value h (reduced's p[nfree+h]) */
+    double *value;            /* np: the (first fit's) starting point */
+    double *held;             /* nfits × nheld: each fit's held values (its row of p0;
+                                 jf_fixed_held) */
+    double *hlo, *hhi;        /* nheld: the held parameters' bounds, for jf_fixed_check */
+    char *const *names;       /* the model's parameter names (borrowed), for messages */
     const int *fixed;         /* np: the caller's flags (jf_fit_options.fixed) */
     double *p0, *lo, *hi, *xs; /* nfree each: narrowed start, bounds, x_scale (NULL: jac) */
     double *p0_rows;          /* nfits × nfree narrowed per-fit starts of a batch, or NULL */
@@ -193,19 +212,25 @@ typedef struct jf_fixed_plan {
 /* 1 when opts holds some parameter of m fixed. */
 JF_INTERNAL int jf_fixed_any(const struct jf_model *m, const jf_fit_options *opts);
 /* Resolves the starting point and bounds as jf_fit would (same checks and messages), takes the
- * held values from it (from p0_rows, nfits × np, when not NULL: they must agree across rows)
- * and builds the reduced model and options. JF_OK, or a status with a message in msg. */
+ * held values from it (from each row of p0_rows, nfits × np, when not NULL: each fit holds its
+ * own) and builds the reduced model and options. A single fit's held values are checked here,
+ * a batch's with jf_fixed_check. JF_OK, or a status with a message in msg. */
 JF_INTERNAL int jf_fixed_plan_init(jf_fixed_plan *pl, const struct jf_model *m,
                                    const jf_fit_options *opts, const double *p0_rows,
                                    size_t nfits, char *msg, size_t msglen);
+/* Fit i's nheld held values (every fit's, when the plan has one row: a batch without p0 rows). */
+JF_INTERNAL const double *jf_fixed_held(const jf_fixed_plan *pl, size_t i);
+/* JF_OK when fit i's held values are finite and inside their bounds, else JF_ERR_ARG with the
+ * reason in msg. */
+JF_INTERNAL int jf_fixed_check(const jf_fixed_plan *pl, size_t i, char *msg, size_t msglen);
 /* Frees what the plan owns; accepts a zeroed or freed plan. */
 JF_INTERNAL void jf_fixed_plan_free(jf_fixed_plan *pl);
-/* Fills full (a result allocated for np parameters) from r, the reduced model's result: held
- * parameters at their values with zero standard errors and covariance. The text pointers are
- * copied from r; the caller points them at full's own copies. */
-JF_INTERNAL void jf_fixed_widen(const jf_fixed_plan *pl, const jf_fit_result *r,
+/* Fills full (a result allocated for np parameters) from r, the reduced model's result of fit
+ * i: held parameters at fit i's values with zero standard errors and covariance. The text
+ * pointers are copied from r; the caller points them at full's own copies. */
+JF_INTERNAL void jf_fixed_widen(const jf_fixed_plan *pl, size_t i, const jf_fit_result *r,
                                 jf_fit_result *full);
-/* Widens nrows rows of nfree values (narrow) to np (wide): held columns get their values
+/* Widens nrows rows of nfree values (narrow) to np (wide): held columns get each fit's values
  * (values 1: parameters) or 0 (standard errors); a row whose fit did not run (ran[i] 0) is NaN. */
 JF_INTERNAL void jf_fixed_widen_rows(const jf_fixed_plan *pl, const double *narrow, double *wide,
                                      size_t nrows, const int *ran, int values);
@@ -280,11 +305,11 @@ JF_INTERNAL int jf_lm_finish(jf_problem *prob, const jf_lm_config *cfg, double *
                              jf_lm_state *st, const double *A, const double *g);
 
 /* A run's settings and starting state: c from cfg, and in the workspace ws/iws of np
- * parameters the point x, the bounds and x_scale (for the host driver, the GPU solver and
- * each fit of a GPU batch alike). */
+ * parameters and nh held values the point x, the held values (after x and after x_try), the
+ * bounds and x_scale (for the host driver, the GPU solver and each fit of a GPU batch alike). */
 struct jf_lmc;
-JF_INTERNAL void jf_lmc_setup(struct jf_lmc *c, double *ws, int *iws, size_t np,
-                              const jf_lm_config *cfg, const double *x);
+JF_INTERNAL void jf_lmc_setup(struct jf_lmc *c, double *ws, int *iws, size_t np, size_t nh,
+                              const double *held, const jf_lm_config *cfg, const double *x);
 /* The end of a run of the state machine: x and st from c and the workspace, then jf_lm_finish.
  * JF_OK or JF_ERR_NOMEM. */
 JF_INTERNAL int jf_lmc_finish(jf_problem *prob, const jf_lm_config *cfg, const struct jf_lmc *c,
@@ -386,6 +411,9 @@ typedef struct jf_gpu_stats {
 /* One fit's data on the device, and the passes the finish runs there (jf_problem_ops). */
 typedef struct jf_gpu_problem {
     size_t n, np, nacc;          /* points, parameters, accumulator length */
+    size_t nheld;                /* held values the kernels read after the np parameters */
+    double *ph;                  /* np + nheld: host staging of a pass's parameters, the held
+                                    values at its end (NULL when nheld is 0) */
     double f_scale;              /* loss scale */
     unsigned grid;               /* blocks of a normal_eq pass */
     void *fn_normal_eq, *fn_reduce, *fn_jacobian_row; /* the model's kernels */
@@ -425,9 +453,10 @@ typedef struct jf_gpu_problem {
  * max_gpu_mem; 0: none) or $JITFIT_MAX_GPU_MEM (bytes, or with --max-gpu-mem's units) if smaller (SIZE_MAX when the driver
  * cannot say and no limit is set). */
 JF_INTERNAL size_t jf_gpu_usable_memory(size_t limit);
-/* Device memory a fit of n points needs (data, partials, loop state, the polish's J and r when
- * n·np <= JF_LM_MATERIALIZE_MAX), for the out-of-memory decision before anything is allocated. */
-JF_INTERNAL size_t jf_gpu_problem_bytes(size_t n, size_t np, size_t nv, int weighted);
+/* Device memory a fit of n points needs (data, partials, loop state with nh held values, the
+ * polish's J and r when n·np <= JF_LM_MATERIALIZE_MAX), for the out-of-memory decision before
+ * anything is allocated. */
+JF_INTERNAL size_t jf_gpu_problem_bytes(size_t n, size_t np, size_t nh, size_t nv, int weighted);
 /* Copies prob's data to the device once and makes prob's passes run there (prob->ops).
  * JF_OK, or JF_ERR_NOMEM (device memory: fall back) / JF_ERR_UNAVAILABLE with gp->why. */
 JF_INTERNAL int jf_gpu_problem_init(jf_gpu_problem *gp, jf_problem *prob,
@@ -457,6 +486,7 @@ typedef struct jf_batch_fit {
     const double *y;
     const double *w;
     const double *x0;
+    const double *held; /* the model's nheld held values for this fit, or NULL when none */
 } jf_batch_fit;
 
 /* What the device loop leaves for one fit (x, A, g and R point to caller memory: np, np², np,

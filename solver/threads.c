@@ -249,8 +249,31 @@ int jf_problem_init(jf_problem *prob, const jf_kernels *k, const jf_data_view *v
 void jf_problem_free(jf_problem *prob) {
     free(prob->partial);
     free(prob->scratch);
+    free(prob->pfull);
     prob->partial = NULL;
     prob->scratch = NULL;
+    prob->pfull = NULL;
+}
+
+int jf_problem_hold(jf_problem *prob, const double *held, size_t nh) {
+    free(prob->pfull);
+    prob->pfull = NULL;
+    prob->nheld = nh;
+    if (!nh) return JF_OK;
+    prob->pfull = malloc((prob->np + nh) * sizeof *prob->pfull);
+    if (!prob->pfull) return JF_ERR_NOMEM;
+    memcpy(prob->pfull + prob->np, held, nh * sizeof *held);
+    return JF_OK;
+}
+
+const double *jf_problem_held(const jf_problem *prob) {
+    return prob->nheld ? prob->pfull + prob->np : NULL;
+}
+
+const double *jf_problem_params(jf_problem *prob, const double *p) {
+    if (!prob->nheld) return p;
+    memcpy(prob->pfull, p, prob->np * sizeof *p);
+    return prob->pfull;
 }
 
 /* Context of one pass: what every chunk task reads. */
@@ -283,7 +306,7 @@ void jf_problem_normal_eq(jf_problem *prob, const double *p, jf_loss loss, doubl
         prob->ops->normal_eq(prob->ops_ctx, p, loss, acc);
         return;
     }
-    pass_ctx pc = {prob, p, loss, NULL, NULL};
+    pass_ctx pc = {prob, jf_problem_params(prob, p), loss, NULL, NULL};
     jf_pool_run(prob->pool, prob->nchunks, normal_eq_task, &pc);
     memcpy(acc, prob->partial, prob->nacc * sizeof *acc);
     for (size_t c = 1; c < prob->nchunks; c++) {
@@ -306,7 +329,7 @@ void jf_problem_jacobian(jf_problem *prob, const double *p, double *r, double *J
         prob->ops->jacobian(prob->ops_ctx, p, r, J);
         return;
     }
-    pass_ctx pc = {prob, p, JF_LOSS_LINEAR, r, J};
+    pass_ctx pc = {prob, jf_problem_params(prob, p), JF_LOSS_LINEAR, r, J};
     jf_pool_run(prob->pool, prob->nchunks, jacobian_task, &pc);
 }
 
@@ -336,7 +359,7 @@ void jf_problem_residual_sums(jf_problem *prob, const double *p, double sums[2])
         prob->ops->residual_sums(prob->ops_ctx, p, sums);
         return;
     }
-    pass_ctx pc = {prob, p, JF_LOSS_LINEAR, NULL, NULL};
+    pass_ctx pc = {prob, jf_problem_params(prob, p), JF_LOSS_LINEAR, NULL, NULL};
     jf_pool_run(prob->pool, prob->nchunks, residual_task, &pc);
     sums[0] = sums[1] = 0;
     for (size_t c = 0; c < prob->nchunks; c++) {
@@ -427,7 +450,8 @@ static void triangle_task(void *ctx, size_t ch, int worker) {
 int jf_problem_triangle(jf_problem *prob, const double *p, jf_tri *t) {
     size_t n = prob->n, np = prob->np, c = np + 1;
     if (np > JF_TRI_MAX) return JF_ERR_INTERNAL;
-    tri_ctx tc = {prob, p, NULL, NULL, NULL, c * c + 3, NULL, JF_TRI_BLOCK * (c + np + 1)};
+    tri_ctx tc = {prob, jf_problem_params(prob, p), NULL, NULL, NULL, c * c + 3, NULL,
+                  JF_TRI_BLOCK * (c + np + 1)};
     double *J_all = NULL, *r_all = NULL;
     if (prob->ops) {
         J_all = malloc(n * np * sizeof *J_all);

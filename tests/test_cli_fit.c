@@ -730,8 +730,8 @@ static void test_fix(void) {
     CHECK_CONTAINS(out, "0.3 (fixed)");
     free(out);
     free(err);
-    /* groups held at different values: a batch of their own each, the same answers as runs
-     * of one group with --fix c=VALUE */
+    /* groups held at different values: one batch, the same answers as runs of one group with
+     * --fix c=VALUE */
     snprintf(args, sizeof args, "--json 'a*exp(-b*x)+c' '%s' --group g --fix c --p0-file '%s'",
              data, p0diff);
     CHECK(fit(args, &out, &err) == 0);
@@ -757,6 +757,21 @@ static void test_fix(void) {
     free(one);
     free(err1);
     free(out);
+    /* ... from one compile: the held values are not in the kernels (an empty cache directory
+     * gets one entry, where each value used to compile its own) */
+    char cdir[] = "/tmp/jf_test_fixcacheXXXXXX";
+    if (CHECK(mkdtemp(cdir) != NULL)) {
+        snprintf(cmd, sizeof cmd,
+                 "JITFIT_CACHE_DIR='%s' '%s' fit --json 'a*exp(-b*x)+c' '%s' --group g --fix c "
+                 "--p0-file '%s' && JITFIT_CACHE_DIR='%s' '%s' cache info",
+                 cdir, jf_test_cli(), data, p0diff, cdir, jf_test_cli());
+        CHECK(jf_test_run(cmd, &out, &err) == 0);
+        if (out && strstr(out, "\"backend\": \"c\"")) CHECK_CONTAINS(out, "entries: 1\n");
+        free(out);
+        free(err);
+        snprintf(cmd, sizeof cmd, "rm -rf '%s'", cdir);
+        jf_test_run(cmd, NULL, NULL);
+    }
     /* the value --fix names is the held value: a file that starts every group elsewhere does
      * not replace it silently */
     snprintf(args, sizeof args, "'a*exp(-b*x)+c' '%s' --group g --fix c=0.5 --p0-file '%s'",

@@ -1,7 +1,8 @@
 /* Parameters held fixed (jf_fit_options.fixed): a fit with a parameter held at a number equals
  * the fit of the model with that number written into its text, on every path (single fit, the
  * interpreter and the C kernels, batches into results and into columns), and the result widens
- * back to all parameters with the held ones marked. */
+ * back to all parameters with the held ones marked. The held value is not compiled into the
+ * kernels: fits holding it at other values (each fit of a batch at its own) reuse them. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -151,8 +152,8 @@ static void check_options(void) {
     jf_model_free(m);
 }
 
-/* Batches: into results and into columns, equal to the single fits; per-fit starts must agree
- * on the held value. */
+/* Batches: into results and into columns, equal to the single fits, each fit holding the
+ * parameter at its own row's value. */
 static void check_batch(void) {
     jf_model *m = compile("a*exp(-b*x) + c");
     jf_data d[2] = {{N, xs, 0, ys, NULL}, {N, xs, 0, ys2, NULL}};
@@ -197,17 +198,56 @@ static void check_batch(void) {
         errs[i] = NULL;
     }
 
-    /* starts that differ in the held parameter: no fit runs, each says why */
+    /* starts that differ in the held parameter: each fit holds its own value, and equals the
+     * single fit held there (one set of kernels for both values) */
     rows[5] = 0.4;
-    CHECK(jf_fit_batch(m, 2, d, rows, &o, res, errs) == JF_ERR_ARG);
-    CHECK(!res[0] && !res[1]);
-    CHECK_CONTAINS(errs[1] ? errs[1] : "", "parameter 'c' is held fixed, but the fits' starting "
-                                           "values for it differ (0.3 in fit 0, 0.4 in fit 1)");
-    for (int i = 0; i < 2; i++) jf_free(errs[i]);
+    CHECK(jf_fit_batch(m, 2, d, rows, &o, res, errs) == JF_OK);
     cols.code = code;
+    CHECK(jf_fit_batch_columns(m, 2, d, rows, &o, &cols) == JF_OK);
+    for (int i = 0; i < 2; i++) {
+        jf_fit_result *one = NULL;
+        jf_fit_options oi = o;
+        oi.p0 = rows + 3 * i;
+        CHECK(jf_fit(m, &d[i], &oi, &one, NULL) == JF_OK);
+        CHECK(res[i] && code[i] == JF_OK);
+        if (one && res[i]) {
+            CHECK(res[i]->params[2] == rows[3 * i + 2] && params[3 * i + 2] == rows[3 * i + 2]);
+            for (int k = 0; k < 3; k++) {
+                CHECK(res[i]->params[k] == one->params[k] && params[3 * i + k] == one->params[k]);
+                CHECK(res[i]->std_errors[k] == one->std_errors[k]);
+            }
+            CHECK(res[i]->cost == one->cost && res[i]->nfev == one->nfev);
+            /* the kernels of the first fit held at 0.3 serve 0.4 too */
+            CHECK(one->cache == JF_CACHE_MEMORY);
+        }
+        jf_fit_result_free(one);
+    }
+    CHECK(res[0] && res[1] && res[1]->cost != res[0]->cost);
+    for (int i = 0; i < 2; i++) {
+        jf_fit_result_free(res[i]);
+        jf_free(errs[i]);
+        res[i] = NULL;
+        errs[i] = NULL;
+    }
+
+    /* a held value outside the bounds or not finite: that fit alone fails, saying why */
+    double lo0[3] = {-10, 0, 0}, hi0[3] = {10, 10, 0.35};
+    jf_fit_options ob = o;
+    ob.lower = lo0;
+    ob.upper = hi0;
+    CHECK(jf_fit_batch(m, 2, d, rows, &ob, res, errs) == JF_ERR_ARG); /* not every fit ran */
+    CHECK(res[0] && !res[1]);
+    CHECK_CONTAINS(errs[1] ? errs[1] : "",
+                   "parameter 'c': the value 0.4 it is held fixed at is outside its bounds");
+    CHECK(!errs[0]);
+    jf_fit_result_free(res[0]);
+    jf_free(errs[1]);
+    res[0] = NULL;
+    errs[1] = NULL;
+    rows[5] = NAN;
     CHECK(jf_fit_batch_columns(m, 2, d, rows, &o, &cols) == JF_ERR_ARG);
-    CHECK(code[0] == JF_ERR_ARG && code[1] == JF_ERR_ARG);
-    CHECK(isnan(params[2]) && isnan(se[5]));
+    CHECK(code[0] == JF_OK && code[1] == JF_ERR_ARG);
+    CHECK(params[2] == 0.3 && isnan(params[5]) && isnan(se[5]));
 
     /* a fit that cannot run (too few points) keeps NaN rows, its held column included */
     jf_data dd[2] = {{N, xs, 0, ys, NULL}, {2, xs, 0, ys, NULL}};

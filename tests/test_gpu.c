@@ -179,7 +179,7 @@ static void test_streamed(const jf_model *m, const jf_data *db, jf_fit_options o
     omem.device = JF_DEVICE_GPU;
     /* in memory, less by half (plain path) or by one byte (the many-parameter path, whose
      * in-memory J chunks the caller has made small) */
-    size_t need = jf_gpu_problem_bytes(BIG, 5, 1, db->sigma != NULL);
+    size_t need = jf_gpu_problem_bytes(BIG, 5, 0, 1, db->sigma != NULL);
     omem.max_gpu_mem = large ? need - 1 : need / 2;
     o.device = JF_DEVICE_GPU;
     if (CHECK(jf_fit(m, db, &omem, &b, NULL) == JF_OK)) {
@@ -1315,8 +1315,10 @@ static void test_auto_compile(void) {
     jf_model_free(m);
 }
 
-/* Held parameters (jf_fit_options.fixed) on the GPU: the reduced model's kernels, one fit and
- * a batch, as on the CPU. */
+/* Held parameters (jf_fit_options.fixed) on the GPU: the reduced model's kernels, which read
+ * the held values after the fitted ones (the device loop's workspace, each batch fit's start
+ * record), one fit and batches, as on the CPU: every fit at one value, and each fit at its own
+ * (rows of p0), by warps and by blocks, and one fit on the many-parameter path. */
 static void test_fixed(void) {
     enum { N = 300, NF = 6 };
     static double x[N], y[NF][N];
@@ -1350,6 +1352,54 @@ static void test_fixed(void) {
     CHECK(jf_fit_batch_columns(m, NF, d, NULL, &o, &cols) == JF_OK);
     for (int i = 0; i < NF * 5; i++) CHECK(fabs(pc[i] - pg[i]) <= 1e-10 * fmax(fabs(pc[i]), 1e-2));
     CHECK(pg[3] == 0.4 && pg[NF * 5 - 1] == 0.3);
+
+    /* each fit holds d and e at its own values */
+    double rows[NF * 5];
+    for (int f = 0; f < NF; f++) {
+        memcpy(rows + 5 * f, p0, sizeof p0);
+        rows[5 * f + 3] = 0.4 + 0.02 * f;
+        rows[5 * f + 4] = 0.3 - 0.01 * f;
+    }
+    for (int blocks = 0; blocks < 2; blocks++) {
+        if (blocks) setenv("JITFIT_GPU_BATCH_BLOCK", "1", 1);
+        o.device = JF_DEVICE_CPU;
+        cols.params = pc;
+        CHECK(jf_fit_batch_columns(m, NF, d, rows, &o, &cols) == JF_OK);
+        o.device = JF_DEVICE_GPU;
+        cols.params = pg;
+        CHECK(jf_fit_batch_columns(m, NF, d, rows, &o, &cols) == JF_OK);
+        int same = 1;
+        for (int i = 0; i < NF * 5; i++)
+            same &= fabs(pc[i] - pg[i]) <= 1e-10 * fmax(fabs(pc[i]), 1e-2);
+        for (int f = 0; f < NF; f++)
+            same &= pg[5 * f + 3] == rows[5 * f + 3] && pg[5 * f + 4] == rows[5 * f + 4] &&
+                    code[f] == JF_OK;
+        printf("fixed d, e at each fit's own values, %s: %s\n", blocks ? "blocks" : "warps",
+               same ? "as the CPU's" : "DIFFERENT");
+        CHECK(same);
+        /* into result objects, each as the single CPU fit held at its row's values */
+        jf_fit_result *res[NF];
+        CHECK(jf_fit_batch(m, NF, d, rows, &o, res, NULL) == JF_OK);
+        for (int f = 0; f < NF; f++) {
+            jf_fit_options oc = o;
+            oc.device = JF_DEVICE_CPU;
+            oc.p0 = rows + 5 * f;
+            jf_fit_result *one = NULL;
+            CHECK(jf_fit(m, &d[f], &oc, &one, NULL) == JF_OK);
+            if (res[f] && one)
+                for (int k = 0; k < 5; k++)
+                    CHECK(fabs(res[f]->params[k] - one->params[k]) <=
+                          1e-10 * fmax(fabs(one->params[k]), 1e-2));
+            jf_fit_result_free(one);
+            jf_fit_result_free(res[f]);
+        }
+    }
+    unsetenv("JITFIT_GPU_BATCH_BLOCK");
+    o.p0 = rows + 5 * (NF - 1);
+    compare("fixed d, e at other values", m, &d[NF - 1], o, 1e-10);
+    setenv("JITFIT_GPU_LARGE_P", "-1", 1);
+    compare("fixed d, e, many-parameter path", m, &d[NF - 1], o, 1e-10);
+    unsetenv("JITFIT_GPU_LARGE_P");
     jf_model_free(m);
 }
 
@@ -1409,7 +1459,7 @@ static void test_limits(void) {
     }
     char *data = jf_test_tmpfile(".csv", csv);
     free(csv);
-    size_t need = jf_gpu_problem_bytes(N, 5, 1, 0);
+    size_t need = jf_gpu_problem_bytes(N, 5, 0, 1, 0);
     snprintf(cmd, sizeof cmd,
              "JITFIT_CUDA_EMULATE_MEM=%zu '%s' fit --device gpu --json "
              "--p0 a=1.8,b=0.2,c=1.45,d=0.2,e=0.4 'a*exp(-b*x)*sin(c*x+d)+e' '%s'",
@@ -1481,8 +1531,13 @@ int main(int argc, char **argv) {
         if (jf_cuda_emulated()) test_limits();
         return jf_test_finish();
     }
+    if (argc > 1 && strcmp(argv[1], "fixed") == 0) {
+        test_fixed();
+        return jf_test_finish();
+    }
     if (argc > 1) {
-        fprintf(stderr, "test_gpu: unknown test '%s' (known: batch-chunks, limits)\n", argv[1]);
+        fprintf(stderr, "test_gpu: unknown test '%s' (known: batch-chunks, limits, fixed)\n",
+                argv[1]);
         return 2;
     }
     test_auto_compile();

@@ -214,10 +214,10 @@ static void test_linalg(void) {
     enum { P = 6 };
     double ws[17 * P + 5 * P * P];
     int iws[2 * P];
-    CHECK(jf_lmc_ws_doubles(P) == sizeof ws / sizeof ws[0]);
+    CHECK(jf_lmc_ws_doubles(P, 0) == sizeof ws / sizeof ws[0]);
     CHECK(jf_lmc_ws_ints(P) == sizeof iws / sizeof iws[0]);
     jf_lmc_views v;
-    jf_lmc_views_init(&v, ws, iws, P);
+    jf_lmc_views_init(&v, ws, iws, P, 0);
     CHECK(v.V + P * P == ws + sizeof ws / sizeof ws[0]);
     /* M = BᵀB + I scaled wildly per column: SPD, badly scaled, well conditioned after scaling */
     double B[P][P], M[P * P], b[P], x[P], r[P];
