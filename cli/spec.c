@@ -12,6 +12,7 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "util.h"
 
@@ -565,16 +566,47 @@ jf_spec_rc jf_spec_set(jf_spec *s, const char *key, const char *v, const char *o
     return JF_SPEC_UNKNOWN;
 }
 
+/* The file a write to path creates when path is a dangling symbolic link (or a chain of them):
+ * the last link's target, relative to that link's directory; a copy of path when it is no
+ * link; NULL only when out of memory. At most 40 links are followed (the kernel's limit). */
+static char *link_target(const char *path) {
+    char *cur = strdup(path);
+    for (int hop = 0; cur && hop < 40; hop++) {
+        struct stat st;
+        if (lstat(cur, &st) != 0 || !S_ISLNK(st.st_mode)) break;
+        size_t cap = (size_t)st.st_size + 2; /* a link that grew meanwhile shows as cut */
+        char *t = malloc(cap);
+        ssize_t len = t ? readlink(cur, t, cap) : -1;
+        if (len < 0 || (size_t)len >= cap) {
+            free(t);
+            break;
+        }
+        t[len] = '\0';
+        const char *slash = strrchr(cur, '/');
+        char *next = t[0] == '/' || !slash ? strdup(t)
+                                           : jf_cli_strf("%.*s/%s", (int)(slash - cur), cur, t);
+        free(t);
+        free(cur);
+        cur = next;
+    }
+    return cur;
+}
+
 char *jf_spec_canonical(const char *path) {
     char *r = realpath(path, NULL);
     if (r) return r;
+    /* a dangling symbolic link is the file its target will be */
+    char *target = link_target(path);
+    if (!target) return NULL;
+    path = target;
     const char *slash = strrchr(path, '/');
     char *dir = slash ? strndup(path, (size_t)(slash - path + (slash == path))) : strdup(".");
     char *rd = dir ? realpath(dir, NULL) : NULL;
     free(dir);
-    if (!rd) return strdup(path);
+    if (!rd) return target;
     r = jf_cli_strf("%s/%s", strcmp(rd, "/") == 0 ? "" : rd, slash ? slash + 1 : path);
     free(rd);
+    free(target);
     return r;
 }
 

@@ -108,8 +108,9 @@ void jf_spec_file_free(jf_spec_file *id);
 /* 1 when a and b are the same file, by jf_spec_same_file's rule. */
 int jf_spec_file_same(const jf_spec_file *a, const jf_spec_file *b);
 /* path made absolute and free of "." and ".." through its directory (the file itself need not
- * exist yet), as jf_spec_same_file compares paths; a malloc'd copy of path when the directory
- * does not exist either; NULL only when out of memory. The caller frees it. */
+ * exist yet; a dangling symbolic link stands for its target, the file a write creates), as
+ * jf_spec_same_file compares paths; a malloc'd copy of path (or of that target) when the
+ * directory does not exist either; NULL only when out of memory. The caller frees it. */
 char *jf_spec_canonical(const char *path);
 
 /* 1 when key is a boolean setting (a flag without value on the command line). */

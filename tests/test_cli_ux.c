@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include <zlib.h>
 
@@ -898,6 +899,28 @@ static void test_no_clobber(void) {
         CHECK_CONTAINS(err, text);
         free(out);
         free(err);
+    }
+    /* a dangling symbolic link is the file a write creates: --plot through a link (or a chain
+     * of two, one relative) to the --output file is that file (one was lost, exit 0) */
+    for (int chain = 0; chain < 2; chain++) {
+        char link[700], link2[700];
+        snprintf(link, sizeof link, "%s/dl%d.png", dir, chain);
+        snprintf(link2, sizeof link2, "%s/dl%d-2.png", dir, chain);
+        snprintf(text, sizeof text, "%s/new%d.csv", dir, chain);
+        unlink(link);
+        unlink(link2);
+        if (chain == 0) CHECK(symlink(text, link) == 0);
+        else CHECK(symlink("new1.csv", link2) == 0 && symlink(link2, link) == 0);
+        snprintf(buf, sizeof buf, "fit 'a*x+b' '%s/a.csv' --output '%s' --plot '%s'", dir, text,
+                 link);
+        CHECK(jf(buf, &out, &err) == 2);
+        CHECK_CONTAINS(err, "output and plot are the same file");
+        struct stat lst;
+        CHECK(stat(text, &lst) != 0); /* nothing was written */
+        free(out);
+        free(err);
+        unlink(link);
+        unlink(link2);
     }
     /* the model file and the job file are the user's too (both were overwritten, exit 0) */
     static const char *const model_text = "param a = 1\nparam b = 0\ny ~ a*x + b\n";
