@@ -809,9 +809,10 @@ static int run_single(jf_fitctx *c, FILE *out, jf_run_summary *sum) {
     }
     if (s->plot) {
         jf_plot_data p;
-        char title[1024], sub[256];
+        char sub[256];
         memset(&p, 0, sizeof p);
-        snprintf(title, sizeof title, "fit of %s to %s", s->model, s->data);
+        /* whole, not cut by a buffer: a cut could split a UTF-8 character, which cairo refuses */
+        char *title = jf_cli_strf("fit of %s to %s", s->model, s->data);
         if (s->sigma && isfinite(res->reduced_chi2))
             snprintf(sub, sizeof sub, "R^2 = %.6g, chi^2/dof = %.4g, %zu points", res->r_squared,
                      res->reduced_chi2, res->n);
@@ -832,11 +833,12 @@ static int run_single(jf_fitctx *c, FILE *out, jf_run_summary *sum) {
         p.model = m;
         p.params = res->params;
         char *err = NULL;
-        if (jf_plot_write(s->plot, &p, &err) != 0) {
+        if (!title || jf_plot_write(s->plot, &p, &err) != 0) {
             jf_cli_error("%s", err ? err : "out of memory");
             rc = 1;
         }
         free(err);
+        free(title);
     }
 done:
     free(fit);
