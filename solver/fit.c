@@ -986,6 +986,22 @@ static int run_fit(const fit_setup *s, const jf_data *d, const double *w, const 
                          "minimum (try another start)",
                          r->optimality, s->o.gtol);
         }
+        /* A converged least-squares fit that is worse than the constant ȳ: a minimum the start
+         * led to where a better one exists (a*exp(b*x) from b = 1 on decaying data ends at a
+         * ≈ 0, fitting only the last point), or a model that cannot follow the data's offset.
+         * Neither the gradient nor the status says it, so the message does. Not for robust
+         * losses or weights, which minimize another sum (a robust fit that ignores an outlier
+         * may well have a negative R²), and clearly below 0 (a fit no better than a constant, e.g. a
+         * peak shrunk to nothing over an offset, has R² ≈ 0 up to rounding). */
+        if (r->status >= JF_FIT_FTOL && r->status <= JF_FIT_GTOL &&
+            prob.loss == JF_LOSS_LINEAR && !d->sigma && r->r_squared < -1e-6) {
+            size_t len = strlen(b->message);
+            if (len < MSG_LEN)
+                snprintf(b->message + len, MSG_LEN - len,
+                         "; but R^2 is %.3g: the model fits worse than the mean of y (another "
+                         "start may find a better minimum, or the model lacks an offset)",
+                         r->r_squared);
+        }
     }
     if (solved) jf_lm_state_free(&st);
     if (fallback && gp.failed && code == JF_OK) {

@@ -393,6 +393,40 @@ static void test_suspect_stop(void) {
     }
     jf_fit_result_free(r);
     jf_model_free(me);
+
+    /* a*exp(b*x) from (1, 1) on 8 points of a decay (bench/random_vs_scipy.py, seed 7, case
+     * 174): the first steps take a to ~1e-19 with b ≈ 0.78, fitting only the last point, and
+     * the gradient vanishes there (GTOL) at 10³ times the cost of the decay scipy's trf finds.
+     * Only R² < 0 tells: the message must say so. A constant fitted to the same points (R² 0
+     * up to rounding) and the decay from a start near it must not. */
+    static const double x8[8] = {5.1994260754795665, 7.0690672668808663, 16.375293122904537,
+                                 22.482756203728563, 25.258764547522311, 26.303799309942715,
+                                 29.295354957684101, 49.683837931048792};
+    static const double y8[8] = {1.8040113562874602,  1.4049167736079597,  0.34120145903671995,
+                                 0.16428831604867725, 0.12869266364007032, 0.11471420588634594,
+                                 0.048410889320296503, -0.016438071490919658};
+    jf_data d8 = {8, x8, 0, y8, NULL};
+    jf_model *m8 = compile("a*exp(b*x)"), *mc = compile("c + 0*x");
+    static const double far[2] = {1, 1}, near[2] = {3, -0.1};
+    for (int k = 0; m8 && mc && k < 3; k++) {
+        jf_fit_options o8 = jf_fit_options_default();
+        o8.p0 = k == 0 ? far : k == 1 ? near : NULL;
+        r = NULL;
+        if (!CHECK(jf_fit(k == 2 ? mc : m8, &d8, &o8, &r, NULL) == JF_OK && r)) continue;
+        CHECK(r->success);
+        if (k == 0) {
+            CHECK(r->r_squared < -0.5);
+            CHECK_CONTAINS(r->message, "; but R^2 is -0.583: the model fits worse than the mean "
+                                       "of y (another start may find a better minimum, or the "
+                                       "model lacks an offset)");
+        } else {
+            CHECK(k == 1 ? r->r_squared > 0.99 : fabs(r->r_squared) < 1e-12);
+            if (!CHECK(!strstr(r->message, "R^2 is"))) fprintf(stderr, "  %s\n", r->message);
+        }
+        jf_fit_result_free(r);
+    }
+    jf_model_free(m8);
+    jf_model_free(mc);
 }
 
 /* ---- a nearly-L1 huber fit (f_scale far below the noise) ---------------------------------- */
