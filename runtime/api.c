@@ -1,5 +1,6 @@
 /* The public model API of include/jitfit.h: compile, inspect, evaluate, render, free; and
- * jf_model_hold, the derived model with some parameters held fixed (jf_fit_options.fixed).
+ * jf_model_hold and jf_model_fix, the derived models with some parameters held fixed
+ * (jf_fit_options.fixed).
  *
  * jf_model_compile chains the front-end stages in data-flow order:
  *   grammar/ (parse + resolve into the DAG) → codegen/diff (∂f/∂θk for every k)
@@ -109,22 +110,28 @@ static int differentiate(struct jf_model *m, jf_diagnostics *diags) {
 
 static char *dup_or_null(const char *s) { return s ? strdup(s) : NULL; }
 
-int jf_model_hold(const struct jf_model *m, const int *fixed, struct jf_model **out) {
+/* jf_model_hold (values NULL) and jf_model_fix (values given): m with the parameters flagged in
+ * fixed held, as parameters read after the fitted ones or as the numbers values[k]. */
+static int rebuild(const struct jf_model *m, const int *fixed, const double *values,
+                   struct jf_model **out) {
     *out = NULL;
     size_t total = jf_dag_size(m->dag), nall = m->np + m->nheld;
     struct jf_model *r = jf_model_alloc(jf_dag_max_nodes(m->dag));
     jf_ref *map = malloc((total ? total : 1) * sizeof *map);
     uint32_t *index = malloc((nall ? nall : 1) * sizeof *index);
     int st = r && map && index ? JF_OK : JF_ERR_NOMEM;
-    size_t np = 0;
+    size_t np = 0, nnew = 0;
     for (size_t k = 0; st == JF_OK && k < m->np; k++) np += !fixed[k];
-    /* p's new order: the parameters left, then the newly held ones, then those m held */
+    if (!values) nnew = m->np - np;
+    /* p's new order: the parameters left, then the newly held ones (unless written in as
+     * numbers), then those m held */
     for (size_t k = 0, j = 0, h = np; st == JF_OK && k < m->np; k++)
-        index[k] = (uint32_t)(fixed[k] ? h++ : j++);
-    for (size_t k = m->np; st == JF_OK && k < nall; k++) index[k] = (uint32_t)k;
+        index[k] = (uint32_t)(!fixed[k] ? j++ : values ? UINT32_MAX : h++);
+    for (size_t k = m->np; st == JF_OK && k < nall; k++) index[k] = (uint32_t)(np + nnew + k - m->np);
     if (st == JF_OK) {
         r->np = np;
-        r->nheld = nall - np;
+        r->nheld = nnew + m->nheld;
+        r->nfixed = m->nfixed + (m->np - np);
         r->nv = m->nv;
         r->param_names = calloc(np ? np : 1, sizeof *r->param_names);
         r->p_init = malloc((np ? np : 1) * sizeof *r->p_init);
@@ -148,11 +155,11 @@ int jf_model_hold(const struct jf_model *m, const int *fixed, struct jf_model **
     for (size_t j = 0; st == JF_OK && j < m->nv; j++)
         if (!(r->var_names[j] = strdup(m->var_names[j]))) st = JF_ERR_NOMEM;
     /* Operands have smaller references than their users, so one upward sweep rebuilds f with
-     * the parameters renumbered. A held parameter stays a parameter node, read from p like
-     * the others: its value is not in the model, so one compile serves every value it is held
-     * at (a batch whose fits hold it at different values included). Only f is rebuilt: its
-     * derivatives are taken afresh below, for the parameters left (a node of index >= np has
-     * none: it is not one of them). */
+     * the parameters renumbered, and the constructors simplify again where numbers were
+     * written in (b*x with b = 0 is 0). A held parameter that is not written in stays a
+     * parameter node, read from p like the others: its value is not in the model, so one
+     * compile serves every value it is held at. Only f is rebuilt: its derivatives are taken
+     * afresh below, for the parameters left (a node of index >= np has none). */
     for (size_t i = 0; st == JF_OK && i <= (size_t)m->f; i++) {
         const jf_node *nd = jf_dag_node(m->dag, (jf_ref)i);
         jf_ref args[3] = {JF_NOREF, JF_NOREF, JF_NOREF};
@@ -160,7 +167,10 @@ int jf_model_hold(const struct jf_model *m, const int *fixed, struct jf_model **
         switch ((jf_op)nd->op) {
         case JF_OP_CONST: map[i] = jf_dag_const(r->dag, nd->value); break;
         case JF_OP_VAR: map[i] = jf_dag_var(r->dag, nd->index); break;
-        case JF_OP_PARAM: map[i] = jf_dag_param(r->dag, index[nd->index]); break;
+        case JF_OP_PARAM:
+            map[i] = index[nd->index] == UINT32_MAX ? jf_dag_const(r->dag, values[nd->index])
+                                                    : jf_dag_param(r->dag, index[nd->index]);
+            break;
         default: map[i] = jf_dag_make(r->dag, (jf_op)nd->op, args); break;
         }
         if (map[i] == JF_NOREF) st = jf_dag_error(r->dag) ? jf_dag_error(r->dag) : JF_ERR_INTERNAL;
@@ -177,6 +187,63 @@ int jf_model_hold(const struct jf_model *m, const int *fixed, struct jf_model **
     }
     *out = r;
     return JF_OK;
+}
+
+int jf_model_hold(const struct jf_model *m, const int *fixed, struct jf_model **out) {
+    return rebuild(m, fixed, NULL, out);
+}
+
+int jf_model_fix(const struct jf_model *m, const int *fixed, const double *values,
+                 struct jf_model **out) {
+    return rebuild(m, fixed, values, out);
+}
+
+int jf_model_hold_exact(const struct jf_model *r, const double *held) {
+    /* Written in as numbers, the held values make every node that depends on them alone (and
+     * on constants) a number, and the simplifier then applies its identities. All are exact
+     * in IEEE arithmetic (up to the sign of a zero) but 0*u → 0 and 0/u → 0, which differ
+     * where u is not finite: an annihilation the kernels reading the values cannot repeat. The
+     * first one in any chain of them has as its zero such a node of r (a product's operand, a
+     * quotient's numerator), evaluated here as the constant folding would. */
+    size_t n = jf_dag_size(r->dag);
+    double *val = malloc((n ? n : 1) * sizeof *val);
+    unsigned char *pure = malloc(n ? n : 1); /* 1: held values and constants only; 2: and not a
+                                                mere constant */
+    int exact = val && pure;
+    for (size_t i = 0; exact && i < n; i++) {
+        const jf_node *nd = jf_dag_node(r->dag, (jf_ref)i);
+        jf_op op = (jf_op)nd->op;
+        pure[i] = 0;
+        if (op == JF_OP_CONST) {
+            pure[i] = 1;
+            val[i] = nd->value;
+            continue;
+        }
+        if (op == JF_OP_VAR) continue;
+        if (op == JF_OP_PARAM) {
+            if (nd->index >= r->np) {
+                pure[i] = 2;
+                val[i] = held[nd->index - r->np];
+            }
+            continue;
+        }
+        int all = 1, any = 0;
+        for (unsigned a = 0; a < nd->arity; a++) {
+            all = all && pure[nd->arg[a]];
+            any = any || pure[nd->arg[a]] == 2;
+        }
+        if (all && any) {
+            pure[i] = 2;
+            val[i] = jf_interp_op(op, val[nd->arg[0]], nd->arity > 1 ? val[nd->arg[1]] : 0.0,
+                                  nd->arity > 2 ? val[nd->arg[2]] : 0.0);
+        } else if (op == JF_OP_MUL || op == JF_OP_DIV) {
+            for (unsigned a = 0; a < (op == JF_OP_MUL ? 2u : 1u); a++)
+                if (pure[nd->arg[a]] == 2 && val[nd->arg[a]] == 0.0) exact = 0;
+        }
+    }
+    free(val);
+    free(pure);
+    return exact;
 }
 
 int jf_model_compile(const char *text, size_t len, const jf_model_options *opts, jf_model **out,

@@ -334,11 +334,11 @@ static int check_data(const fit_setup *s, const jf_data *d, double **w, char **e
     const struct jf_model *m = s->m;
     *w = NULL;
     size_t np = m->np, n = d->n;
-    if (n <= np && m->nheld) /* the reduced model of a fit with held parameters (fixed.c) */
+    if (n <= np && m->nfixed) /* the reduced model of a fit with held parameters (fixed.c) */
         return fail(errmsg, JF_ERR_ARG,
                     "%zu data point%s for %zu fitted parameter%s (%zu held fixed): a fit needs "
                     "more points than the parameters it fits",
-                    n, n == 1 ? "" : "s", np, np == 1 ? "" : "s", m->nheld);
+                    n, n == 1 ? "" : "s", np, np == 1 ? "" : "s", m->nfixed);
     if (n <= np)
         return fail(errmsg, JF_ERR_ARG,
                     "%zu data point%s for %zu parameter%s: a fit needs more points than "
@@ -420,7 +420,16 @@ static int fit_fixed(const jf_model *m, const jf_data *data, const jf_fit_option
     int st = jf_fixed_plan_init(&pl, m, opts, NULL, 1, msg, sizeof msg);
     if (st != JF_OK) return fail(errmsg, st, "%s", msg);
     jf_fit_result *r = NULL;
-    st = fit_model(pl.reduced, data, &pl.o, &pl, &r, errmsg);
+    if (jf_fixed_exact(&pl, 0)) {
+        st = fit_model(pl.reduced, data, &pl.o, &pl, &r, errmsg);
+    } else { /* the values written in: their kernels drop a term the reduced model cannot */
+        jf_model *wm = NULL;
+        st = jf_fixed_written(&pl, m, 0, &wm);
+        if (st == JF_OK) st = fit_model(wm, data, &pl.o, NULL, &r, errmsg);
+        else fail(errmsg, st, "%s", st == JF_ERR_NOMEM ? "out of memory" : "the model with its "
+                                    "fixed parameters written in exceeds the node limit");
+        jf_model_free(wm);
+    }
     if (st == JF_OK) {
         *out = widen_result(&pl, 0, r);
         if (!*out) st = fail(errmsg, JF_ERR_NOMEM, "out of memory");
@@ -777,6 +786,7 @@ static int run_fit(const fit_setup *s, const jf_data *d, const double *w, const 
     view.y = d->y;
     view.w = w;
     jf_problem prob;
+    memset(&prob, 0, sizeof prob); /* freed below even when unident's malloc fails first */
     int *unident = malloc(3 * np * sizeof *unident); /* then zero columns, vanished ones */
     if (!unident || jf_problem_init(&prob, s->k, &view, n, np, s->o.loss, s->o.f_scale, pool) != JF_OK ||
         jf_problem_hold(&prob, held, m->nheld) != JF_OK) {
@@ -1492,6 +1502,153 @@ static int batch_fits(const jf_model *m, size_t nfits, const jf_data *data, cons
                       const jf_fit_options *opts, const jf_fixed_plan *fx,
                       jf_fit_result **results, char **errmsgs, const jf_batch_columns *cols);
 
+/* Forwards the batch_progress calls of one part of a batch (batch_held) as counts of the whole. */
+typedef struct part_progress {
+    void (*fn)(void *ctx, size_t done, size_t total);
+    void *ctx;
+    size_t base, total;
+} part_progress;
+
+static void part_progress_fn(void *vctx, size_t done, size_t total) {
+    (void)total;
+    part_progress *pp = vctx;
+    pp->fn(pp->ctx, pp->base + done, pp->total);
+}
+
+/* Copies row k of the part's columns sc (nf values per row for params and standard errors) to
+ * row i of c. */
+static void columns_copy_row(const jf_batch_columns *c, size_t i, const jf_batch_columns *sc,
+                             size_t k, size_t nf) {
+    if (c->code) c->code[i] = sc->code[k];
+    if (c->status) c->status[i] = sc->status[k];
+    if (c->params) memcpy(c->params + i * nf, sc->params + k * nf, nf * sizeof(double));
+    if (c->std_errors) memcpy(c->std_errors + i * nf, sc->std_errors + k * nf, nf * sizeof(double));
+    if (c->cost) c->cost[i] = sc->cost[k];
+    if (c->chi2) c->chi2[i] = sc->chi2[k];
+    if (c->r_squared) c->r_squared[i] = sc->r_squared[k];
+    if (c->nfev) c->nfev[i] = sc->nfev[k];
+    if (c->iterations) c->iterations[i] = sc->iterations[k];
+}
+
+/* The fits of pl (results and errmsgs, or the narrow columns nc: nfree values a row) by the
+ * reduced model, which reads each fit's held values; a fit it cannot read them for exactly
+ * (jf_fixed_exact) is fitted with them written in, each distinct set of values a batch of its
+ * own (a compile each). Returns JF_OK when every fit ran, else the status of the first part (in
+ * the order of their first fits) where one did not. */
+static int batch_held(const jf_model *m, const jf_fixed_plan *pl, size_t nfits,
+                      const jf_data *data, jf_fit_result **results, char **errmsgs,
+                      const jf_batch_columns *nc) {
+    size_t nh = pl->nheld, nf = pl->nfree, nparts = 1;
+    size_t *part = malloc(nfits * sizeof *part), *rep = malloc((nfits + 1) * sizeof *rep);
+    int st = part && rep ? JF_OK : JF_ERR_NOMEM;
+    for (size_t i = 0; st == JF_OK && i < nfits; i++) {
+        if (jf_fixed_exact(pl, i)) {
+            part[i] = 0;
+            continue;
+        }
+        size_t q = 1;
+        while (q < nparts && memcmp(jf_fixed_held(pl, rep[q]), jf_fixed_held(pl, i),
+                                    nh * sizeof(double)) != 0)
+            q++;
+        if (q == nparts) rep[nparts++] = i;
+        part[i] = q;
+    }
+    if (st == JF_OK && nparts == 1) { /* the common case: one batch of the reduced model */
+        st = batch_fits(pl->reduced, nfits, data, pl->p0_rows, &pl->o, pl, results, errmsgs, nc);
+        free(part);
+        free(rep);
+        return st;
+    }
+    part_progress pp = {pl->o.batch_progress, pl->o.batch_progress_ctx, 0, nfits};
+    jf_fit_options po = pl->o;
+    if (po.batch_progress) {
+        po.batch_progress = part_progress_fn;
+        po.batch_progress_ctx = &pp;
+    }
+    /* a part's fits, gathered (p0 rows exist whenever fits differ in their held values) */
+    size_t *idx = malloc(nfits * sizeof *idx);
+    jf_data *sd = malloc(nfits * sizeof *sd);
+    double *sp = pl->p0_rows ? malloc(nfits * nf * sizeof *sp) : NULL;
+    double *sh = malloc((nfits * nh + 1) * sizeof *sh);
+    jf_fit_result **sr = results ? malloc(nfits * sizeof *sr) : NULL;
+    char **se = errmsgs ? malloc(nfits * sizeof *se) : NULL;
+    jf_batch_columns sc;
+    memset(&sc, 0, sizeof sc);
+    double *cbuf = nc ? malloc(nfits * (2 * nf + 3) * sizeof *cbuf) : NULL;
+    size_t *zbuf = nc ? malloc(2 * nfits * sizeof *zbuf) : NULL;
+    int *ibuf = nc ? malloc(2 * nfits * sizeof *ibuf) : NULL;
+    if (st == JF_OK && (!idx || !sd || (pl->p0_rows && !sp) || !sh || (results && !sr) ||
+                        (errmsgs && !se) || (nc && (!cbuf || !zbuf || !ibuf))))
+        st = JF_ERR_NOMEM;
+    if (nc && cbuf && zbuf && ibuf) { /* every column, read back only where the caller has it */
+        sc.code = ibuf;
+        sc.status = ibuf + nfits;
+        sc.params = cbuf;
+        sc.std_errors = cbuf + nfits * nf;
+        sc.cost = cbuf + 2 * nfits * nf;
+        sc.chi2 = sc.cost + nfits;
+        sc.r_squared = sc.chi2 + nfits;
+        sc.nfev = zbuf;
+        sc.iterations = zbuf + nfits;
+    }
+    int first = JF_OK;
+    for (size_t q = 0; st == JF_OK && q < nparts; q++) {
+        size_t cnt = 0;
+        for (size_t i = 0; i < nfits; i++) {
+            if (part[i] != q) continue;
+            idx[cnt] = i;
+            sd[cnt] = data[i];
+            if (sp) memcpy(sp + cnt * nf, pl->p0_rows + i * nf, nf * sizeof *sp);
+            memcpy(sh + cnt * nh, jf_fixed_held(pl, i), nh * sizeof *sh);
+            cnt++;
+        }
+        if (!cnt) continue;
+        jf_model *wm = NULL;
+        jf_fixed_plan sub = *pl; /* part 0: the plan with the part's rows of held values */
+        sub.held = sh;
+        sub.nfits = cnt;
+        int pst = q ? jf_fixed_written(pl, m, rep[q], &wm) : JF_OK;
+        if (pst == JF_OK)
+            pst = batch_fits(q ? wm : pl->reduced, cnt, sd, sp, &po, q ? NULL : &sub, sr, se,
+                             nc ? &sc : NULL);
+        else /* the written-in model could not be built: the part's fits say why */
+            for (size_t k = 0; k < cnt; k++) {
+                if (se) se[k] = strdup(pst == JF_ERR_NOMEM ? "out of memory" : "the model with "
+                                       "its fixed parameters written in exceeds the node limit");
+                if (sr) sr[k] = NULL;
+                if (nc) columns_put(&sc, k, nf, NULL, pst);
+            }
+        jf_model_free(wm);
+        for (size_t k = 0; k < cnt; k++) {
+            if (results) results[idx[k]] = sr[k];
+            if (errmsgs) errmsgs[idx[k]] = se[k];
+            if (nc) columns_copy_row(nc, idx[k], &sc, k, nf);
+        }
+        if (pst != JF_OK && first == JF_OK) first = pst;
+        pp.base += cnt;
+    }
+    if (st != JF_OK) { /* nothing ran: every fit says why */
+        for (size_t i = 0; i < nfits; i++) {
+            if (results) results[i] = NULL;
+            if (errmsgs) errmsgs[i] = strdup("out of memory");
+            if (nc) columns_put(nc, i, nf, NULL, st);
+        }
+        first = st;
+    }
+    free(part);
+    free(rep);
+    free(idx);
+    free(sd);
+    free(sp);
+    free(sh);
+    free(sr);
+    free(se);
+    free(cbuf);
+    free(zbuf);
+    free(ibuf);
+    return first;
+}
+
 /* A batch with parameters held fixed: the reduced model's batch, each fit widened (fixed.c).
  * Into columns, the per-fit scalars go straight to the caller's arrays; parameters and
  * standard errors through narrow ones. */
@@ -1507,7 +1664,7 @@ static int batch_fixed(const jf_model *m, size_t nfits, const jf_data *data, con
         return st;
     }
     if (!cols) {
-        st = batch_fits(pl.reduced, nfits, data, pl.p0_rows, &pl.o, &pl, results, errmsgs, NULL);
+        st = batch_held(m, &pl, nfits, data, results, errmsgs, NULL);
         for (size_t i = 0; i < nfits; i++) {
             if (!results[i]) continue;
             if (!(results[i] = widen_result(&pl, i, results[i]))) {
@@ -1528,7 +1685,7 @@ static int batch_fixed(const jf_model *m, size_t nfits, const jf_data *data, con
         st = JF_ERR_NOMEM;
         for (size_t i = 0; i < nfits; i++) columns_put(cols, i, m->np, NULL, st);
     } else {
-        st = batch_fits(pl.reduced, nfits, data, pl.p0_rows, &pl.o, &pl, NULL, NULL, &nc);
+        st = batch_held(m, &pl, nfits, data, NULL, NULL, &nc);
         int *ran = malloc(nfits * sizeof *ran);
         if (!ran) { /* cannot tell rows apart any more */
             st = JF_ERR_NOMEM;

@@ -8,8 +8,11 @@
  * held parameters the same way, and the statistics count only the fitted ones (dof = n -
  * fitted, as a model written with the numbers would have). The values are not part of the
  * model: one compile serves them all, so each fit of a batch may hold a parameter at its own
- * value (its row of p0). fit.c drives this; the result is widened back to all of the model's
- * parameters here.
+ * value (its row of p0). Only where writing a fit's values in would let the simplifier drop a
+ * term that is not finite somewhere (0*u → 0: --fix c=0 of c*log(x), with x = 0 among the data)
+ * does that fit get the model with the numbers written in instead (jf_model_fix, a compile per
+ * set of such values): the fit a user switching a term off expects. fit.c drives this; the
+ * result is widened back to all of the model's parameters here.
  */
 #include <math.h>
 #include <stdio.h>
@@ -32,6 +35,7 @@ void jf_fixed_plan_free(jf_fixed_plan *pl) {
     free(pl->hold);
     free(pl->value);
     free(pl->held);
+    free(pl->exact);
     free(pl->hlo);
     free(pl->hhi);
     free(pl->p0);
@@ -44,6 +48,19 @@ void jf_fixed_plan_free(jf_fixed_plan *pl) {
 
 const double *jf_fixed_held(const jf_fixed_plan *pl, size_t i) {
     return pl->held + (pl->nfits > 1 ? i : 0) * pl->nheld;
+}
+
+int jf_fixed_exact(const jf_fixed_plan *pl, size_t i) { return pl->exact[pl->nfits > 1 ? i : 0]; }
+
+int jf_fixed_written(const jf_fixed_plan *pl, const struct jf_model *m, size_t i,
+                     struct jf_model **out) {
+    double *v = calloc(pl->np, sizeof *v);
+    if (!v) return JF_ERR_NOMEM;
+    const double *row = jf_fixed_held(pl, i);
+    for (size_t h = 0; h < pl->nheld; h++) v[pl->hold[h]] = row[h];
+    int st = jf_model_fix(m, pl->fixed, v, out);
+    free(v);
+    return st;
 }
 
 int jf_fixed_check(const jf_fixed_plan *pl, size_t i, char *msg, size_t msglen) {
@@ -133,6 +150,12 @@ int jf_fixed_plan_init(jf_fixed_plan *pl, const struct jf_model *m, const jf_fit
                                           "exceeds the node limit"
                                         : "out of memory");
     }
+    if (st == JF_OK && !(pl->exact = malloc(rows))) {
+        snprintf(msg, msglen, "out of memory");
+        st = JF_ERR_NOMEM;
+    }
+    for (size_t i = 0; st == JF_OK && i < rows; i++)
+        pl->exact[i] = (unsigned char)jf_model_hold_exact(pl->reduced, pl->held + i * nh);
     free(lo);
     free(hi);
     if (st != JF_OK) {

@@ -201,6 +201,9 @@ typedef struct jf_fixed_plan {
     double *value;            /* np: the (first fit's) starting point */
     double *held;             /* nfits × nheld: each fit's held values (its row of p0;
                                  jf_fixed_held) */
+    unsigned char *exact;     /* nfits: 1 when reduced reading the row's held values computes
+                                 what the model with them written in does
+                                 (jf_model_hold_exact), 0: that fit needs jf_model_fix's */
     double *hlo, *hhi;        /* nheld: the held parameters' bounds, for jf_fixed_check */
     char *const *names;       /* the model's parameter names (borrowed), for messages */
     const int *fixed;         /* np: the caller's flags (jf_fit_options.fixed) */
@@ -220,6 +223,12 @@ JF_INTERNAL int jf_fixed_plan_init(jf_fixed_plan *pl, const struct jf_model *m,
                                    size_t nfits, char *msg, size_t msglen);
 /* Fit i's nheld held values (every fit's, when the plan has one row: a batch without p0 rows). */
 JF_INTERNAL const double *jf_fixed_held(const jf_fixed_plan *pl, size_t i);
+/* 1 when fit i can be fitted with pl->reduced (its exact flag). */
+JF_INTERNAL int jf_fixed_exact(const jf_fixed_plan *pl, size_t i);
+/* The model with fit i's held values written in (jf_model_fix), for a fit that is not exact.
+ * JF_OK with *out (the caller frees it), JF_ERR_NOMEM or JF_ERR_LIMIT. */
+JF_INTERNAL int jf_fixed_written(const jf_fixed_plan *pl, const struct jf_model *m, size_t i,
+                                 struct jf_model **out);
 /* JF_OK when fit i's held values are finite and inside their bounds, else JF_ERR_ARG with the
  * reason in msg. */
 JF_INTERNAL int jf_fixed_check(const jf_fixed_plan *pl, size_t i, char *msg, size_t msglen);

@@ -2,7 +2,8 @@
  * the fit of the model with that number written into its text, on every path (single fit, the
  * interpreter and the C kernels, batches into results and into columns), and the result widens
  * back to all parameters with the held ones marked. The held value is not compiled into the
- * kernels: fits holding it at other values (each fit of a batch at its own) reuse them. */
+ * kernels: fits holding it at other values (each fit of a batch at its own) reuse them, except
+ * a value that switches a term off (c = 0 in c*log(x)), which is written in. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -269,8 +270,96 @@ static void check_batch(void) {
     jf_model_free(m);
 }
 
+static size_t progress_last, progress_bad;
+static void on_progress(void *ctx, size_t done, size_t total) {
+    (void)ctx;
+    if (done < progress_last || done > total || total != 4) progress_bad++;
+    progress_last = done;
+}
+
+/* Holding c = 0 switches c*log(x) off: the model with 0 written in drops the term (0*u → 0),
+ * where reading 0 at run time would give 0·log(0) = NaN at x = 0. Such fits get the written-in
+ * model (one per set of values); the others of the same batch the shared one, in order. */
+static void check_switched_off(void) {
+    enum { NL = 40 };
+    static double xl[NL], yl[NL], xp[NL], yp[NL];
+    for (int i = 0; i < NL; i++) {
+        xl[i] = 0.1 * i; /* x = 0 first */
+        yl[i] = 4.05 * xl[i] - 0.7 + 0.01 * sin(7.0 * i);
+        xp[i] = 0.1 * (i + 1);
+        yp[i] = 4.05 * xp[i] - 0.7 + 0.5 * log(xp[i]) + 0.01 * sin(7.0 * i);
+    }
+    jf_model *m = compile("a*x + b + c*log(x)"), *w = compile("a*x + b");
+    if (!m || !w) return;
+    int fixed[3] = {0, 0, 1};
+    double p0[3] = {1, 1, 0};
+    jf_fit_options o = jf_fit_options_default();
+    o.device = JF_DEVICE_CPU;
+    o.p0 = p0;
+    o.fixed = fixed;
+    jf_data dl = {NL, xl, 0, yl, NULL}, dp = {NL, xp, 0, yp, NULL};
+    jf_fit_result *r = NULL, *rw = NULL;
+    CHECK(jf_fit(m, &dl, &o, &r, NULL) == JF_OK);
+    jf_fit_options ow = jf_fit_options_default();
+    ow.device = JF_DEVICE_CPU;
+    CHECK(jf_fit(w, &dl, &ow, &rw, NULL) == JF_OK);
+    if (r && rw) {
+        CHECK(r->success && r->params[2] == 0);
+        CHECK(r->params[0] == rw->params[0] && r->params[1] == rw->params[1]);
+        CHECK(r->cost == rw->cost);
+    }
+    jf_fit_result_free(r);
+    /* fits 0 and 3 hold c at 0 on data with x = 0; 1 and 2 at 0.5 and 0.4 (x > 0) */
+    jf_data d[4] = {dl, dp, dp, dl};
+    double rows[12] = {1, 1, 0, 1, 1, 0.5, 1, 1, 0.4, 2, 0, 0};
+    jf_fit_result *res[4] = {NULL, NULL, NULL, NULL};
+    char *errs[4] = {NULL, NULL, NULL, NULL};
+    o.batch_progress = on_progress;
+    CHECK(jf_fit_batch(m, 4, d, rows, &o, res, errs) == JF_OK);
+    CHECK(progress_last == 4 && progress_bad == 0);
+    double params[12], se[12];
+    int code[4], status[4];
+    size_t nfev[4];
+    jf_batch_columns cols;
+    memset(&cols, 0, sizeof cols);
+    cols.code = code;
+    cols.status = status;
+    cols.params = params;
+    cols.std_errors = se;
+    cols.nfev = nfev;
+    CHECK(jf_fit_batch_columns(m, 4, d, rows, &o, &cols) == JF_OK);
+    o.batch_progress = NULL;
+    for (int i = 0; i < 4; i++) {
+        jf_fit_result *one = NULL;
+        jf_fit_options oi = o;
+        oi.p0 = rows + 3 * i;
+        CHECK(jf_fit(m, &d[i], &oi, &one, NULL) == JF_OK);
+        if (!CHECK(one && res[i] && code[i] == JF_OK)) {
+            jf_fit_result_free(one);
+            continue;
+        }
+        CHECK(one->success && res[i]->success && status[i] == one->status);
+        for (int k = 0; k < 3; k++) {
+            CHECK(res[i]->params[k] == one->params[k] && params[3 * i + k] == one->params[k]);
+            CHECK(res[i]->std_errors[k] == one->std_errors[k] && se[3 * i + k] == one->std_errors[k]);
+        }
+        CHECK(res[i]->params[2] == rows[3 * i + 2] && nfev[i] == one->nfev);
+        if (i == 0) CHECK(one->params[0] == rw->params[0] && one->params[1] == rw->params[1]);
+        jf_fit_result_free(one);
+    }
+    CHECK(res[3] && fabs(res[3]->params[0] - 4.05) < 0.01); /* its own start, the same minimum */
+    for (int i = 0; i < 4; i++) {
+        jf_fit_result_free(res[i]);
+        jf_free(errs[i]);
+    }
+    jf_fit_result_free(rw);
+    jf_model_free(m);
+    jf_model_free(w);
+}
+
 int main(void) {
     make_data();
+    check_switched_off();
     check_single(JF_BACKEND_C);
     check_single(JF_BACKEND_INTERP);
     check_options();

@@ -1315,6 +1315,22 @@ static void test_auto_compile(void) {
     jf_model_free(m);
 }
 
+/* The batch into columns on the CPU (params into pc) and on the GPU (into pg): 1 when every fit
+ * ran and every parameter agrees to 1e-10 relative (absolute below 1e-2). */
+static int held_columns_agree(const jf_model *m, size_t nf, const jf_data *d, const double *rows,
+                              jf_fit_options o, jf_batch_columns *cols, double *pc, double *pg) {
+    o.device = JF_DEVICE_CPU;
+    cols->params = pc;
+    CHECK(jf_fit_batch_columns(m, nf, d, rows, &o, cols) == JF_OK);
+    o.device = JF_DEVICE_GPU;
+    cols->params = pg;
+    CHECK(jf_fit_batch_columns(m, nf, d, rows, &o, cols) == JF_OK);
+    int same = 1;
+    for (size_t i = 0; i < nf * 5; i++) same &= fabs(pc[i] - pg[i]) <= 1e-10 * fmax(fabs(pc[i]), 1e-2);
+    for (size_t f = 0; f < nf; f++) same &= cols->code[f] == JF_OK;
+    return same;
+}
+
 /* Held parameters (jf_fit_options.fixed) on the GPU: the reduced model's kernels, which read
  * the held values after the fitted ones (the device loop's workspace, each batch fit's start
  * record), one fit and batches, as on the CPU: every fit at one value, and each fit at its own
@@ -1362,18 +1378,10 @@ static void test_fixed(void) {
     }
     for (int blocks = 0; blocks < 2; blocks++) {
         if (blocks) setenv("JITFIT_GPU_BATCH_BLOCK", "1", 1);
-        o.device = JF_DEVICE_CPU;
-        cols.params = pc;
-        CHECK(jf_fit_batch_columns(m, NF, d, rows, &o, &cols) == JF_OK);
-        o.device = JF_DEVICE_GPU;
-        cols.params = pg;
-        CHECK(jf_fit_batch_columns(m, NF, d, rows, &o, &cols) == JF_OK);
-        int same = 1;
-        for (int i = 0; i < NF * 5; i++)
-            same &= fabs(pc[i] - pg[i]) <= 1e-10 * fmax(fabs(pc[i]), 1e-2);
+        int same = held_columns_agree(m, NF, d, rows, o, &cols, pc, pg);
         for (int f = 0; f < NF; f++)
-            same &= pg[5 * f + 3] == rows[5 * f + 3] && pg[5 * f + 4] == rows[5 * f + 4] &&
-                    code[f] == JF_OK;
+            same &= pg[5 * f + 3] == rows[5 * f + 3] && pg[5 * f + 4] == rows[5 * f + 4];
+        o.device = JF_DEVICE_GPU;
         printf("fixed d, e at each fit's own values, %s: %s\n", blocks ? "blocks" : "warps",
                same ? "as the CPU's" : "DIFFERENT");
         CHECK(same);
@@ -1395,6 +1403,17 @@ static void test_fixed(void) {
         }
     }
     unsetenv("JITFIT_GPU_BATCH_BLOCK");
+    /* b held at 0 in some fits (exp(-b*x): 0*x → 0 where b is written in): those get the
+     * model with 0 written in (a batch of their own), the others the shared one, on the GPU as
+     * on the CPU */
+    static const int fixed_b[5] = {0, 1, 0, 0, 0};
+    o.fixed = fixed_b;
+    for (int f = 0; f < NF; f++) rows[5 * f + 1] = f == 1 || f == 4 ? 0.0 : 0.5 + 0.05 * f;
+    int same0 = held_columns_agree(m, NF, d, rows, o, &cols, pc, pg);
+    printf("fixed b at 0 in two fits (their own batch): %s\n", same0 ? "as the CPU's" : "DIFFERENT");
+    CHECK(same0 && pg[5 * 1 + 1] == 0.0 && pg[5 * 2 + 1] == rows[5 * 2 + 1]);
+    o.fixed = fixed;
+    for (int f = 0; f < NF; f++) rows[5 * f + 1] = p0[1];
     o.p0 = rows + 5 * (NF - 1);
     compare("fixed d, e at other values", m, &d[NF - 1], o, 1e-10);
     setenv("JITFIT_GPU_LARGE_P", "-1", 1);
