@@ -53,8 +53,9 @@ JF_INTERNAL int jf_model_hold(const struct jf_model *m, const int *fixed, struct
 JF_INTERNAL int jf_model_fix(const struct jf_model *m, const int *fixed, const double *values,
                              struct jf_model **out);
 /* 1 when r (from jf_model_hold) reading the held values held (r->nheld) computes what the
- * model with them written in (jf_model_fix) does, up to the sign of a zero; 0 when writing
- * them in lets the simplifier drop a term by 0*u → 0 or 0/u → 0 (u may be infinite or NaN
- * where 0 times it is not 0: --fix c=0 of c*log(x) at x = 0), or when out of memory. */
+ * model with them written in (jf_model_fix) does, bit for bit; 0 when writing them in lets
+ * the simplifier drop a term by 0*u → 0 or 0/u → 0 (u may be infinite or NaN where 0 times it
+ * is not 0: --fix c=0 of c*log(x) at x = 0), drop a zero from a sum (the sign of a zero
+ * result), or evaluate a small integer power by multiplications; also 0 when out of memory. */
 JF_INTERNAL int jf_model_hold_exact(const struct jf_model *r, const double *held);
 #endif

@@ -344,8 +344,9 @@ typedef struct jf_fit_options {
                               is of the model with those parameters as constants (kernels
                               compiled once per set of held parameters, whatever their
                               values), so dof, the default max_nfev and the statistics count
-                              only the fitted parameters; a value that switches a term off
-                              (0 in c*log(x)) is written in, as the text without the term.
+                              only the fitted parameters; a value the simplifier would use
+                              (0 in c*log(x), a small integer exponent) is written in, and
+                              the fit is then that of the text with the number.
                               In a batch with per-fit starting values each fit holds the
                               parameter at its own; a fit whose held value is outside its
                               bounds or not finite fails alone. At least one parameter must

@@ -15,6 +15,7 @@
 
 #include "../codegen/interp.h"
 #include "../codegen/model.h"
+#include "../codegen/prelude.h"
 #include "../codegen/schedule.h"
 #include "../grammar/frontend.h"
 #include "diag.h"
@@ -198,21 +199,34 @@ int jf_model_fix(const struct jf_model *m, const int *fixed, const double *value
     return rebuild(m, fixed, values, out);
 }
 
+/* 1 when the exponent v of a POW node would make the written-in model evaluate it by jf_powi
+ * (prelude.h's rule for constant exponents) where the reading model calls pow(). */
+static int powi_exponent(double v) {
+    return v >= -JF_POWI_MAX && v <= JF_POWI_MAX && v == (double)(int)v && v != 0.0 && v != 1.0;
+}
+
 int jf_model_hold_exact(const struct jf_model *r, const double *held) {
     /* Written in as numbers, the held values make every node that depends on them alone (and
-     * on constants) a number, and the simplifier then applies its identities. All are exact
-     * in IEEE arithmetic (up to the sign of a zero) but 0*u → 0 and 0/u → 0, which differ
-     * where u is not finite: an annihilation the kernels reading the values cannot repeat. The
-     * first one in any chain of them has as its zero such a node of r (a product's operand, a
-     * quotient's numerator), evaluated here as the constant folding would. */
+     * on constants) a number — and a select whose condition does, its chosen branch; x^0 and
+     * 1^x the number 1 — and the simplifier then applies its identities (codegen/expr.c). The
+     * reading model computes the same values but where the written-in one
+     *   - drops a term by 0*u → 0 or 0/u → 0, which IEEE arithmetic does not do where u is
+     *     infinite or NaN (the first such drop in any chain has as its zero a node found here:
+     *     a product's operand, a quotient's numerator);
+     *   - drops a zero from a sum or difference (x+0 → x, x-0 → x, 0-x → -x), which can change
+     *     the sign of a zero result, and with it 1/(0 - x) at x = 0;
+     *   - evaluates a small integer power by multiplications (jf_powi) where the reading model
+     *     calls pow(), which may differ in the last bit.
+     * Each of those makes the fit take the written-in model. */
     size_t n = jf_dag_size(r->dag);
     double *val = malloc((n ? n : 1) * sizeof *val);
-    unsigned char *pure = malloc(n ? n : 1); /* 1: held values and constants only; 2: and not a
-                                                mere constant */
+    unsigned char *pure = malloc(n ? n : 1); /* 1: a constant; 2: a number only where the held
+                                                values are written in */
     int exact = val && pure;
     for (size_t i = 0; exact && i < n; i++) {
         const jf_node *nd = jf_dag_node(r->dag, (jf_ref)i);
         jf_op op = (jf_op)nd->op;
+        const jf_ref *a = nd->arg;
         pure[i] = 0;
         if (op == JF_OP_CONST) {
             pure[i] = 1;
@@ -227,18 +241,41 @@ int jf_model_hold_exact(const struct jf_model *r, const double *held) {
             }
             continue;
         }
-        int all = 1, any = 0;
-        for (unsigned a = 0; a < nd->arity; a++) {
-            all = all && pure[nd->arg[a]];
-            any = any || pure[nd->arg[a]] == 2;
+        if (op == JF_OP_SELECT && pure[a[0]] == 2) { /* the branch the number chooses */
+            jf_ref b = jf_interp_op(JF_OP_SELECT, val[a[0]], 1.0, 0.0) != 0.0 ? a[1] : a[2];
+            pure[i] = pure[b] ? 2 : 0;
+            val[i] = val[b];
+            continue;
         }
+        int all = 1, any = 0;
+        for (unsigned k = 0; k < nd->arity; k++) {
+            all = all && pure[a[k]];
+            any = any || pure[a[k]] == 2;
+        }
+        if (op == JF_OP_POW && pure[a[1]] == 2 && powi_exponent(val[a[1]])) exact = 0;
         if (all && any) {
             pure[i] = 2;
-            val[i] = jf_interp_op(op, val[nd->arg[0]], nd->arity > 1 ? val[nd->arg[1]] : 0.0,
-                                  nd->arity > 2 ? val[nd->arg[2]] : 0.0);
-        } else if (op == JF_OP_MUL || op == JF_OP_DIV) {
-            for (unsigned a = 0; a < (op == JF_OP_MUL ? 2u : 1u); a++)
-                if (pure[nd->arg[a]] == 2 && val[nd->arg[a]] == 0.0) exact = 0;
+            val[i] = jf_interp_op(op, val[a[0]], nd->arity > 1 ? val[a[1]] : 0.0,
+                                  nd->arity > 2 ? val[a[2]] : 0.0);
+            continue;
+        }
+        switch (op) {
+        case JF_OP_MUL:
+        case JF_OP_ADD:
+        case JF_OP_SUB:
+            for (unsigned k = 0; k < 2; k++)
+                if (pure[a[k]] == 2 && val[a[k]] == 0.0) exact = 0;
+            break;
+        case JF_OP_DIV:
+            if (pure[a[0]] == 2 && val[a[0]] == 0.0) exact = 0;
+            break;
+        case JF_OP_POW: /* x^0 → 1, 1^x → 1 */
+            if ((pure[a[1]] == 2 && val[a[1]] == 0.0) || (pure[a[0]] == 2 && val[a[0]] == 1.0)) {
+                pure[i] = 2;
+                val[i] = 1.0;
+            }
+            break;
+        default: break;
         }
     }
     free(val);

@@ -1530,19 +1530,22 @@ static void columns_copy_row(const jf_batch_columns *c, size_t i, const jf_batch
     if (c->iterations) c->iterations[i] = sc->iterations[k];
 }
 
-/* The fits of pl (results and errmsgs, or the narrow columns nc: nfree values a row) by the
- * reduced model, which reads each fit's held values; a fit it cannot read them for exactly
- * (jf_fixed_exact) is fitted with them written in, each distinct set of values a batch of its
- * own (a compile each). Returns JF_OK when every fit ran, else the status of the first part (in
- * the order of their first fits) where one did not. */
+/* The fits of pl (results and errmsgs, or the narrow columns nc: nfree values a row, code
+ * always there) by the reduced model, which reads each fit's held values; a fit it cannot read
+ * them for exactly (jf_fixed_exact) is fitted with them written in, each distinct set of values
+ * a batch of its own (a compile each). Returns JF_OK when every fit ran, else the first failing
+ * fit's status, as jf_fit_batch. */
 static int batch_held(const jf_model *m, const jf_fixed_plan *pl, size_t nfits,
                       const jf_data *data, jf_fit_result **results, char **errmsgs,
                       const jf_batch_columns *nc) {
     size_t nh = pl->nheld, nf = pl->nfree, nparts = 1;
     size_t *part = malloc(nfits * sizeof *part), *rep = malloc((nfits + 1) * sizeof *rep);
     int st = part && rep ? JF_OK : JF_ERR_NOMEM;
+    char msg[MSG_LEN];
     for (size_t i = 0; st == JF_OK && i < nfits; i++) {
-        if (jf_fixed_exact(pl, i)) {
+        /* a fit whose held values are out of bounds or not finite goes with the reduced model,
+         * whose batch checks them (fx) and says why */
+        if (jf_fixed_exact(pl, i) || jf_fixed_check(pl, i, msg, sizeof msg) != JF_OK) {
             part[i] = 0;
             continue;
         }
@@ -1591,8 +1594,11 @@ static int batch_held(const jf_model *m, const jf_fixed_plan *pl, size_t nfits,
         sc.nfev = zbuf;
         sc.iterations = zbuf + nfits;
     }
+    int *pstat = malloc(nparts * sizeof *pstat); /* each part's status */
+    if (!pstat) st = JF_ERR_NOMEM;
     int first = JF_OK;
     for (size_t q = 0; st == JF_OK && q < nparts; q++) {
+        pstat[q] = JF_OK;
         size_t cnt = 0;
         for (size_t i = 0; i < nfits; i++) {
             if (part[i] != q) continue;
@@ -1624,8 +1630,15 @@ static int batch_held(const jf_model *m, const jf_fixed_plan *pl, size_t nfits,
             if (errmsgs) errmsgs[idx[k]] = se[k];
             if (nc) columns_copy_row(nc, idx[k], &sc, k, nf);
         }
-        if (pst != JF_OK && first == JF_OK) first = pst;
+        pstat[q] = pst;
         pp.base += cnt;
+    }
+    /* the first failing fit's status: the status of its part, where it is the first to fail */
+    for (size_t i = 0; st == JF_OK && i < nfits; i++) {
+        int failed = nc ? nc->code[i] != JF_OK : !results || !results[i];
+        if (!failed || pstat[part[i]] == JF_OK) continue;
+        first = nc ? nc->code[i] : pstat[part[i]];
+        break;
     }
     if (st != JF_OK) { /* nothing ran: every fit says why */
         for (size_t i = 0; i < nfits; i++) {
@@ -1635,6 +1648,7 @@ static int batch_held(const jf_model *m, const jf_fixed_plan *pl, size_t nfits,
         }
         first = st;
     }
+    free(pstat);
     free(part);
     free(rep);
     free(idx);

@@ -8,11 +8,14 @@
  * held parameters the same way, and the statistics count only the fitted ones (dof = n -
  * fitted, as a model written with the numbers would have). The values are not part of the
  * model: one compile serves them all, so each fit of a batch may hold a parameter at its own
- * value (its row of p0). Only where writing a fit's values in would let the simplifier drop a
- * term that is not finite somewhere (0*u → 0: --fix c=0 of c*log(x), with x = 0 among the data)
+ * value (its row of p0). Only where writing a fit's values in would make the simplifier do
+ * something the reading kernels cannot repeat bit for bit (jf_model_hold_exact: drop a term
+ * that is not finite somewhere by 0*u → 0, as --fix c=0 of c*log(x) with x = 0 among the data;
+ * drop a zero from a sum; decide an if; evaluate a small integer power by multiplications)
  * does that fit get the model with the numbers written in instead (jf_model_fix, a compile per
- * set of such values): the fit a user switching a term off expects. fit.c drives this; the
- * result is widened back to all of the model's parameters here.
+ * set of such values): the fit of the text with the number, as a user switching a term off
+ * expects. fit.c drives this; the result is widened back to all of the model's parameters
+ * here.
  */
 #include <math.h>
 #include <stdio.h>
