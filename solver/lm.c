@@ -25,7 +25,6 @@
  * problem to 10+ correct digits (docs/ACCURACY.md).
  */
 #include <math.h>
-#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
