@@ -194,9 +194,13 @@ static jf_ref rule(ctx *c, jf_ref f) {
         jf_ref h = bin(c, JF_OP_HYPOT, v, u);
         return dvd(c, sub(c, mul(c, dvd(c, v, h), du), mul(c, dvd(c, u, h), dv)), h);
     }
-    case JF_OP_HYPOT:
-        /* (a a' + b b')/hypot(a, b): NaN at (0, 0), where hypot has a cone point */
-        return dvd(c, add(c, mul(c, u, du), mul(c, v, deriv(c, v))), f);
+    case JF_OP_HYPOT: {
+        /* (a a' + b b')/h with h = hypot(a, b), as (a/h) a' + (b/h) b': a a' overflows (or
+         * underflows) beyond about 1e±154, where hypot itself is fine; NaN at (0, 0), where
+         * hypot has a cone point */
+        jf_ref dv = deriv(c, v);
+        return add(c, mul(c, dvd(c, u, f), du), mul(c, dvd(c, v, f), dv));
+    }
     /* The derivative of the operand that fmin/fmax return: ties take the first operand's
      * (operands are in canonical order, see expr.c), and a NaN operand is ignored as fmin/fmax
      * ignore it, e.g. max(0, log(u)) where log(u) is NaN has derivative 0, not log's. Written

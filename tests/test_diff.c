@@ -443,6 +443,39 @@ static void test_kinks(void) {
     CHECK(isnan(g));
 }
 
+/* Derivatives of hypot and atan2 wherever the function itself is finite: a a' + b b' and
+ * x² + y² overflow beyond about 1e154 and underflow below 1e-154, where hypot does not. */
+static int rel_close(double got, double want) {
+    return fabs(got - want) <= 1e-14 * fabs(want);
+}
+
+static void test_range(void) {
+    jf_ref a = P(0), b = P(1), x = jf_dag_var(D, 0);
+    double g, p[NP] = {1, 1, 0}, xv[2] = {1e200, 0};
+    /* hypot(a x, b) at a = b = 1, x = 1e200: ∂/∂a = x (a x)/hypot = 1e200, ∂/∂b = 1e-200 */
+    jf_ref f = B(JF_OP_HYPOT, B(JF_OP_MUL, a, x), b);
+    eval_at(f, jf_dag_diff(D, f, 0), p, xv, &g);
+    CHECK(rel_close(g, 1e200));
+    eval_at(f, jf_dag_diff(D, f, 1), p, xv, &g);
+    CHECK(rel_close(g, 1e-200));
+    /* hypot(a x, b x) at a = 3, b = 4, x = 1e-170: ∂/∂a = (3/5) x, ∂/∂b = (4/5) x */
+    f = B(JF_OP_HYPOT, B(JF_OP_MUL, a, x), B(JF_OP_MUL, b, x));
+    p[0] = 3;
+    p[1] = 4;
+    xv[0] = 1e-170;
+    eval_at(f, jf_dag_diff(D, f, 0), p, xv, &g);
+    CHECK(rel_close(g, 0.6e-170));
+    eval_at(f, jf_dag_diff(D, f, 1), p, xv, &g);
+    CHECK(rel_close(g, 0.8e-170));
+    /* the same at x = 1e160, and atan2 of those operands: ∂/∂a = b x²/(x² (a² + b²)) = 0.16 */
+    xv[0] = 1e160;
+    eval_at(f, jf_dag_diff(D, f, 0), p, xv, &g);
+    CHECK(rel_close(g, 0.6e160));
+    f = B(JF_OP_ATAN2, B(JF_OP_MUL, a, x), B(JF_OP_MUL, b, x));
+    eval_at(f, jf_dag_diff(D, f, 0), p, xv, &g);
+    CHECK(rel_close(g, 0.16));
+}
+
 /* A model with thousands of nodes and 120 parameters: a sum of 40 Gaussians
  * A_k exp(-((x - mu_k)/s_k)^2). Each partial must only cost the part of f that involves it. */
 static void test_large(void) {
@@ -561,6 +594,7 @@ int main(void) {
         return 1;
     test_builtins();
     test_kinks();
+    test_range();
     test_random();
     test_large();
     test_deep();
