@@ -41,11 +41,17 @@ typedef struct out {
 static void put(out *o, const char *s, size_t n) {
     if (o->failed)
         return;
+    /* tested at every append, not only when the buffer grows: growth doubles, so a text that
+     * first outgrows a 16 MiB buffer at exactly 16 MiB would get 32 MiB unchecked */
+    if (o->len + n > MAX_TEXT) {
+        o->failed = 1;
+        return;
+    }
     if (o->len + n + 1 > o->cap) {
         size_t cap = o->cap ? o->cap : 64;
         while (cap < o->len + n + 1)
             cap *= 2;
-        char *b = o->len + n > MAX_TEXT ? NULL : realloc(o->buf, cap);
+        char *b = realloc(o->buf, cap);
         if (b == NULL) {
             o->failed = 1;
             return;

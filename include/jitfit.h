@@ -176,10 +176,11 @@ JF_API int jf_model_eval_backend(const jf_model *m, int backend, const double *p
                                  const double *vars, double *value, double *grad, char **note);
 
 /* The simplified model expression as DSL text. Caller frees with jf_free; NULL when out of
- * memory. */
+ * memory or when the text would be longer than 16 MiB (shared subexpressions are written out
+ * at every use, so a small model can have a huge text). */
 JF_API char *jf_model_expression_text(const jf_model *m);
 /* The simplified derivative ∂f/∂θk as DSL text. Caller frees with jf_free; NULL when k is out
- * of range or out of memory. */
+ * of range, out of memory or the text would be longer than 16 MiB. */
 JF_API char *jf_model_derivative_text(const jf_model *m, size_t k);
 
 /* ------------------------------------------------------------------------------------------

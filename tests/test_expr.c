@@ -287,6 +287,17 @@ static void test_printing(void) {
     for (int i = 0; i < 40; i++)
         big = ADD(big, big);
     CHECK(jf_dag_to_text(D, big, PN, VN) == NULL);
+    /* the limit is 16 MiB of text, wherever the buffer's growth happens to stand: 21 doublings
+     * of x + x print 10485755 bytes, 22 print 20971515 */
+    big = x;
+    for (int i = 0; i < 21; i++)
+        big = ADD(big, big);
+    t = jf_dag_to_text(D, big, PN, VN);
+    CHECK(t != NULL && strlen(t) == 10485755);
+    free(t);
+    t = jf_dag_to_text(D, ADD(big, big), PN, VN);
+    CHECK(t == NULL);
+    free(t);
 }
 
 static void test_derivatives(void) {
