@@ -17,6 +17,18 @@ static void print_num(FILE *f, double v) {
     fputs(buf, f);
 }
 
+/* Why a model text could not be printed: the library gives no text past 16 MiB (a small DAG
+ * whose shared subexpressions are written out at every use can need far more), and out of
+ * memory, which is the less likely reason, looks the same. */
+static const char *too_long(const char *what) {
+    static char msg[512];
+    snprintf(msg, sizeof msg,
+             "%s is too long to print (over 16 MiB of text: shared subexpressions are written "
+             "out at every use), or memory ran out",
+             what);
+    return msg;
+}
+
 int jf_cmd_check(int argc, char **argv) {
     /* `--` lets a formula start with '-', as in the other commands */
     int dashes = argc == 3 && strcmp(argv[1], "--") == 0;
@@ -49,6 +61,7 @@ int jf_cmd_check(int argc, char **argv) {
     }
     char *text = jf_model_expression_text(m);
     if (text) printf("model: %s ~ %s\n", jf_model_response_name(m), text);
+    else fprintf(stderr, "jitfit: note: %s\n", too_long("the model expression"));
     jf_free(text);
     jf_model_free(m);
     return 0;
@@ -221,7 +234,9 @@ int jf_cmd_diff(int argc, char **argv) {
         found = 1;
         char *t = jf_model_derivative_text(m, k);
         if (!t) {
-            jf_cli_error("out of memory");
+            char what[256];
+            snprintf(what, sizeof what, "d/d%s", name);
+            jf_cli_error("%s", too_long(what));
             rc = 1;
             break;
         }

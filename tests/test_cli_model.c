@@ -105,6 +105,45 @@ static void test_diff(void) {
     free(err);
 }
 
+/* Texts print shared subexpressions in full and stop at 16 MiB: a derivative or a model over
+ * that is said to be too long, not "out of memory", and check does not drop its line silently. */
+static void test_long_text(void) {
+    /* f = sin(sin(...sin(a*x))) 3000 deep: f's text is short, d/da's (a product of the
+     * cosines of every level) about 18 MB */
+    size_t cap = 64 * 3000, n = 0;
+    char *text = malloc(cap), args[512], *out = NULL, *err = NULL;
+    if (!CHECK(text != NULL)) return;
+    n += (size_t)snprintf(text + n, cap - n, "let u0 = a*x\n");
+    for (int i = 1; i <= 3000; i++)
+        n += (size_t)snprintf(text + n, cap - n, "let u%d = sin(u%d)\n", i, i - 1);
+    snprintf(text + n, cap - n, "y ~ u3000\n");
+    char *path = jf_test_tmpfile(".jf", text);
+    snprintf(args, sizeof args, "diff %s", path);
+    CHECK(run(args, &out, &err) == 1);
+    CHECK_CONTAINS(err, "d/da is too long to print");
+    CHECK(err && !strstr(err, "out of memory"));
+    free(out);
+    free(err);
+    remove(path);
+    free(path);
+
+    /* f = u24 with u_i = u_{i-1}*u_{i-1} + b: a small DAG whose text doubles 24 times */
+    n = (size_t)snprintf(text, cap, "let u0 = a*x\n");
+    for (int i = 1; i <= 24; i++)
+        n += (size_t)snprintf(text + n, cap - n, "let u%d = u%d*u%d + b\n", i, i - 1, i - 1);
+    snprintf(text + n, cap - n, "y ~ u24\n");
+    path = jf_test_tmpfile(".jf", text);
+    snprintf(args, sizeof args, "check %s", path);
+    CHECK(run(args, &out, &err) == 0);
+    CHECK_CONTAINS(out, "parameters (2):\n  a\n  b\n");
+    CHECK_CONTAINS(err, "the model expression is too long to print");
+    free(out);
+    free(err);
+    remove(path);
+    free(path);
+    free(text);
+}
+
 /* min/max at a tie of -0 and +0: C leaves fmin's answer open, and GCC's at -O2 differed from
  * the interpreter's; every backend now gives -0 for min, +0 for max */
 static void test_signed_zero_ties(void) {
@@ -180,6 +219,7 @@ int main(void) {
     test_check();
     test_eval();
     test_diff();
+    test_long_text();
     test_double_dash();
     test_signed_zero_ties();
     test_codegen_many_vars();
