@@ -130,7 +130,9 @@ static jf_ref rule(ctx *c, jf_ref f) {
     case JF_OP_NEG: return neg(c, du);
     case JF_OP_EXP: return mul(c, f, du);
     case JF_OP_LOG: return dvd(c, du, u);
-    case JF_OP_LOG10: return dvd(c, du, mul(c, u, C(c, LN10)));
+    /* (u'/u)/ln 10, not u'/(u ln 10): u ln 10 overflows for u beyond 7.8e307, where log10 is
+     * fine (and u'/u is log's derivative, shared when both occur) */
+    case JF_OP_LOG10: return dvd(c, dvd(c, du, u), C(c, LN10));
     /* infinite at u = 0, as the true derivative */
     case JF_OP_SQRT: return mul(c, dvd(c, C(c, 0.5), f), du);
     case JF_OP_CBRT: return dvd(c, du, mul(c, C(c, 3.0), sq(c, f)));

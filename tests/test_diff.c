@@ -443,8 +443,9 @@ static void test_kinks(void) {
     CHECK(isnan(g));
 }
 
-/* Derivatives of hypot and atan2 wherever the function itself is finite: a a' + b b' and
- * x² + y² overflow beyond about 1e154 and underflow below 1e-154, where hypot does not. */
+/* Derivatives of hypot, atan2 and log10 wherever the function itself is finite: a a' + b b'
+ * and x² + y² overflow beyond about 1e154 and underflow below 1e-154, where hypot does not,
+ * and u ln 10 overflows beyond 7.8e307. */
 static int rel_close(double got, double want) {
     return fabs(got - want) <= 1e-14 * fabs(want);
 }
@@ -474,6 +475,12 @@ static void test_range(void) {
     f = B(JF_OP_ATAN2, B(JF_OP_MUL, a, x), B(JF_OP_MUL, b, x));
     eval_at(f, jf_dag_diff(D, f, 0), p, xv, &g);
     CHECK(rel_close(g, 0.16));
+    /* log10(a x) at a = 1, x = 1e308: ∂/∂a = 1/(a ln 10), though u ln 10 overflows */
+    f = U(JF_OP_LOG10, B(JF_OP_MUL, a, x));
+    p[0] = 1;
+    xv[0] = 1e308;
+    eval_at(f, jf_dag_diff(D, f, 0), p, xv, &g);
+    CHECK(rel_close(g, 1 / log(10.0)));
 }
 
 /* A model with thousands of nodes and 120 parameters: a sum of 40 Gaussians
