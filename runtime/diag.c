@@ -236,10 +236,22 @@ static void render_quote(sbuf *b, const jf_diagnostics *d, const jf_diag *g) {
     if (to < eol) sb_puts(b, "...");
     sb_puts(b, "\n    ");
     for (size_t i = 0; lead[i]; i++) sb_put(b, " ", 1);
-    for (size_t i = from; i < g->begin; i++) sb_put(b, d->source[i] == '\t' ? "\t" : " ", 1);
-    size_t end = g->end < to ? g->end : to;
-    size_t width = end > g->begin ? end - g->begin : 1;
-    for (size_t i = 0; i < width; i++) sb_put(b, "^", 1);
+    /* a terminal shows most UTF-8 characters in one column (not East Asian wide ones), so the
+     * caret line steps over each as one, and a byte outside a sequence as one (the location's
+     * column stays a byte count, as documented) */
+    size_t i = 0, stop = g->begin - from;
+    while (i < stop) {
+        size_t k = jf_utf8_len((const unsigned char *)shown + i);
+        sb_put(b, shown[i] == '\t' ? "\t" : " ", 1);
+        i += k > 1 ? k : 1;
+    }
+    size_t end = (g->end < to ? g->end : to) - from, width = 0;
+    while (i < end) {
+        size_t k = jf_utf8_len((const unsigned char *)shown + i);
+        width++;
+        i += k > 1 ? k : 1;
+    }
+    for (size_t j = 0; j < (width ? width : 1); j++) sb_put(b, "^", 1);
     sb_puts(b, "\n");
 }
 

@@ -79,6 +79,22 @@ static const golden cases[] = {
      "model.jf:1:7: error: invalid character '$'\n"
      "    y ~ a $ b # ??2J ?2J \xce\xb8 ?[2J\n"
      "          ^\n"},
+    /* The caret line steps over a UTF-8 character as one column, as a terminal shows it
+     * (the location's column counts bytes); a stray byte is one column too. */
+    {"y ~ \xc3\xa9\xc3\xa9 + 1e999\n", JF_ERR_PARSE,
+     "model.jf:1:5: error: non-ASCII character (names are ASCII letters, digits and '_')\n"
+     "    y ~ \xc3\xa9\xc3\xa9 + 1e999\n"
+     "        ^^\n"
+     "model.jf:1:12: error: number out of range\n"
+     "    y ~ \xc3\xa9\xc3\xa9 + 1e999\n"
+     "             ^^^^^\n"},
+    {"y ~ \xa9*(\xce\xb8 + 1e999)\n", JF_ERR_PARSE,
+     "model.jf:1:5: error: non-ASCII character (names are ASCII letters, digits and '_')\n"
+     "    y ~ \xa9*(\xce\xb8 + 1e999)\n"
+     "        ^\n"
+     "model.jf:1:13: error: number out of range\n"
+     "    y ~ \xa9*(\xce\xb8 + 1e999)\n"
+     "               ^^^^^\n"},
     {"y ~ a*x +\n  b*x\n", JF_ERR_PARSE,
      "model.jf:1:10: error: syntax error: unexpected end of line, expected an expression\n"
      "    y ~ a*x +\n"
