@@ -85,20 +85,30 @@ static const char *line_end(const char *s, const char *end, const char **next) {
 
 /* The end of the record starting at s for a CSV file with quotes: like line_end, but a line
  * break inside a quoted field belongs to the record; *extra counts such breaks so line numbers
- * stay those of an editor. A quote left open runs to the end of the file, where next_field
- * reports it. */
+ * stay those of an editor. As in RFC 4180 and next_field, only a quote that opens a field
+ * (after blanks) starts a quoted field: one inside a bare field (a label 12" pipe) is text,
+ * not the start of a quote that would swallow the following lines. A quote left open runs to
+ * the end of the file, where next_field reports it. */
 static const char *record_end(const jf_datafile *f, const char *s, const char *end,
                               const char **next, size_t *extra) {
     *extra = 0;
     if (!f->quoted) return line_end(s, end, next);
-    int inq = 0;
+    int inq = 0, field_start = 1;
     const char *p = s;
     for (; p < end; p++) {
-        if (*p == '"') inq = !inq;
-        else if (*p == '\n') {
-            if (!inq) break;
-            ++*extra;
+        if (inq) {
+            if (*p == '"') {
+                if (p + 1 < end && p[1] == '"') p++; /* "" stands for one quote */
+                else inq = 0;
+            } else if (*p == '\n') {
+                ++*extra;
+            }
+            continue;
         }
+        if (*p == '\n') break;
+        if (*p == '"' && field_start) inq = 1;
+        if (*p == ',') field_start = 1;
+        else if (!is_blank(*p)) field_start = 0;
     }
     *next = p < end ? p + 1 : end;
     const char *e = p;
@@ -504,15 +514,21 @@ int jf_datafile_open_ex(const char *path, const jf_dataopts *o, jf_datafile **ou
         if (f->len >= 3 && memcmp(s, "\xEF\xBB\xBF", 3) == 0) s += 3;
         f->quoted = memchr(f->text, '"', f->len) != NULL;
         for (size_t line = 1; s < end; s = next, line++) {
-            size_t extra;
+            size_t extra = 0;
             const char *le = line_end(s, end, &next);
             const char *q = s;
             while (q < le && is_blank(*q)) q++;
             if (q == le || is_comment(q, le, 0)) continue;
-            /* The separator is known only once the header is split; a quoted header is CSV. */
-            le = (f->quoted && memchr(q, ',', (size_t)(le - q))) ? record_end(f, s, end, &next, &extra)
-                                                                  : le;
+            /* The separator is known only once the header is split. A header record with a
+             * comma is CSV, and then a quoted name may hold a line break: the comma may come
+             * after it ("x\nunit",y), and the rows start that many lines further down. */
+            if (f->quoted) {
+                const char *rnext, *re = record_end(f, s, end, &rnext, &extra);
+                if (memchr(q, ',', (size_t)(re - q))) le = re, next = rnext;
+                else extra = 0;
+            }
             f->header_line = line;
+            f->body_line = line + 1 + extra;
             f->body = (size_t)(next - f->text);
             rc = parse_header(f, q, le, o->allow_no_header || o->columns, o->columns != NULL,
                               err);
@@ -520,6 +536,7 @@ int jf_datafile_open_ex(const char *path, const jf_dataopts *o, jf_datafile **ou
             if (rc == 0 && f->positional) {
                 /* The row of numbers is data: reading starts on it. */
                 f->header_line = line - 1;
+                f->body_line = line;
                 f->body = (size_t)(s - f->text);
             }
             break;
@@ -744,7 +761,7 @@ int jf_datafile_read(const jf_datafile *f, const char *const *names, size_t nnam
         goto done;
     }
 
-    size_t runcap = 0, row = 0, line = f->header_line + 1;
+    size_t runcap = 0, row = 0, line = f->body_line;
     if (f->numeric) {
         rc = read_numeric(f, slot, &t, err);
         row = t.nrows;
@@ -879,7 +896,7 @@ int jf_datafile_read_text(const jf_datafile *f, const char *name, char ***out, s
         return 0;
     }
     const char *s = f->text + f->body, *end = f->text + f->len, *next;
-    size_t line = f->header_line + 1;
+    size_t line = f->body_line;
     for (size_t extra = 0; s < end; s = next, line += 1 + extra) {
         const char *e = record_end(f, s, end, &next, &extra);
         const char *q = s;

@@ -37,6 +37,8 @@ typedef struct jf_datafile {
     char **names;       /* ncols column names, in file order */
     size_t header_line; /* 1-based line number of the header */
     size_t body;        /* offset in text of the line after the header */
+    size_t body_line;   /* 1-based line number of that line (a quoted header name may hold
+                           line breaks, so not always header_line + 1) */
     size_t max_rows;    /* lines after the header: an upper bound on the data rows, so the
                            column block can be allocated once instead of grown */
     int positional;     /* 1: no header row; names are "1", "2", ... until the caller names the

@@ -13,8 +13,8 @@
 
 /* 1 when text s, written bare as a field of this CSV, would read back as other text in
  * jitfit's reader (cli/data.c): it holds a comma (the separator: the header always has one, so
- * the file reads as CSV), a quote (a quote anywhere makes the reader pair quotes across the
- * record) or a line break (RFC 4180 quotes those too; a CR before the LF would be dropped); it
+ * the file reads as CSV), a quote (one that opens a field starts a quoted field; RFC 4180
+ * quotes a field with any) or a line break (RFC 4180 quotes those too; a CR before the LF would be dropped); it
  * starts or ends with a blank (space or tab: the reader trims them around a field); it starts
  * with '#' (a row whose first field does is a comment) or with a UTF-8 byte-order mark (dropped
  * at the start of the file). Quoted, a field is read verbatim. The empty text and the words

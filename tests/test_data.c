@@ -96,6 +96,21 @@ static void test_layouts(void) {
     /* nan in an unused column is not the model's business */
     CHECK(read_text("x,y,z\n1,2,nan\n", XY, 2, &t, m, sizeof m) == 0);
     jf_table_free(&t);
+    /* a quote inside a bare field is text (12" pipe), as in RFC 4180: it opens no quoted
+     * field that would run over the following lines */
+    CHECK(read_text("x,y,note\n1,2,12\" pipe\n3,4,6\" pipe\n5,6,\"q\"\n", XY, 2, &t, m,
+                    sizeof m) == 0);
+    CHECK(t.nrows == 3 && t.values[2] == 5 && jf_table_line(&t, 2) == 4);
+    jf_table_free(&t);
+    /* a quoted header name with a line break: the rows' line numbers count it, and the comma
+     * that makes the file CSV may come after it */
+    static const char *const multi[] = {"x", "y\n(mm)"}, *const multi2[] = {"x\n(s)", "y"};
+    CHECK(read_text("x,\"y\n(mm)\"\n1,2\n3,abc\n", multi, 2, &t, m, sizeof m) == JF_ERR_DATA);
+    CHECK_STREQ(m, "F:4: column 2 ('y?(mm)'): 'abc' is not a number");
+    CHECK(read_text("\"x\n(s)\",y\n1,2\n3,4\n", multi2, 2, &t, m, sizeof m) == 0);
+    CHECK(t.nrows == 2 && t.values[1] == 3 && t.values[t.ld + 1] == 4);
+    CHECK(jf_table_line(&t, 0) == 3 && jf_table_line(&t, 1) == 4);
+    jf_table_free(&t);
     /* a single column */
     const char *const y[] = {"y"};
     CHECK(read_text("y\n1\n2\n", y, 1, &t, m, sizeof m) == 0);
@@ -176,6 +191,8 @@ static void test_errors(void) {
         {"x,y\n,1\n", "F:2: column 1 ('x'): missing value"},
         {"x,y\n1,2\r\n3,4x\r\n", "F:3: column 2 ('y'): '4x' is not a number"},
         {"x,y\n1,1,5\n", "F:2: expected 2 fields, found 3"},
+        /* a stray quote in a bare cell is that cell's error, not a record over three lines */
+        {"x,y\n1,2\"\n3,4\n5,6\"\n", "F:2: column 2 ('y'): '2\"' is not a number"},
         {"x,y\n1,12345678901234567890123456789012345678901234567890z\n",
          "F:2: column 2 ('y'): '1234567890123456789012345678901234567890...' is not a number"},
         {"1,2\n3,4\n", "F:1: expected a header row of column names, found numbers"},
