@@ -57,6 +57,7 @@ typedef struct reader {
     size_t n, cap;     /* count and capacity of e */
     header *h;         /* section headers so far */
     size_t nh, hcap;   /* count and capacity of h */
+    int read_errno;    /* errno of a failed read (EISDIR: fopen opens a directory), or 0 */
     int errors;        /* errors printed so far */
     int nomem;         /* an allocation failed */
 } reader;
@@ -111,8 +112,14 @@ static char *read_line(char *str, int num, void *stream) {
     reader *r = stream;
     free(r->long_value);
     r->long_value = NULL;
+    errno = 0;
     ssize_t got = getline(&r->buf, &r->bufcap, r->f);
-    if (got < 0) return NULL;
+    if (got < 0) {
+        /* inih takes NULL for the end of the file: a failed read must not pass for one, or
+         * the lines before it would run as the whole job */
+        if (ferror(r->f)) r->read_errno = errno ? errno : EIO;
+        return NULL;
+    }
     r->line++;
     char *s = r->buf;
     size_t len = (size_t)got;
@@ -330,7 +337,10 @@ int jf_job_read(const char *path, jf_job *job) {
     free(r.buf);
     free(r.long_value);
     int errors = r.errors;
-    if (r.nomem || bad_line == -2) {
+    if (r.read_errno) {
+        jf_cli_error("%s: %s", path, strerror(r.read_errno));
+        errors++;
+    } else if (r.nomem || bad_line == -2) {
         jf_cli_error("out of memory");
         errors++;
     } else if (r.too_long) {

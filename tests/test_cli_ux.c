@@ -668,6 +668,12 @@ static void test_job_errors(void) {
         free(out);
         free(err);
     }
+    /* fopen opens a directory and only the read fails: that is the error, not an empty job */
+    char *out = NULL, *err = NULL;
+    CHECK(jf("run /", &out, &err) == 2);
+    CHECK_CONTAINS(err, "jitfit: /: Is a directory");
+    free(out);
+    free(err);
 }
 
 /* Job files past libinih's limits and the checks that need several keys or fits: all before
