@@ -143,8 +143,12 @@ static int read_p0_file(const jf_fitctx *c, const groups *g, double *p0, size_t 
         if ((long)col == gcol) continue;
         long k = jf_model_param_index(m, df->names[col]);
         if (k < 0) {
-            jf_cli_error("%s:%zu: column '%s' is not a parameter of the model", df->path,
-                         df->header_line, df->names[col]);
+            if (df->numeric) /* a .npy file has no header line to name */
+                jf_cli_error("%s: column %zu ('%s') is not a parameter of the model", df->path,
+                             col + 1, df->names[col]);
+            else
+                jf_cli_error("%s:%zu: column '%s' is not a parameter of the model", df->path,
+                             df->header_line, df->names[col]);
             goto out;
         }
         param_of[nn] = k;

@@ -282,8 +282,9 @@ int jf_npy_parse(const char *path, const unsigned char *buf, size_t len, jf_npy 
                     break;
                 }
                 char *end;
-                unsigned long long v = strtoull(c.p, &end, 10);
-                if (end == c.p || end > c.e) {
+                /* strtoull would take "-1" for 2^64 - 1: a size is digits only */
+                unsigned long long v = isdigit((unsigned char)*c.p) ? strtoull(c.p, &end, 10) : 0;
+                if (!isdigit((unsigned char)*c.p) || end > c.e) {
                     free(key);
                     FAIL("%s: malformed shape in the .npy header", path);
                 }
@@ -310,6 +311,13 @@ int jf_npy_parse(const char *path, const unsigned char *buf, size_t len, jf_npy 
     if (names && ndim != 1) FAIL("%s: a structured array must be 1-D", path);
 
     if (!fields || (names && nfields == 0)) FAIL("%s: the .npy descr has no fields", path);
+    /* NumPy never writes two fields of one name; the reader could only refuse them later, as
+     * a header's name twice, on a line 0 that a .npy file does not have */
+    for (size_t k = 0; k < nfields; k++)
+        for (size_t k2 = k + 1; k2 < nfields; k2++)
+            if (strcmp(names[k], names[k2]) == 0)
+                FAIL("%s: field '%s' appears twice in the .npy header (fields %zu and %zu)", path,
+                     names[k], k + 1, k2 + 1);
     size_t nrows = shape[0], ncols = names ? nfields : shape[1], rec = 0;
     if (names)
         for (size_t k = 0; k < nfields; k++) {

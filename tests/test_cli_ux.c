@@ -165,6 +165,14 @@ static void test_npy(void) {
          "'shape': (4,), }", 96, "field 'y' is a nested structure: only scalar"},
         {"{'descr': [('x', '<f8'), ('y', '<c8')], 'fortran_order': False, 'shape': (6,), }", 96,
          "field 'y' has type '<c8': only scalar"},
+        /* a negative size is malformed, not 2^64 - 1 rows ("too large") */
+        {"{'descr': '<f8', 'fortran_order': False, 'shape': (-1, 2), }", 96,
+         "malformed shape in the .npy header"},
+        {"{'descr': '<f8', 'fortran_order': False, 'shape': (6, -2), }", 96,
+         "malformed shape in the .npy header"},
+        /* a field name twice is the header's error, without the line 0 of a text header */
+        {"{'descr': [('x', '<f8'), ('x', '<f8')], 'fortran_order': False, 'shape': (6,), }", 96,
+         ": field 'x' appears twice in the .npy header (fields 1 and 2)"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         const char *p = npy(bad[i].dict, c_order, bad[i].bytes);
@@ -1086,6 +1094,16 @@ static void test_verbose_and_batch(void) {
     snprintf(buf, sizeof buf, "fit --group sample --p0-file '%s' '" EX "spectra.jf' '" EX "spectra.csv'", p0);
     CHECK(jf(buf, &out, &err) == 1);
     CHECK_CONTAINS(err, "column 'zz' is not a parameter of the model");
+    free(out);
+    free(err);
+    /* ... in a .npy p0 file, which has no header line: the column, not a line 0 */
+    double p0_rows[3] = {1, 2, 3};
+    p0 = npy("{'descr': [('sample', '<f8'), ('amp', '<f8'), ('zz', '<f8')], "
+             "'fortran_order': False, 'shape': (1,), }", p0_rows, sizeof p0_rows);
+    snprintf(buf, sizeof buf, "fit --group sample --p0-file '%s' '" EX "spectra.jf' '" EX "spectra.csv'", p0);
+    CHECK(jf(buf, &out, &err) == 1);
+    snprintf(buf, sizeof buf, "%s: column 3 ('zz') is not a parameter of the model", p0);
+    CHECK_CONTAINS(err, buf);
     free(out);
     free(err);
     p0 = tmp(".csv", "sample,amp\nQ,1\n");
