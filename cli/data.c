@@ -281,9 +281,12 @@ static int next_field(jf_datasep sep, const char **p, const char *e, const char 
     return 1;
 }
 
-/* A malloc'd copy of the field [fs, fe) without its surrounding quotes, "" read as one quote. */
+/* A malloc'd copy of the field [fs, fe) without its surrounding quotes, "" between them read
+ * as one quote. A bare field is its text, quotes and all (RFC 4180): a""b is not the "a""b"
+ * that reads a"b, or the two would be one group. */
 static char *unquote(const char *fs, const char *fe) {
-    if (fe - fs >= 2 && *fs == '"' && fe[-1] == '"') {
+    int quoted = fe - fs >= 2 && *fs == '"' && fe[-1] == '"';
+    if (quoted) {
         fs++;
         fe--;
     }
@@ -291,7 +294,7 @@ static char *unquote(const char *fs, const char *fe) {
     if (!r) return NULL;
     for (const char *p = fs; p < fe; p++) {
         *q++ = *p;
-        if (*p == '"' && p + 1 < fe && p[1] == '"') p++;
+        if (quoted && *p == '"' && p + 1 < fe && p[1] == '"') p++;
     }
     *q = '\0';
     return r;

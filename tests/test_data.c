@@ -327,8 +327,29 @@ static void test_output_round_trip(void) {
     }
 }
 
+/* A text column reads as written: quotes in a bare field are its text, doubled or not; only a
+ * quoted field's "" is one quote. */
+static void test_labels_as_written(void) {
+    const char *path = tmp("g,x\na\"\"b,1\n\"a\"\"b\",2\n12\" pipe,3\n \"q\" ,4\n");
+    jf_datafile *f = NULL;
+    char **got = NULL, *err = NULL;
+    size_t n = 0;
+    int rc = path ? jf_datafile_open(path, &f, &err) : -1;
+    if (rc == 0) rc = jf_datafile_read_text(f, "g", &got, &n, &err);
+    if (CHECK(rc == 0 && n == 4)) {
+        CHECK_STREQ(got[0], "a\"\"b");
+        CHECK_STREQ(got[1], "a\"b");
+        CHECK_STREQ(got[2], "12\" pipe");
+        CHECK_STREQ(got[3], "q");
+    }
+    jf_strings_free(got, n);
+    jf_datafile_free(f);
+    free(err);
+}
+
 int main(void) {
     test_output_round_trip();
+    test_labels_as_written();
     test_layouts();
     test_numbers();
     test_errors();
