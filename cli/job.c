@@ -47,7 +47,8 @@ typedef struct reader {
     char *buf;         /* the current line, whole (getline) */
     size_t bufcap;     /* its capacity */
     size_t line;       /* number of the line inih is handling now */
-    int continuation;  /* 1 when that line starts with a blank (a continued value) */
+    int continuation;  /* 1 when inih reads that line as a continued value: indented, under a
+                          key (an indented first key of a section is a key of that section) */
     int after_key;     /* 1 when inih would read an indented line as a continuation */
     char *long_value;  /* the value of the current line when inih got a stand-in, else NULL */
     int too_long;      /* line number of a line over JOB_MAX_LINE (or a section name over
@@ -129,11 +130,12 @@ static char *read_line(char *str, int num, void *stream) {
         snprintf(r->too_long_why, sizeof r->too_long_why, "line longer than %d characters",
                  JOB_MAX_LINE - 2);
     }
-    r->continuation = s[0] == ' ' || s[0] == '\t';
+    int indented = s[0] == ' ' || s[0] == '\t';
     char *t = s;
     while (isspace((unsigned char)*t)) t++;
     int comment = *t == '#' || *t == ';', blank = *t == '\0';
-    int continued = !comment && !blank && r->continuation && r->after_key;
+    int continued = !comment && !blank && indented && r->after_key;
+    r->continuation = continued;
     if (!comment && !blank && !continued && *t == '[') {
         char *end = find_or_comment(t + 1, "]");
         if (*end == ']') {

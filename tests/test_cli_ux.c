@@ -706,6 +706,10 @@ static void test_job_checks(void) {
         {"[fit  ]\nmodel = a*x+b\ndata = DATA\n", 2, ":1: [fit  ]: a fit needs a name"},
         /* an indented key would be glued to the value above */
         {"[fit a]\nmodel = a*x+b\ndata = DATA\nloss = huber\n    ftol = 1e-3\n", 2, ":5: an indented line continues 'loss'"},
+        /* ... but an indented first key of a section is that section's key, as inih reads it,
+         * not a continuation of the key of that name in the section above */
+        {"[fit a]\ndata = DATA\nmodel = a*x+b\n[fit b]\n  model = a*x\ndata = DATA\n", 0, ""},
+        {"[fit a]\nmodel = a*x+b\ndata = DATA\n[fit b]\n\t data = DATA\nmodel = a*x\n", 0, ""},
         {"max_nfev = 3\n[defaults]\nmax_nfev = 50\n[fit a]\nmodel = a*x+b\ndata = DATA\n", 2, ":3: 'max_nfev' is given twice in [defaults] (first on line 1)"},
         {"[fit a]\nmodel = a*x+b\ndata = DATA\np0 = a=abc\n", 2, ":4: p0: 'abc' is not a number (for 'a')"},
         {"[fit a]\nmodel = a*x+b\ndata = DATA\n[fit g]\nmodel = a*x+b\ndata = DATA\ngroup = x\nplot = g.svg\n", 2, ":4: [fit g]: --plot draws one fit"},
