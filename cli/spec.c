@@ -438,6 +438,23 @@ jf_spec_rc jf_spec_set(jf_spec *s, const char *key, const char *v, const char *o
         struct stat st;
         if (!path) return JF_SPEC_NOMEM;
         int is_file = base && stat(path, &st) == 0 && S_ISREG(st.st_mode);
+        /* Model text is read as a file wherever a file of its name exists (the CLI's model
+         * loader), that is from the working directory: a name that is no file beside the job
+         * but is one there would silently be another model than the job's. A missing NAME.jf
+         * is a file's name (a formula cannot end so): the loader's "No such file" then names
+         * it in the job's directory. */
+        if (base && !is_file && strcmp(path, v) != 0) {
+            size_t n = strlen(v);
+            if (stat(v, &st) == 0 && S_ISREG(st.st_mode)) {
+                *msg = jf_cli_strf("'%s' is no file in the job file's directory (%s) but one in "
+                                   "the working directory: a job's model file is relative to "
+                                   "the job file",
+                                   v, base);
+                free(path);
+                return *msg ? JF_SPEC_BAD : JF_SPEC_NOMEM;
+            }
+            is_file = n > 3 && strcmp(v + n - 3, ".jf") == 0;
+        }
         jf_spec_rc rc = set_str(&s->model, is_file ? path : v);
         free(path);
         if (rc == JF_SPEC_OK) {

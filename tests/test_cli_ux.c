@@ -747,6 +747,46 @@ static void test_job_checks(void) {
     }
 }
 
+/* A job's model file is relative to the job file, never to the working directory: a name
+ * that is a file only there is refused (it was read, another model than the job's), and a
+ * missing NAME.jf is named in the job's directory. */
+static void test_job_model_dir(void) {
+    char dir[] = "/tmp/jf_modeldir_XXXXXX";
+    if (!CHECK(mkdtemp(dir))) return;
+    char path[600], job[600], cmd[2048], text[1024], *out = NULL, *err = NULL;
+    const char *data = tmp(".csv", "x,y\n" LINE_ROWS);
+    snprintf(path, sizeof path, "%s/here.jf", dir);
+    FILE *f = fopen(path, "w");
+    if (f) {
+        fputs("y ~ a*x\n", f);
+        fclose(f);
+    }
+    snprintf(job, sizeof job, "%s/jobs", dir);
+    CHECK(mkdir(job, 0700) == 0);
+    snprintf(job, sizeof job, "%s/jobs/j.ini", dir);
+    static const char *const models[] = {"here.jf", "gone.jf"};
+    for (int k = 0; k < 2; k++) {
+        snprintf(text, sizeof text, "[fit a]\nmodel = %s\ndata = %s\n", models[k], data);
+        f = fopen(job, "w");
+        if (f) {
+            fputs(text, f);
+            fclose(f);
+        }
+        snprintf(cmd, sizeof cmd, "cd '%s' && '%s' run jobs/j.ini", dir, jf_test_cli());
+        CHECK(jf_test_run(cmd, &out, &err) == (k ? 1 : 2));
+        CHECK_CONTAINS(err, k ? "jitfit: [fit a]: jobs/gone.jf: No such file or directory"
+                              : "jobs/j.ini:2: model: 'here.jf' is no file in the job file's "
+                                "directory (jobs) but one in the working directory");
+        free(out);
+        free(err);
+    }
+    unlink(job);
+    unlink(path);
+    snprintf(path, sizeof path, "%s/jobs", dir);
+    rmdir(path);
+    rmdir(dir);
+}
+
 /* `json = true` in a job file makes the run's whole output one JSON array. */
 static void test_job_json_key(void) {
     const char *data = tmp(".csv", "x,y\n" LINE_ROWS);
@@ -1608,6 +1648,7 @@ int main(void) {
     test_missing_model_file();
     test_job_checks();
     test_cells_and_outputs();
+    test_job_model_dir();
     test_job_json_key();
     test_job_unset();
     test_no_clobber();
