@@ -513,6 +513,12 @@ int jf_datafile_open_ex(const char *path, const jf_dataopts *o, jf_datafile **ou
     if (jf_npy_is_npy((const unsigned char *)f->text, f->len)) {
         rc = open_npy(f, o, err);
     } else {
+        /* A file with a CR but not one LF ends its lines in lone CRs (classic Mac OS, Excel's
+         * "CSV (Macintosh)"): they are its lines, as Python's csv and R read them, not one
+         * header line holding the whole file. A mix of LF and lone CR is left as it is. */
+        if (memchr(f->text, '\r', f->len) && !memchr(f->text, '\n', f->len))
+            for (size_t i = 0; i < f->len; i++)
+                if (f->text[i] == '\r') f->text[i] = '\n';
         const char *s = f->text, *end = f->text + f->len, *next;
         if (f->len >= 3 && memcmp(s, "\xEF\xBB\xBF", 3) == 0) s += 3;
         f->quoted = memchr(f->text, '"', f->len) != NULL;

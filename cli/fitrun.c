@@ -932,6 +932,11 @@ int jf_run_spec(const jf_spec *s, FILE *out, jf_run_summary *sum) {
         rc = jf_run_setting_error(NULL, "--group: column '%s' is the response", s->group);
         goto done;
     }
+    /* every row of a group would have one sigma: the fit's weights would be the group's label */
+    if (s->group && s->sigma && strcmp(s->group, s->sigma) == 0) {
+        rc = jf_run_setting_error(NULL, "--group: column '%s' is the sigma", s->group);
+        goto done;
+    }
     if (s->plot) { /* before the fit, as a missing cairo is */
         char *why = nv == 1 || nv == 2 ? NULL : jf_plot_vars_error(s->plot, nv);
         if (nv != 1 && nv != 2) {

@@ -504,6 +504,9 @@ static void test_usage(void) {
         /* a group per value of the response or a variable: groups of one row, all failing */
         {"--group y " EXAMPLE_JF " " EXAMPLE_CSV, "--group: column 'y' is the response"},
         {"--group x " EXAMPLE_JF " " EXAMPLE_CSV, "--group: column 'x' is a variable of the model"},
+        /* the weights would be the groups' labels */
+        {"--group sigma --sigma sigma " EXAMPLE_JF " " EXAMPLE_CSV,
+         "--group: column 'sigma' is the sigma"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         char *out = NULL, *err = NULL;

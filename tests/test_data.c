@@ -80,6 +80,13 @@ static void test_layouts(void) {
     CHECK(jf_table_line(&t, 2) == 8);
     CHECK(t.values[2] == 5 && t.values[t.ld + 2] == 6);
     jf_table_free(&t);
+    /* lines ended by lone CRs (classic Mac OS) are lines, numbered as such */
+    CHECK(read_text("# old Mac\rx,y\r1,2\r\r3,4\r", XY, 2, &t, m, sizeof m) == 0);
+    CHECK(t.nrows == 2 && t.values[1] == 3 && t.values[t.ld + 1] == 4);
+    CHECK(jf_table_line(&t, 0) == 3 && jf_table_line(&t, 1) == 5);
+    jf_table_free(&t);
+    CHECK(read_text("x,y\r1,2\r3,z\r", XY, 2, &t, m, sizeof m) == JF_ERR_DATA);
+    CHECK_STREQ(m, "F:3: column 2 ('y'): 'z' is not a number");
     /* UTF-8 byte-order mark, quoted header names, spaces around CSV fields */
     CHECK(read_text("\xEF\xBB\xBF\"x\" , \"y\"\n 1 , 2 \n", XY, 2, &t, m, sizeof m) == 0);
     CHECK(t.nrows == 1 && t.values[0] == 1 && t.values[t.ld] == 2);
