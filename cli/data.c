@@ -952,22 +952,22 @@ size_t jf_table_compact(jf_table *t, const unsigned char *keep) {
     size_t n = t->nrows, kept = 0;
     for (size_t i = 0; i < n; i++) kept += keep[i] != 0;
     if (kept == n) return 0;
+    /* Both allocations come first: t stays unchanged when either fails. The runs are rebuilt
+     * from the kept rows' lines; there are at most as many as before plus one per dropped row. */
     size_t *lines = malloc((kept ? kept : 1) * sizeof *lines);
-    if (!lines) return 0;
+    size_t cap = t->nruns + (n - kept) + 1, nr = 0;
+    jf_rowrun *runs = malloc(cap * sizeof *runs);
+    if (!lines || !runs) {
+        free(lines);
+        free(runs);
+        return 0;
+    }
     for (size_t i = 0, j = 0; i < n; i++)
         if (keep[i]) lines[j++] = jf_table_line(t, i);
     for (size_t c = 0; c < t->ncols; c++) {
         double *col = t->values + c * t->ld;
         for (size_t i = 0, j = 0; i < n; i++)
             if (keep[i]) col[j++] = col[i];
-    }
-    /* Rebuild the runs from the kept rows' lines; there are at most as many runs as before plus
-     * one per dropped row, so grow as needed. */
-    size_t cap = t->nruns + (n - kept) + 1, nr = 0;
-    jf_rowrun *runs = malloc(cap * sizeof *runs);
-    if (!runs) {
-        free(lines);
-        return 0;
     }
     for (size_t j = 0; j < kept; j++)
         if (nr == 0 || lines[j] != runs[nr - 1].line + (j - runs[nr - 1].row)) {

@@ -490,11 +490,15 @@ size_t jf_run_dropped_in_group(const jf_fitctx *c, const char *label) {
 }
 
 /* Drops rows with NaN in the used columns or with no group label ("" in c->keys), with their
- * labels; the note says how many for each reason, as one is not the other. */
-static void drop_nan_rows(jf_fitctx *c) {
+ * labels; the note says how many for each reason, as one is not the other. Returns 0, or -1
+ * when memory ran out (said; nothing dropped, so the rows are not fitted with their NaNs). */
+static int drop_nan_rows(jf_fitctx *c) {
     jf_table *t = &c->table;
     unsigned char *keep = malloc(t->nrows ? t->nrows : 1);
-    if (!keep) return;
+    if (!keep) {
+        jf_cli_error("out of memory");
+        return -1;
+    }
     size_t bad = 0, no_label = 0;
     for (size_t i = 0; i < t->nrows; i++) {
         keep[i] = 1;
@@ -508,6 +512,12 @@ static void drop_nan_rows(jf_fitctx *c) {
     }
     if (bad) {
         size_t n0 = t->nrows;
+        /* the table first: it is left as it was when memory runs out, the labels then too */
+        if (jf_table_compact(t, keep) == 0) {
+            free(keep);
+            jf_cli_error("out of memory");
+            return -1;
+        }
         if (c->keys) {
             /* the dropped rows' labels are kept, sorted, for each group's rows_dropped */
             c->dropped_keys = malloc(bad * sizeof *c->dropped_keys);
@@ -520,7 +530,6 @@ static void drop_nan_rows(jf_fitctx *c) {
             for (size_t i = j; i < n0; i++) c->keys[i] = NULL;
             if (c->dropped_keys) qsort(c->dropped_keys, nd, sizeof *c->dropped_keys, jf_cli_cmp_str);
         }
-        jf_table_compact(t, keep);
         c->rows_dropped = bad;
         c->rows_no_label = no_label;
         if (no_label == 0 || no_label == bad)
@@ -533,6 +542,7 @@ static void drop_nan_rows(jf_fitctx *c) {
                     c->df->path, bad, n0, bad - no_label, no_label);
     }
     free(keep);
+    return 0;
 }
 
 static int check_starts(jf_fitctx *c, const char *const *from);
@@ -1020,7 +1030,7 @@ int jf_run_spec(const jf_spec *s, FILE *out, jf_run_summary *sum) {
     free(c.df->text);
     c.df->text = NULL;
     c.df->len = 0;
-    if (s->nan_omit) drop_nan_rows(&c);
+    if (s->nan_omit && drop_nan_rows(&c) != 0) goto done;
 
     jf_table *t = &c.table;
     const double *sigma = s->sigma ? t->values + (nv + 1) * t->ld : NULL;
