@@ -592,6 +592,33 @@ static jf_span limit_span(const resolver *r, const jf_ast *n) {
     return sp;
 }
 
+/* The non-finite constant ref stands for, or 0.0 when it is no constant or a finite one. */
+static double nonfinite_const(const jf_dag *d, jf_ref ref) {
+    const jf_node *k = jf_dag_node(d, ref);
+    return k->op == JF_OP_CONST && !isfinite(k->value) ? k->value : 0.0;
+}
+
+/* Warns where an operation on finite constants folded to a non-finite one (log(-1), 1/0,
+ * exp(1000)): that term is NaN or infinite at every point, so a fit through it fails at its
+ * first evaluation, far from the text that did it. Only the innermost such operation is
+ * named, not every one its value flows into. */
+static void warn_nonfinite(resolver *r, const jf_ast *n) {
+    if (n->kind == JF_AST_NUM || n->kind == JF_AST_NAME) return;
+    jf_dag *d = r->m->dag;
+    double v = nonfinite_const(d, n->ref);
+    if (v == 0.0) return;
+    if (n->kind == JF_AST_CALL) {
+        for (const jf_ast *a = n->a; a; a = a->next)
+            if (nonfinite_const(d, a->ref) != 0.0) return;
+    } else if ((n->a && nonfinite_const(d, n->a->ref) != 0.0) ||
+               (n->b && nonfinite_const(d, n->b->ref) != 0.0) ||
+               (n->c && nonfinite_const(d, n->c->ref) != 0.0)) {
+        return;
+    }
+    jf_diag_add(r->p->diags, JF_SEVERITY_WARNING, JF_ERR_PARSE, n->span.begin, n->span.end,
+                "this evaluates to %s for every input", isnan(v) ? "NaN" : v > 0 ? "inf" : "-inf");
+}
+
 /* Builds every live statement; returns JF_OK or the error status (already reported). */
 static int build_all(resolver *r) {
     jf_dag *d = r->m->dag;
@@ -617,6 +644,7 @@ static int build_all(resolver *r) {
                                JF_DAG_MAX_DEPTH);
                 return JF_ERR_LIMIT;
             }
+            warn_nonfinite(r, n);
             if (n == s->expr) break;
         }
         if (s->kind == JF_STMT_LET) {

@@ -79,6 +79,18 @@ static const golden cases[] = {
      "model.jf:1:7: error: invalid character '$'\n"
      "    y ~ a $ b # ??2J ?2J \xce\xb8 ?[2J\n"
      "          ^\n"},
+    /* an operation on finite constants that folds to NaN or an infinity is named, the
+     * innermost only (not the sum it flows into, nor 2 + inf) */
+    {"y ~ a*x + log(-1) + sqrt(-1)*(2 + 1/0)\n", JF_OK,
+     "model.jf:1:11: warning: this evaluates to NaN for every input\n"
+     "    y ~ a*x + log(-1) + sqrt(-1)*(2 + 1/0)\n"
+     "              ^^^^^^^\n"
+     "model.jf:1:21: warning: this evaluates to NaN for every input\n"
+     "    y ~ a*x + log(-1) + sqrt(-1)*(2 + 1/0)\n"
+     "                        ^^^^^^^^\n"
+     "model.jf:1:35: warning: this evaluates to inf for every input\n"
+     "    y ~ a*x + log(-1) + sqrt(-1)*(2 + 1/0)\n"
+     "                                      ^^^\n"},
     /* The caret line steps over a UTF-8 character as one column, as a terminal shows it
      * (the location's column counts bytes); a stray byte is one column too. */
     {"y ~ \xc3\xa9\xc3\xa9 + 1e999\n", JF_ERR_PARSE,
