@@ -426,8 +426,9 @@ JF_API int jf_fit_batch(const jf_model *m, size_t nfits, const jf_data *data, co
 
 /* Where jf_fit_batch_columns writes a batch's results: arrays the caller owns, one row per fit
  * (fit f's parameters at params[f * num_params ...]). Any member may be NULL (not wanted). A
- * fit that could not run has its jf_status in code[f] and NaN (counts 0) elsewhere. Members are
- * added only at the end. */
+ * fit that could not run has its jf_status in code[f] and NaN (counts 0) elsewhere (with a NULL
+ * model, whose rows of params and std_errors have no known width, those two are not written).
+ * Members are added only at the end. */
 typedef struct jf_batch_columns {
     int *code;          /* nfits: JF_OK when the fit ran, else why it could not */
     int *status;        /* nfits: a jf_fit_status (0 for a fit that did not run) */

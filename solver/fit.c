@@ -1742,7 +1742,10 @@ static int batch_fits(const jf_model *m, size_t nfits, const jf_data *data, cons
         /* every fit gets the reason, as the header promises for a fit that could not run */
         const char *why = !m ? "the model is NULL" : !data ? "data is NULL" : "results is NULL";
         for (size_t i = 0; errmsgs && i < nfits; i++) errmsgs[i] = strdup(why);
-        for (size_t i = 0; cols && m && i < nfits; i++) columns_put(cols, i, m->np, NULL, JF_ERR_ARG);
+        /* without a model the rows of params and std_errors have no known width: only the
+         * per-fit members are written */
+        for (size_t i = 0; cols && i < nfits; i++)
+            columns_put(cols, i, m ? m->np : 0, NULL, JF_ERR_ARG);
         return JF_ERR_ARG;
     }
     if (nfits == 0) return JF_OK;

@@ -1106,6 +1106,17 @@ static void test_batch(void) {
         if (CHECK(errs[f] != NULL)) CHECK_STREQ(errs[f], "the model is NULL");
         jf_free(errs[f]);
     }
+    /* into columns, every fit's code says so too (the rows of params, whose width the model
+     * gives, are not written) */
+    {
+        int ncode[3] = {-1, -1, -1}, nstatus[3] = {-1, -1, -1};
+        double ncost[3] = {0, 0, 0};
+        size_t nnfev[3] = {9, 9, 9};
+        jf_batch_columns nc = {.code = ncode, .status = nstatus, .cost = ncost, .nfev = nnfev};
+        CHECK(jf_fit_batch_columns(NULL, 3, data, NULL, &o, &nc) == JF_ERR_ARG);
+        for (int f = 0; f < 3; f++)
+            CHECK(ncode[f] == JF_ERR_ARG && nstatus[f] == 0 && isnan(ncost[f]) && nnfev[f] == 0);
+    }
     free(x);
     free(y);
     free(p0);
