@@ -297,7 +297,9 @@ typedef struct jf_fit_options {
     const double *upper;   /* upper bounds; NULL: declared bounds (+inf if none) */
     int absolute_sigma;    /* 1: sigma is absolute (covariance not rescaled by reduced χ²) */
     jf_loss loss;          /* robust loss (default linear) */
-    double f_scale;        /* soft margin between inlier and outlier residuals (default 1) */
+    double f_scale;        /* soft margin between inlier and outlier residuals (default 1);
+                              positive and finite, and for a robust loss with a normal double
+                              for its square (about 1.5e-154 to 1.3e154), else JF_ERR_ARG */
     double ftol;           /* relative cost-reduction tolerance (default 1e-8, as scipy) */
     double xtol;           /* relative step tolerance (default 1e-8) */
     double gtol;           /* gradient tolerance (default 1e-8); at least one of the three

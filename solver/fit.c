@@ -12,6 +12,7 @@
  * carries the status.
  */
 #include <ctype.h>
+#include <float.h>
 #include <locale.h>
 #include <math.h>
 #include <pthread.h>
@@ -279,6 +280,14 @@ static int setup_init(fit_setup *s, const jf_model *m, const jf_fit_options *opt
         return fail(errmsg, JF_ERR_ARG, "unknown loss %d", (int)o->loss);
     if (!(o->f_scale > 0) || !isfinite(o->f_scale))
         return fail(errmsg, JF_ERR_ARG, "f_scale must be positive and finite (got %g)",
+                    o->f_scale);
+    /* a robust cost is f_scale² rho(r²/f_scale²): beyond these every fit would end on
+     * NONFINITE, its message blaming the data */
+    double fs2 = o->f_scale * o->f_scale;
+    if (o->loss != JF_LOSS_LINEAR && !(fs2 >= DBL_MIN && fs2 <= DBL_MAX))
+        return fail(errmsg, JF_ERR_ARG,
+                    "f_scale %g is out of range for a robust loss: its square must be a normal "
+                    "double (f_scale from about 1.5e-154 to 1.3e154)",
                     o->f_scale);
     if (!(o->ftol >= 0) || !(o->xtol >= 0) || !(o->gtol >= 0))
         return fail(errmsg, JF_ERR_ARG, "ftol, xtol and gtol must be >= 0 (got %g, %g, %g)",

@@ -284,6 +284,31 @@ static void test_losses(void) {
         jf_fit_result_free(r);
     }
     CHECK(jf_loss_from_name("l2") == -1 && jf_loss_from_name(NULL) == -1);
+
+    /* A robust cost is f_scale² rho(r²/f_scale²): an f_scale whose square overflows or
+     * underflows is an argument error, not a fit that fails on NONFINITE with "the sums of
+     * squares overflow ... rescale the data" (the data were fine). The linear loss does not
+     * use f_scale. */
+    static const double bad_fs[] = {1e-300, 1e-160, 1e160, 1e300};
+    for (int t = 0; t < 4; t++) {
+        jf_fit_options o = jf_fit_options_default();
+        o.p0 = p0;
+        o.f_scale = bad_fs[t];
+        jf_data d = {N, x, 0, y, NULL};
+        jf_fit_result *r = NULL;
+        char *err = NULL;
+        o.loss = JF_LOSS_HUBER;
+        CHECK(jf_fit(m, &d, &o, &r, &err) == JF_ERR_ARG && r == NULL);
+        if (err) CHECK_CONTAINS(err, "f_scale");
+        jf_fit_result_free(r);
+        jf_free(err);
+        r = NULL;
+        err = NULL;
+        o.loss = JF_LOSS_LINEAR;
+        CHECK(jf_fit(m, &d, &o, &r, &err) == JF_OK && r && r->success);
+        jf_fit_result_free(r);
+        jf_free(err);
+    }
     jf_model_free(m);
 }
 
