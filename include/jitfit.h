@@ -411,8 +411,8 @@ typedef struct jf_fit_result {
  * jf_fit_options_default(). Errors: JF_ERR_ARG (NULL model, data or out, n not above the
  * number of fitted parameters, a starting value outside its bounds, lower >= upper, an
  * invalid option),
- * JF_ERR_DATA (non-finite x, y or sigma, or sigma <= 0), JF_ERR_UNAVAILABLE (device GPU
- * without one), JF_ERR_NOMEM. On error *out is NULL; if errmsg is not NULL it receives a
+ * JF_ERR_DATA (non-finite x, y or sigma, sigma <= 0, or a sigma so small that 1/sigma
+ * overflows: subnormal), JF_ERR_UNAVAILABLE (device GPU without one), JF_ERR_NOMEM. On error *out is NULL; if errmsg is not NULL it receives a
  * one-line explanation the caller frees with jf_free. */
 JF_API int jf_fit(const jf_model *m, const jf_data *data, const jf_fit_options *opts,
                   jf_fit_result **out, char **errmsg);

@@ -381,7 +381,19 @@ static int check_data(const fit_setup *s, const jf_data *d, double **w, char **e
                             d->sigma[i]);
         *w = malloc(n * sizeof **w);
         if (!*w) return fail(errmsg, JF_ERR_NOMEM, "out of memory");
-        for (size_t i = 0; i < n; i++) (*w)[i] = 1.0 / d->sigma[i];
+        for (size_t i = 0; i < n; i++) {
+            (*w)[i] = 1.0 / d->sigma[i];
+            /* a subnormal sigma's weight overflows: the fit would fail on NONFINITE at that
+             * point's residual, the message not naming sigma */
+            if (!isfinite((*w)[i])) {
+                free(*w);
+                *w = NULL;
+                return fail(errmsg, JF_ERR_DATA,
+                            "point %zu: sigma %g is too small (its reciprocal, the weight, "
+                            "overflows)",
+                            i + 1, d->sigma[i]);
+            }
+        }
     }
     return JF_OK;
 }

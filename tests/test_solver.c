@@ -799,6 +799,16 @@ static void test_unused_and_errors(void) {
     CHECK(jf_fit(m, &dbad, NULL, &r, &err) == JF_ERR_DATA && r == NULL);
     jf_free(err);
     err = NULL;
+    /* a subnormal sigma is positive and finite, but its weight 1/sigma is not: a data error
+     * that names sigma, not a NONFINITE fit "where the residual is -inf" */
+    double sg[N];
+    for (int i = 0; i < N; i++) sg[i] = 0.1;
+    sg[6] = 1e-310;
+    jf_data dsg = {N, x, 0, y, sg};
+    CHECK(jf_fit(m, &dsg, NULL, &r, &err) == JF_ERR_DATA && r == NULL);
+    if (err) CHECK_CONTAINS(err, "point 7: sigma");
+    jf_free(err);
+    err = NULL;
     CHECK(jf_fit(NULL, &d, NULL, &r, &err) == JF_ERR_ARG);
     jf_free(err);
     err = NULL;
