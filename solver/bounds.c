@@ -38,7 +38,9 @@ int jf_bounds_start(const struct jf_model *m, const double *p0, const double *lo
         double v;
         if (p0) v = p0[k];
         else if (m->p_init && !isnan(m->p_init[k])) v = m->p_init[k];
-        else if (isfinite(lo[k]) && isfinite(hi[k])) v = 0.5 * (lo[k] + hi[k]);
+        /* the halves, not the sum, which may overflow (the same number elsewhere but among
+         * subnormals) */
+        else if (isfinite(lo[k]) && isfinite(hi[k])) v = 0.5 * lo[k] + 0.5 * hi[k];
         else if (isfinite(lo[k])) v = lo[k] + 1.0;
         else if (isfinite(hi[k])) v = hi[k] - 1.0;
         else v = 1.0; /* the last four: scipy's _initialize_feasible for p0=None */

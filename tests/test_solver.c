@@ -10,6 +10,7 @@
  * machine, by the script quoted at each use).
  */
 #include <dirent.h>
+#include <float.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -172,6 +173,17 @@ static void test_bounds(void) {
     o.lower = lo3;
     o.upper = hi3;
     CHECK(jf_fit(m, &d, &o, &r, &err) == JF_ERR_ARG && r == NULL);
+    jf_free(err);
+    err = NULL;
+    /* Without p0, two finite bounds start at their midpoint, also where their sum overflows
+     * (it was inf: "starting value inf is not finite", of a start the caller never gave). */
+    double lo4[2] = {1e308, 0.05}, hi4[2] = {DBL_MAX, 0.2};
+    o.lower = lo4;
+    o.upper = hi4;
+    o.max_nfev = 1;
+    CHECK(jf_fit(m, &d, &o, &r, &err) == JF_OK && r);
+    if (r) CHECK(r->params[0] == 0.5 * 1e308 + 0.5 * DBL_MAX && r->params[1] == 0.125);
+    jf_fit_result_free(r);
     jf_free(err);
     jf_model_free(m);
 }
