@@ -40,7 +40,10 @@ JF_HD void jf_loss_rho(int loss, double z, double *rho0, double *rho1, double *r
     if (loss == 1) { /* soft_l1: 2((1+z)^0.5 - 1) */
         double t = 1.0 + z;
         double s = sqrt(t);
-        *rho0 = 2.0 * (s - 1.0);
+        /* as 2z/(s + 1), the same number without the cancellation of s - 1 (scipy's form):
+         * that is 0 for z below 1e-16, so a fit whose residuals are all far inside f_scale
+         * (data of order 1e-9 with f_scale 1) had cost 0 and "converged" at its start */
+        *rho0 = 2.0 * z / (s + 1.0);
         *rho1 = 1.0 / s;
         *rho2 = -0.5 / (t * s);
     } else if (loss == 2) { /* huber: z if z <= 1 else 2 z^0.5 - 1 */

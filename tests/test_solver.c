@@ -503,6 +503,36 @@ static void test_huber_nearly_l1(void) {
     jf_model_free(m);
 }
 
+/* soft_l1 with residuals far inside f_scale is the linear loss: its cost 2((1+z)^0.5 - 1),
+ * written so (scipy's form), is 0 for z below 1e-16, so on data of order 1e-9 with f_scale 1 the
+ * fit "converged" at its start with cost 0 and standard errors 0. */
+static void test_soft_l1_small(void) {
+    double x[50], y[50];
+    for (int i = 0; i < 50; i++) {
+        x[i] = i / 5.0;
+        y[i] = 1e-9 * (2 * x[i] + 1) + 1e-11 * sin(7.0 * i);
+    }
+    jf_model *m = compile("a*x+b");
+    if (!m) return;
+    jf_data d = {50, x, 0, y, NULL};
+    const double p0[2] = {1e-9, 0};
+    jf_fit_options o = jf_fit_options_default();
+    o.p0 = p0;
+    jf_fit_result *lin = NULL, *r = NULL;
+    CHECK(jf_fit(m, &d, &o, &lin, NULL) == JF_OK);
+    o.loss = JF_LOSS_SOFT_L1;
+    CHECK(jf_fit(m, &d, &o, &r, NULL) == JF_OK);
+    if (r && lin) {
+        CHECK(r->success && r->cost > 0);
+        for (int k = 0; k < 2; k++)
+            if (!CHECK(fabs(r->params[k] - lin->params[k]) <= 1e-6 * fabs(lin->params[k])))
+                fprintf(stderr, "  soft_l1 %.17g, linear %.17g\n", r->params[k], lin->params[k]);
+    }
+    jf_fit_result_free(lin);
+    jf_fit_result_free(r);
+    jf_model_free(m);
+}
+
 /* A robust fit's optimality is MINPACK's cosine with the robust cost's gradient Σ ρ' r J and the
  * unscaled J and r, recomputed here from the answer (at most 1). The iterations' measure
  * divides by the loss-scaled columns, which scipy's rule clips to √ε·J beyond f_scale: on this
@@ -1381,6 +1411,7 @@ int main(void) {
     test_robust_start_outside();
     test_huber_nearly_l1();
     test_robust_optimality();
+    test_soft_l1_small();
     test_symmetric_start();
     test_suspect_stop();
     test_unused_and_errors();
