@@ -4,6 +4,8 @@
 #include "plot.h"
 #include "util.h"
 
+#include "../runtime/text.h"
+
 #include "cairo_api.h"
 
 #include <errno.h>
@@ -61,11 +63,37 @@ static void range_of(const double *v, size_t n, double *lo, double *hi) {
         }
 }
 
+/* s with every byte outside a well-formed UTF-8 sequence replaced by U+FFFD, as the JSON writes
+ * it; the caller frees it (NULL: out of memory). */
+static char *utf8_text(const char *s) {
+    char *u = malloc(3 * strlen(s) + 1), *o = u;
+    for (const unsigned char *p = (const unsigned char *)s; u && *p;) {
+        size_t len = *p < 0x80 ? 1 : jf_utf8_len(p);
+        if (len) {
+            memcpy(o, p, len);
+            o += len;
+            p += len;
+        } else {
+            memcpy(o, "\xEF\xBF\xBD", 3);
+            o += 3;
+            p++;
+        }
+    }
+    if (u) *o = '\0';
+    return u;
+}
+
+/* cairo refuses text that is not UTF-8 and fails the whole plot (after an SVG surface has
+ * emptied its file): a path, model or column name in Latin-1 is legal on Linux, so such bytes
+ * are drawn as U+FFFD. */
 static void text_at(cairo_t *cr, double x, double y, const char *s, double ax, double ay) {
+    char *u = utf8_text(s);
+    if (!u) return; /* no memory for a label: the plot without it */
     cairo_text_extents_t e;
-    cairo_text_extents(cr, s, &e);
+    cairo_text_extents(cr, u, &e);
     cairo_move_to(cr, x - e.width * ax - e.x_bearing, y - e.height * ay - e.y_bearing);
-    cairo_show_text(cr, s);
+    cairo_show_text(cr, u);
+    free(u);
 }
 
 /* A tick label: %g, with "0" for the rounding noise of a tick at zero, and more than %g's 6

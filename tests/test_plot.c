@@ -159,6 +159,25 @@ static void test_plot_path(void) {
     free(target);
 }
 
+/* A data file named in Latin-1 (a legal Linux name, here with an e-acute as the byte 0xE9):
+ * the title quotes it, cairo refused the text as not UTF-8 and the plot failed after the fit,
+ * leaving an emptied SVG. The byte is drawn as U+FFFD. */
+static void test_plot_non_utf8(void) {
+    char *data = jf_test_tmpfile("-caf\xe9.csv", "x,y\n1,1\n2,2.1\n3,2.9\n4,4.2\n");
+    char *svg = jf_test_tmpfile(".svg", "");
+    char cmd[8192], *err = NULL;
+    snprintf(cmd, sizeof cmd, "'%s' fit --plot '%s' 'a*x+b' '%s'", jf_test_cli(), svg, data);
+    if (!CHECK(jf_test_run(cmd, NULL, &err) == 0)) fprintf(stderr, "  %s\n", err ? err : "");
+    char *out = jf_test_read_file(svg, NULL);
+    CHECK_CONTAINS(out, "</svg>");
+    free(out);
+    free(err);
+    remove(data);
+    remove(svg);
+    free(data);
+    free(svg);
+}
+
 int main(void) {
     char why[600];
     if (!CHECK(jf_cairo_load(why, sizeof why) == 0)) { /* the test's own cairo calls need it */
@@ -166,6 +185,7 @@ int main(void) {
         return jf_test_finish();
     }
     test_plot_path();
+    test_plot_non_utf8();
     test_axes_beyond_2p53();
     test_tick_labels();
     test_legend();
