@@ -10,6 +10,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <float.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdint.h>
@@ -29,18 +30,28 @@ typedef struct panel {
     double x0, x1, y0, y1;   /* data range shown */
 } panel;
 
-static double px(const panel *p, double v) { return p->x + (v - p->x0) / (p->x1 - p->x0) * p->w; }
-static double py(const panel *p, double v) {
-    return p->y + p->h - (v - p->y0) / (p->y1 - p->y0) * p->h;
+/* Where v lies from a to b, as a fraction. Data may span more than the largest double
+ * (-1e308 to 1e308): b - a is then infinite and every point NaN, an empty plot, so the
+ * differences are taken of halves there (elsewhere exactly, for a range of 16 at 1e17). */
+static double frac_of(double v, double a, double b) {
+    double d = v - a, span = b - a;
+    if (isfinite(d) && isfinite(span)) return d / span;
+    return (v / 2 - a / 2) / (b / 2 - a / 2);
 }
 
-/* A tick step of 1, 2 or 5 × 10^k giving about `target` ticks over span. */
-static double nice_step(double span, int target) {
-    double raw = span / target, mag = pow(10, floor(log10(raw))), f = raw / mag;
+static double px(const panel *p, double v) { return p->x + frac_of(v, p->x0, p->x1) * p->w; }
+static double py(const panel *p, double v) {
+    return p->y + p->h - frac_of(v, p->y0, p->y1) * p->h;
+}
+
+/* A tick step of 1, 2 or 5 × 10^k giving about `target` ticks from lo to hi (halves: the span
+ * may overflow). */
+static double nice_step(double lo, double hi, int target) {
+    double raw = (hi / 2 - lo / 2) / target * 2, mag = pow(10, floor(log10(raw))), f = raw / mag;
     return (f < 1.5 ? 1 : f < 3.5 ? 2 : f < 7.5 ? 5 : 10) * mag;
 }
 
-/* Widens [*lo, *hi] by a margin and away from zero width. */
+/* Widens [*lo, *hi] by a margin and away from zero width, within the finite doubles. */
 static void pad_range(double *lo, double *hi, double frac) {
     if (!isfinite(*lo) || !isfinite(*hi)) *lo = 0, *hi = 1;
     if (*hi <= *lo) {
@@ -48,9 +59,9 @@ static void pad_range(double *lo, double *hi, double frac) {
         *lo = c - d;
         *hi = c + d;
     }
-    double m = (*hi - *lo) * frac;
-    *lo -= m;
-    *hi += m;
+    double m = (*hi / 2 - *lo / 2) * (2 * frac);
+    *lo = fmax(*lo - m, -DBL_MAX);
+    *hi = fmin(*hi + m, DBL_MAX);
 }
 
 static void range_of(const double *v, size_t n, double *lo, double *hi) {
@@ -109,7 +120,10 @@ static void tick_label(char *buf, size_t n, double v, double step) {
  * 16 apart at 1e17): the caller draws at most MAX_TICKS, and a tick that rounds to the one
  * before it once. */
 #define MAX_TICKS 100
-static double tick_at(double lo, double step, int i) { return ceil(lo / step) * step + i * step; }
+static double tick_at(double lo, double step, int i) {
+    double v = ceil(lo / step) * step + i * step;
+    return isfinite(v) ? v : (ceil(lo / step) + i) * step; /* i * step overflowed (1e308s) */
+}
 
 /* Frame, ticks and tick labels of a panel; labels on the x axis only when xlabels. */
 static void axes(cairo_t *cr, const panel *p, int xlabels, const char *xname, const char *yname) {
@@ -119,7 +133,7 @@ static void axes(cairo_t *cr, const panel *p, int xlabels, const char *xname, co
     cairo_rectangle(cr, p->x, p->y, p->w, p->h);
     cairo_stroke(cr);
     cairo_set_font_size(cr, 12);
-    double sx = nice_step(p->x1 - p->x0, 6), sy = nice_step(p->y1 - p->y0, 5);
+    double sx = nice_step(p->x0, p->x1, 6), sy = nice_step(p->y0, p->y1, 5);
     double v, prev = NAN;
     for (int i = 0; (v = tick_at(p->x0, sx, i)) <= p->x1 + sx * 1e-9 && i < MAX_TICKS; i++) {
         if (v == prev) continue;
@@ -203,7 +217,8 @@ static void draw_1d(cairo_t *cr, const jf_plot_data *d, double W, double H) {
     /* The curve on a fine grid: shows the model between the points, not only at them. */
     double cx[CURVE_POINTS], cy[CURVE_POINTS];
     for (int i = 0; i < CURVE_POINTS; i++) {
-        cx[i] = xlo + (xhi - xlo) * i / (CURVE_POINTS - 1);
+        double t = (double)i / (CURVE_POINTS - 1);
+        cx[i] = isfinite(xhi - xlo) ? xlo + (xhi - xlo) * t : xlo * (1 - t) + xhi * t;
         if (jf_model_eval(d->model, d->params, &cx[i], &cy[i], NULL) != JF_OK) cy[i] = NAN;
     }
     range_of(cy, CURVE_POINTS, &flo, &fhi);
@@ -342,7 +357,7 @@ static void image_panel(cairo_t *cr, const panel *p, const jf_plot_data *d, cons
     for (size_t i = 0; i < n; i++) {
         double r, g, b;
         if (diverging) div_color(hi > 0 ? v[i] / hi : 0, &r, &g, &b);
-        else seq_color(hi > lo ? (v[i] - lo) / (hi - lo) : 0.5, &r, &g, &b);
+        else seq_color(hi > lo ? frac_of(v[i], lo, hi) : 0.5, &r, &g, &b);
         cairo_set_source_rgb(cr, r, g, b);
         cairo_rectangle(cr, px(p, d->x[0][i]) - cw / 2, py(p, d->x[1][i]) - ch / 2, cw, ch);
         cairo_fill(cr);
@@ -385,10 +400,8 @@ static void draw_2d(cairo_t *cr, const jf_plot_data *d, double W) {
     range_of(d->x[1], n, &ylo, &yhi);
     /* Half a cell of margin so edge cells are whole. */
     double side = sqrt((double)n) > 1 ? sqrt((double)n) - 1 : 1;
-    double mx = (xhi - xlo) / side / 2, my = (yhi - ylo) / side / 2;
-    xlo -= mx, xhi += mx, ylo -= my, yhi += my;
-    pad_range(&xlo, &xhi, 0);
-    pad_range(&ylo, &yhi, 0);
+    pad_range(&xlo, &xhi, 0.5 / side);
+    pad_range(&ylo, &yhi, 0.5 / side);
     if (flo < lo) lo = flo;
     if (fhi > hi) hi = fhi;
     double ra = fmax(fabs(rlo), fabs(rhi));

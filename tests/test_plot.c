@@ -159,6 +159,55 @@ static void test_plot_path(void) {
     free(target);
 }
 
+/* Pixels of colour (r, g, b) (0..1, within 3 of 255) in the rectangle x0..x1, y0..y1 of s. */
+static size_t count_rgb(cairo_surface_t *s, int x0, int y0, int x1, int y1, double r, double g,
+                        double b) {
+    int stride = cairo_image_surface_get_stride(s);
+    const unsigned char *d = cairo_image_surface_get_data(s);
+    int cr = (int)(r * 255 + 0.5), cg = (int)(g * 255 + 0.5), cb = (int)(b * 255 + 0.5);
+    size_t hits = 0;
+    for (int y = y0; y <= y1; y++)
+        for (int x = x0; x <= x1; x++) {
+            uint32_t p;
+            memcpy(&p, d + (size_t)y * (size_t)stride + (size_t)x * 4, 4);
+            hits += abs((int)(p >> 16 & 0xff) - cr) <= 3 && abs((int)(p >> 8 & 0xff) - cg) <= 3 &&
+                    abs((int)(p & 0xff) - cb) <= 3;
+        }
+    return hits;
+}
+
+/* Data from -1e308 to 1e308, a span beyond the largest double: the axes' scales divided by an
+ * infinite width and every point and the curve were NaN, an empty plot of a good fit. The
+ * residual panel (no legend there) must show the data's dots, the top panel the curve. */
+static void test_huge_range(void) {
+    char text[4096];
+    size_t len = (size_t)snprintf(text, sizeof text, "x,y\n");
+    for (int i = 0; i <= 10; i++) {
+        double x = (i - 5) * 2e307;
+        len += (size_t)snprintf(text + len, sizeof text - len, "%.17g,%.17g\n", x,
+                                1 + 2 * (x * 1e-308) + 0.01 * sin(7 * i));
+    }
+    char *data = jf_test_tmpfile(".csv", text), *png = jf_test_tmpfile(".png", "");
+    char cmd[2048];
+    snprintf(cmd, sizeof cmd, "'%s' fit --plot '%s' 'a + b*(x*1e-308)' '%s'", jf_test_cli(), png,
+             data);
+    CHECK(jf_test_run(cmd, NULL, NULL) == 0);
+    cairo_surface_t *s = cairo_image_surface_create_from_png(png);
+    if (CHECK(cairo_surface_status(s) == CAIRO_STATUS_SUCCESS)) {
+        /* draw_1d's layout: panels from x 90 to 870; the top one from y 60 to 456, the
+         * residuals' from 471 to 625 */
+        size_t dots = count_rgb(s, 91, 472, 869, 624, JF_PLOT_DATA_RGB);
+        size_t curve = count_rgb(s, 91, 61, 869, 455, JF_PLOT_CURVE_RGB);
+        if (!CHECK(dots > 0 && curve > 100))
+            fprintf(stderr, "  %zu residual pixels, %zu curve pixels\n", dots, curve);
+    }
+    cairo_surface_destroy(s);
+    remove(data);
+    remove(png);
+    free(data);
+    free(png);
+}
+
 /* A data file named in Latin-1 (a legal Linux name, here with an e-acute as the byte 0xE9):
  * the title quotes it, cairo refused the text as not UTF-8 and the plot failed after the fit,
  * leaving an emptied SVG. The byte is drawn as U+FFFD. */
@@ -186,6 +235,7 @@ int main(void) {
     }
     test_plot_path();
     test_plot_non_utf8();
+    test_huge_range();
     test_axes_beyond_2p53();
     test_tick_labels();
     test_legend();
