@@ -345,12 +345,12 @@ static void div_color(double t, double *r, double *g, double *b) {
     else *r = 1, *g = 1 - t * 0.75, *b = 1 - t * 0.8;
 }
 
-/* One 2-D panel: each point a cell coloured by its value. */
+/* One 2-D panel: each point a cell coloured by its value, kx cells across and ky down. */
 static void image_panel(cairo_t *cr, const panel *p, const jf_plot_data *d, const double *v,
-                        double lo, double hi, int diverging, const char *title) {
+                        double lo, double hi, int diverging, const char *title, double kx,
+                        double ky) {
     size_t n = d->n;
-    double side = sqrt((double)n);
-    double cw = p->w / (side > 1 ? side : 1) + 1, ch = p->h / (side > 1 ? side : 1) + 1;
+    double cw = p->w / kx + 1, ch = p->h / ky + 1;
     cairo_save(cr);
     cairo_rectangle(cr, p->x, p->y, p->w, p->h);
     cairo_clip(cr);
@@ -386,6 +386,23 @@ static void image_panel(cairo_t *cr, const panel *p, const jf_plot_data *d, cons
     text_at(cr, p->x + p->w, by + bh + 4, buf, 1, 0);
 }
 
+static int cmp_double(const void *a, const void *b) {
+    double u = *(const double *)a, v = *(const double *)b;
+    return (u > v) - (u < v);
+}
+
+/* The number of distinct values among the n of v (n when there is no memory to count). */
+static size_t distinct(const double *v, size_t n) {
+    double *s = malloc((n ? n : 1) * sizeof *s);
+    if (!s) return n;
+    memcpy(s, v, n * sizeof *s);
+    qsort(s, n, sizeof *s, cmp_double);
+    size_t k = n ? 1 : 0;
+    for (size_t i = 1; i < n; i++) k += s[i] != s[i - 1];
+    free(s);
+    return k;
+}
+
 /* Data, model and residual images of a model of two variables. */
 static void draw_2d(cairo_t *cr, const jf_plot_data *d, double W) {
     size_t n = d->n;
@@ -398,10 +415,16 @@ static void draw_2d(cairo_t *cr, const jf_plot_data *d, double W) {
     range_of(res, n, &rlo, &rhi);
     range_of(d->x[0], n, &xlo, &xhi);
     range_of(d->x[1], n, &ylo, &yhi);
+    /* Cells per side: a grid's own counts (an image 40 wide and 10 high, a few points
+     * missing), else sqrt(n) each way for scattered points. A square cell of sqrt(n) on a
+     * 40 x 10 grid left white bands between the rows and covered every other column. */
+    double kx = (double)distinct(d->x[0], n), ky = (double)distinct(d->x[1], n);
+    if (kx * ky > 2.0 * (double)n) kx = ky = sqrt((double)n);
+    if (kx < 1) kx = 1;
+    if (ky < 1) ky = 1;
     /* Half a cell of margin so edge cells are whole. */
-    double side = sqrt((double)n) > 1 ? sqrt((double)n) - 1 : 1;
-    pad_range(&xlo, &xhi, 0.5 / side);
-    pad_range(&ylo, &yhi, 0.5 / side);
+    pad_range(&xlo, &xhi, kx > 1 ? 0.5 / (kx - 1) : 0);
+    pad_range(&ylo, &yhi, ky > 1 ? 0.5 / (ky - 1) : 0);
     if (flo < lo) lo = flo;
     if (fhi > hi) hi = fhi;
     double ra = fmax(fabs(rlo), fabs(rhi));
@@ -409,9 +432,9 @@ static void draw_2d(cairo_t *cr, const jf_plot_data *d, double W) {
     double left = 80, size = (W - left - 3 * 70) / 3;
     for (int k = 0; k < 3; k++) {
         panel p = {left + k * (size + 70), 80, size, size, xlo, xhi, ylo, yhi};
-        if (k == 0) image_panel(cr, &p, d, d->y, lo, hi, 0, "data");
-        else if (k == 1) image_panel(cr, &p, d, d->fit, lo, hi, 0, "model");
-        else image_panel(cr, &p, d, res, -ra, ra, 1, "residuals (data - model)");
+        if (k == 0) image_panel(cr, &p, d, d->y, lo, hi, 0, "data", kx, ky);
+        else if (k == 1) image_panel(cr, &p, d, d->fit, lo, hi, 0, "model", kx, ky);
+        else image_panel(cr, &p, d, res, -ra, ra, 1, "residuals (data - model)", kx, ky);
     }
     free(res);
 }

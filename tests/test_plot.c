@@ -208,6 +208,35 @@ static void test_huge_range(void) {
     free(png);
 }
 
+/* An image 40 points wide and 10 high: the cells were squares of sqrt(n) a side, so white
+ * bands lay between the rows and each cell covered half its neighbour. The data panel (the
+ * first, from x 80 and y 80, 323 pixels a side) must be covered. */
+static void test_grid_not_square(void) {
+    char text[16384];
+    size_t len = (size_t)snprintf(text, sizeof text, "x,t,y\n");
+    for (int j = 0; j < 10; j++)
+        for (int i = 0; i < 40; i++)
+            len += (size_t)snprintf(text + len, sizeof text - len, "%d,%d,%.17g\n", i, j,
+                                    1 + 0.1 * i + 0.5 * j + 0.01 * sin(i * 7.0 + j));
+    char *data = jf_test_tmpfile(".csv", text), *png = jf_test_tmpfile(".png", "");
+    char *model = jf_test_tmpfile(".jf", "var x, t\ny ~ a + b*x + c*t\n");
+    char cmd[4096];
+    snprintf(cmd, sizeof cmd, "'%s' fit --plot '%s' '%s' '%s'", jf_test_cli(), png, model, data);
+    CHECK(jf_test_run(cmd, NULL, NULL) == 0);
+    cairo_surface_t *s = cairo_image_surface_create_from_png(png);
+    if (CHECK(cairo_surface_status(s) == CAIRO_STATUS_SUCCESS)) {
+        size_t white = count_rgb(s, 82, 82, 400, 400, 1, 1, 1);
+        if (!CHECK(white < 319 * 319 / 100)) fprintf(stderr, "  %zu white pixels\n", white);
+    }
+    cairo_surface_destroy(s);
+    remove(data);
+    remove(png);
+    remove(model);
+    free(data);
+    free(png);
+    free(model);
+}
+
 /* A data file named in Latin-1 (a legal Linux name, here with an e-acute as the byte 0xE9):
  * the title quotes it, cairo refused the text as not UTF-8 and the plot failed after the fit,
  * leaving an emptied SVG. The byte is drawn as U+FFFD. */
@@ -236,6 +265,7 @@ int main(void) {
     test_plot_path();
     test_plot_non_utf8();
     test_huge_range();
+    test_grid_not_square();
     test_axes_beyond_2p53();
     test_tick_labels();
     test_legend();
