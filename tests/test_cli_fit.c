@@ -457,6 +457,11 @@ static void test_bad_data(void) {
     CHECK_CONTAINS(err, "\"params\"");
     free(out);
     free(err);
+    /* A report that cannot be written (a full disk) is lost: exit 1 and say so, not 0. */
+    CHECK(fit("--json " EXAMPLE_JF " " EXAMPLE_CSV " >/dev/full", &out, &err) == 1);
+    CHECK_CONTAINS(err, "standard output: write error");
+    free(out);
+    free(err);
     /* A model file that does not exist is that, not a formula with a '.' in it. */
     CHECK(fit("/nonexistent/model.jf " EXAMPLE_CSV, &out, &err) == 1);
     CHECK_CONTAINS(err, "jitfit: /nonexistent/model.jf: No such file or directory");
