@@ -941,6 +941,17 @@ static void test_run_json_failures(void) {
     if (job) unlink(job);
     free(job);
 
+    /* reports that cannot be written (a full disk) are lost: exit 1 and say so, not 0 */
+    snprintf(text, sizeof text, "[fit b]\nmodel = a*exp(-b*x)+c\ndata = %s\n", data);
+    job = jf_test_tmpfile(".ini", text);
+    snprintf(cmd, sizeof cmd, "JITFIT_CACHE_DIR='%s' '%s' run '%s' >/dev/full", cache_dir,
+             jf_test_cli(), job ? job : "");
+    CHECK(jf_test_run(cmd, NULL, &err) == 1);
+    CHECK_CONTAINS(err, "standard output: write error");
+    free(err);
+    if (job) unlink(job);
+    free(job);
+
     /* `fit --json` likewise: a fit that fails before its report prints one JSON object, with
      * the message stderr has too; exit 1 as ever */
     snprintf(cmd, sizeof cmd, "--json 'a*exp(-b*x)+c' /nonexistent/nosuch.csv");
