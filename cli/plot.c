@@ -222,8 +222,13 @@ static void draw_1d(cairo_t *cr, const jf_plot_data *d, double W, double H) {
         if (jf_model_eval(d->model, d->params, &cx[i], &cy[i], NULL) != JF_OK) cy[i] = NAN;
     }
     range_of(cy, CURVE_POINTS, &flo, &fhi);
+    double dlo = ylo, dhi = yhi;
     if (flo < ylo) ylo = flo;
     if (fhi > yhi) yhi = fhi;
+    /* Constant data and a fit off them only by rounding (5 and 4.999999999999999): a range of
+     * a few ulps drew the rounding as a step across the whole panel. The data's value is the
+     * range then, widened as any constant. */
+    if (dlo == dhi && yhi - ylo <= 8 * DBL_EPSILON * fmax(fabs(ylo), fabs(yhi))) ylo = yhi = dlo;
     pad_range(&xlo, &xhi, 0.03);
     pad_range(&ylo, &yhi, 0.06);
 

@@ -237,6 +237,30 @@ static void test_grid_not_square(void) {
     free(model);
 }
 
+/* Constant data (y = 5) and a line fitted to them with rounding in it (4.999999999999999 at
+ * some x): the y range was the ulp between them, and the curve a step from the top of the
+ * panel to its bottom. It must be a level line in the middle (top panel 60..456). */
+static void test_constant_data(void) {
+    char *data = jf_test_tmpfile(".csv", "x,y\n1,5\n2,5\n3,5\n4,5\n");
+    char *png = jf_test_tmpfile(".png", "");
+    char cmd[2048];
+    snprintf(cmd, sizeof cmd, "'%s' fit --plot '%s' 'a*x+b' '%s'", jf_test_cli(), png, data);
+    CHECK(jf_test_run(cmd, NULL, NULL) == 0);
+    cairo_surface_t *s = cairo_image_surface_create_from_png(png);
+    if (CHECK(cairo_surface_status(s) == CAIRO_STATUS_SUCCESS)) {
+        size_t middle = count_rgb(s, 91, 238, 869, 278, JF_PLOT_CURVE_RGB);
+        size_t edges = count_rgb(s, 91, 61, 869, 100, JF_PLOT_CURVE_RGB) +
+                       count_rgb(s, 91, 420, 869, 455, JF_PLOT_CURVE_RGB);
+        if (!CHECK(middle > 700 && edges < 100))
+            fprintf(stderr, "  curve pixels: %zu in the middle, %zu at the edges\n", middle, edges);
+    }
+    cairo_surface_destroy(s);
+    remove(data);
+    remove(png);
+    free(data);
+    free(png);
+}
+
 /* A data file named in Latin-1 (a legal Linux name, here with an e-acute as the byte 0xE9):
  * the title quotes it, cairo refused the text as not UTF-8 and the plot failed after the fit,
  * leaving an emptied SVG. The byte is drawn as U+FFFD. */
@@ -266,6 +290,7 @@ int main(void) {
     test_plot_non_utf8();
     test_huge_range();
     test_grid_not_square();
+    test_constant_data();
     test_axes_beyond_2p53();
     test_tick_labels();
     test_legend();
