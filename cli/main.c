@@ -10,6 +10,7 @@
  *   doctor  machine facts and self-test fits      (runtime/device, every backend)
  *   help    documentation embedded from docs/
  */
+#include <errno.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
@@ -69,7 +70,19 @@ static void usage(FILE *f) {
     fprintf(f, "  version                          print the version\n");
 }
 
-int main(int argc, char **argv) {
+/* A command's output is its result: where it could not be written (`> out.json` on a full
+ * disk), exit 0 would say all went well, so every command ends here. stdio kept the error. */
+static int finish(int rc) {
+    errno = 0;
+    if (fflush(stdout) != 0 || ferror(stdout)) {
+        fprintf(stderr, "jitfit: standard output: write error (%s): the output is lost\n",
+                strerror(errno ? errno : EIO));
+        if (rc == 0) rc = 1;
+    }
+    return rc;
+}
+
+static int run(int argc, char **argv) {
     if (argc < 2) {
         usage(stderr);
         return 2;
@@ -101,3 +114,5 @@ int main(int argc, char **argv) {
     usage(stderr);
     return 2;
 }
+
+int main(int argc, char **argv) { return finish(run(argc, argv)); }

@@ -462,6 +462,12 @@ static void test_bad_data(void) {
     CHECK_CONTAINS(err, "standard output: write error");
     free(out);
     free(err);
+    /* ... whatever the command (main.c checks for all) */
+    char cmd[1024];
+    snprintf(cmd, sizeof cmd, "'%s' check 'a*x+b' >/dev/full", jf_test_cli());
+    CHECK(jf_test_run(cmd, NULL, &err) == 1);
+    CHECK_CONTAINS(err, "jitfit: standard output: write error (No space left on device)");
+    free(err);
     /* A model file that does not exist is that, not a formula with a '.' in it. */
     CHECK(fit("/nonexistent/model.jf " EXAMPLE_CSV, &out, &err) == 1);
     CHECK_CONTAINS(err, "jitfit: /nonexistent/model.jf: No such file or directory");
