@@ -167,6 +167,7 @@ typedef struct emu_fn {
     void (*body)(void **);    /* calls the kernel with the unpacked arguments */
     size_t nargs;             /* number of arguments */
     const size_t *sizes;      /* their sizes in bytes */
+    unsigned max_block;       /* most threads per block: its __launch_bounds__, else 1024 */
     struct emu_fn *next;      /* the module's list */
 } emu_fn;
 
@@ -177,7 +178,8 @@ struct emu_module {
 };
 
 /* Appends the kernel names of src (the identifiers after `__global__ void`, past an optional
- * __launch_bounds__(...)) as trampoline definitions to b. Returns the number of kernels. */
+ * __launch_bounds__(...)) as trampoline definitions to b, with each bound as a function the
+ * launches check. Returns the number of kernels. */
 static size_t add_trampolines(jf_buf *b, const char *src) {
     size_t count = 0;
     for (const char *s = strstr(src, "__global__"); s; s = strstr(s + 1, "__global__")) {
@@ -186,9 +188,14 @@ static size_t add_trampolines(jf_buf *b, const char *src) {
         if (strncmp(p, "void", 4) != 0) continue;
         p += 4;
         while (*p == ' ' || *p == '\n' || *p == '\t') p++;
+        const char *bound = NULL; /* __launch_bounds__'s first argument, up to its ')' */
+        size_t bound_len = 0;
         if (strncmp(p, "__launch_bounds__", 17) == 0) {
+            bound = strchr(p, '(');
             p = strchr(p, ')');
-            if (!p) break;
+            if (!p || !bound || bound > p) break;
+            bound++;
+            bound_len = strcspn(bound, ",)");
             p++;
             while (*p == ' ' || *p == '\n' || *p == '\t') p++;
         }
@@ -202,6 +209,10 @@ static size_t add_trampolines(jf_buf *b, const char *src) {
                       "extern \"C\" size_t jf_emu_args_%.*s(const size_t **s) {"
                       " return jf_emu_arg_sizes(%.*s, s); }\n",
                       (int)len, p, (int)len, p, (int)len, p, (int)len, p);
+        /* the threads per block the kernel was compiled for: a GPU refuses a launch of more */
+        if (bound)
+            jf_buf_printf(b, "extern \"C\" unsigned int jf_emu_bound_%.*s(void) { return (%.*s); }\n",
+                          (int)len, p, (int)bound_len, bound);
         count++;
     }
     return count;
@@ -288,6 +299,10 @@ void *jf_emu_module_function(void *module, const char *name, char *why, size_t n
         return NULL;
     }
     f->nargs = args(&f->sizes);
+    unsigned int (*bound)(void) = NULL;
+    snprintf(sym, sizeof sym, "jf_emu_bound_%s", name);
+    *(void **)&bound = dlsym(m->dl, sym);
+    f->max_block = bound ? bound() : 1024u;
     f->mod = m;
     pthread_mutex_lock(&emu_mu);
     f->next = m->fns;
@@ -314,8 +329,18 @@ static int emu_launch_refused(void) {
     return ++count == strtoul(f + 7, NULL, 10);
 }
 
+/* A launch of more threads per block than the kernel's __launch_bounds__: the driver refuses it
+ * (CUDA_ERROR_INVALID_VALUE: its registers were allotted for that many). 1 with the reason. */
+static int over_bound(const emu_fn *f, unsigned block, char *why, size_t n) {
+    if (block <= f->max_block) return 0;
+    snprintf(why, n, "kernel launch failed: %u threads per block, more than the kernel's "
+             "__launch_bounds__ (%u) (emulated)", block, f->max_block);
+    return 1;
+}
+
 int jf_emu_launch(void *fn, unsigned grid, unsigned block, void **args, char *why, size_t n) {
     emu_fn *f = fn;
+    if (over_bound(f, block, why, n)) return JF_ERR_INTERNAL;
     pthread_mutex_lock(&emu_mu);
     int refused = emu_launch_refused();
     int r = refused ? -1 : f->mod->launch(f->body, args, grid, block, why, n);
@@ -450,6 +475,7 @@ int jf_emu_graph_kernel_deps(jf_cuda_graph *gg, void *fn, unsigned grid, unsigne
                              char *why, size_t n) {
     emu_graph *g = (emu_graph *)gg;
     emu_fn *f = fn;
+    if (over_bound(f, block, why, n)) return JF_ERR_INTERNAL;
     emu_node *nd = calloc(1, sizeof *nd);
     size_t total = 0;
     for (size_t i = 0; i < f->nargs; i++) total += (f->sizes[i] + 15) / 16 * 16;

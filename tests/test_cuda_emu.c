@@ -6,6 +6,7 @@
  * - a kernel that reads shared memory another thread writes without a barrier (a race) gives
  *   different answers in blocks that run their threads in opposite orders;
  * - threads waiting at different barriers are reported as a deadlock, not a hang;
+ * - a launch of more threads per block than the kernel's __launch_bounds__ is refused;
  * - device memory starts as NaN, and allocations beyond JITFIT_CUDA_EMULATE_MEM fail as out of
  *   memory;
  * - graphs: a WHILE node loops while a kernel sets its condition (reset at each launch);
@@ -109,6 +110,16 @@ static void test_kernels(void *const *fn) {
         for (int i = 0; i < 256; i++) s += h[b * 256 + i];
         CHECK_NEAR(r[b], s, 1e-15);
     }
+    /* more threads than its __launch_bounds__(256): a GPU refuses the launch, and so does the
+     * emulator, directly and as a graph node */
+    why[0] = '\0';
+    CHECK(jf_cuda_launch(fn[K_SUM], 1, 512, 0, a2, why, sizeof why) == JF_ERR_INTERNAL);
+    CHECK_CONTAINS(why, "more than the kernel's __launch_bounds__ (256)");
+    jf_cuda_graph *bg = NULL;
+    CHECK(jf_cuda_graph_new(&bg, NULL, why, sizeof why) == JF_OK);
+    CHECK(jf_cuda_graph_kernel(bg, fn[K_SUM], 1, 512, a2, why, sizeof why) == JF_ERR_INTERNAL);
+    CHECK(jf_cuda_graph_kernel(bg, fn[K_SUM], 1, 256, a2, why, sizeof why) == JF_OK);
+    jf_cuda_graph_free(bg);
 
     /* a race: block 0 runs its threads forward and reads neighbours not written yet, block 1
      * runs them backward and reads them written */
