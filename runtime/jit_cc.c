@@ -167,8 +167,9 @@ void jf_cc_signal_running(int sig) {
  * and was killed with the processes it started (it runs in a process group of its own).
  * The program's end is its exit, not the end of its output: a process it left running in the
  * background (a wrapper's compile server, a `cmd &` in a script) may hold the pipe open for
- * long after, and waiting for that would fail a finished compile at the time limit. */
-static int run_capture(char **argv, int capture, char **out, int *status) {
+ * long after, and waiting for that would fail a finished compile at the time limit.
+ * envp: its environment, NULL for this process's. */
+static int run_capture(char **argv, char **envp, int capture, char **out, int *status) {
     int p[2];
     *out = NULL;
     *status = -1;
@@ -200,7 +201,8 @@ static int run_capture(char **argv, int capture, char **out, int *status) {
     __atomic_add_fetch(&spawning, 1, __ATOMIC_SEQ_CST);
     int err = __atomic_load_n(&forwarded, __ATOMIC_SEQ_CST) ? EINTR /* jitfit is ending */
                                                             : posix_spawnp(&pid, argv[0], &fa,
-                                                                           &attr, argv, environ);
+                                                                           &attr, argv,
+                                                                           envp ? envp : environ);
     int slot = err == 0 ? track(pid) : -1;
     __atomic_sub_fetch(&spawning, 1, __ATOMIC_SEQ_CST);
     pthread_sigmask(SIG_SETMASK, &mask, NULL);
@@ -432,7 +434,7 @@ static void compute_identity(ident *id, const char *cache_dir) {
     av_push(&a, "--version", 9);
     char *out = NULL;
     int status;
-    err = a.nomem ? ENOMEM : run_capture(a.v, 1, &out, &status);
+    err = a.nomem ? ENOMEM : run_capture(a.v, NULL, 1, &out, &status);
     /* with its exit status unknown, a version line is taken as success */
     if (err || !out || (status != 0 && !(status == STATUS_UNKNOWN && out[0]))) {
         if (err == ETIMEDOUT)
@@ -670,6 +672,26 @@ int jf_cc_read_file(const char *path, unsigned char **bytes, size_t *size) {
 
 /* ---- compiling and loading ------------------------------------------------------------------ */
 
+/* This process's environment with TMPDIR set to dir, in one allocation (free() it). The
+ * compiler's own temporaries (gcc's ccXXXXXX.s and .o) then go to the compile's private
+ * directory, which is removed after the compile: a compiler killed at its time limit cannot
+ * remove them itself, and in $TMPDIR they would stay for good. NULL when out of memory. */
+static char **env_with_tmpdir(const char *dir) {
+    size_t n = 0;
+    while (environ && environ[n]) n++;
+    size_t len = strlen(dir) + sizeof "TMPDIR=";
+    char **env = malloc((n + 2) * sizeof *env + len);
+    if (!env) return NULL;
+    char *var = (char *)(env + n + 2);
+    snprintf(var, len, "TMPDIR=%s", dir);
+    size_t k = 0;
+    env[k++] = var;
+    for (size_t i = 0; i < n; i++)
+        if (strncmp(environ[i], "TMPDIR=", 7) != 0) env[k++] = environ[i];
+    env[k] = NULL;
+    return env;
+}
+
 int jf_cc_compile(const char *cc, const char *extra_flags, const char *source, const char *dir,
                   char *so_path, size_t n, char **log) {
     return jf_cc_compile_libs(cc, extra_flags, NULL, source, dir, so_path, n, log);
@@ -706,9 +728,16 @@ int jf_cc_compile_libs(const char *cc, const char *extra_flags, const char *libs
         if (log) *log = strdup("out of memory");
         return JF_ERR_NOMEM;
     }
+    char **env = env_with_tmpdir(dir);
+    if (!env) {
+        av_free(&a);
+        if (log) *log = strdup("out of memory");
+        return JF_ERR_NOMEM;
+    }
     char *out = NULL;
     int status;
-    err = run_capture(a.v, 2, &out, &status);
+    err = run_capture(a.v, env, 2, &out, &status);
+    free(env);
     int st = JF_OK;
     if (err) {
         st = JF_ERR_UNAVAILABLE;

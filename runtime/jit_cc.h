@@ -62,7 +62,8 @@ JF_INTERNAL void jf_cc_tmpdir_remove(const char *dir);
  * jf_cc_tmpdir; N counts the objects of this process, so no two loaded objects ever share a path,
  * which dlopen would take for the same object); its path goes to so_path. JF_OK, JF_ERR_UNAVAILABLE (the compiler could not be
  * started) or JF_ERR_COMPILE (it failed); then *log (if not NULL) receives the compiler's stderr
- * or the reason (caller frees with free()). extra_flags may be NULL. */
+ * or the reason (caller frees with free()). extra_flags may be NULL. The compiler runs with
+ * TMPDIR=dir, so jf_cc_tmpdir_remove takes its temporaries too, even those of one killed. */
 JF_INTERNAL int jf_cc_compile(const char *cc, const char *extra_flags, const char *source,
                               const char *dir, char *so_path, size_t n, char **log);
 

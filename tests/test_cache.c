@@ -542,6 +542,42 @@ static void test_compiler_timeout(void) {
     }
 }
 
+/* A compiler killed at its time limit cannot remove its own temporaries (gcc's ccXXXXXX.s in
+ * $TMPDIR): they go to the compile's private directory, which is removed, not to $TMPDIR, where
+ * every timed-out compile used to leave one for good. */
+static void test_compiler_timeout_temporaries(void) {
+    fresh_dir();
+    char wrapper[512], tmpdir[512], saved[1024] = "";
+    const char *t = getenv("TMPDIR");
+    if (t) snprintf(saved, sizeof saved, "%s", t);
+    snprintf(tmpdir, sizeof tmpdir, "%s/timeout-tmp", root);
+    CHECK(mkdir(tmpdir, 0700) == 0);
+    if (use_cc_script("temp-cc.sh",
+                      "#!/bin/sh\nif [ \"$1\" = --version ]; then echo 'temp-cc 1.0'; exit 0; fi\n"
+                      "echo asm > \"${TMPDIR:-/tmp}/ccTEST01.s\"\nsleep 60\n",
+                      wrapper, sizeof wrapper) != 0)
+        return;
+    setenv("JITFIT_CC_TIMEOUT", "1", 1);
+    setenv("TMPDIR", tmpdir, 1);
+    outcome o = in_child(model_a);
+    CHECK(o.ok && o.backend == JF_BACKEND_INTERP && o.value_ok);
+    CHECK_CONTAINS(o.warning, "did not finish within 1 s");
+    DIR *d = opendir(tmpdir);
+    struct dirent *e;
+    int left = 0;
+    while (d && (e = readdir(d)) != NULL)
+        if (e->d_name[0] != '.') {
+            fprintf(stderr, "  left in $TMPDIR: %s\n", e->d_name);
+            left++;
+        }
+    if (d) closedir(d);
+    CHECK(left == 0);
+    if (saved[0]) setenv("TMPDIR", saved, 1);
+    else unsetenv("TMPDIR");
+    unsetenv("JITFIT_CC");
+    unsetenv("JITFIT_CC_TIMEOUT");
+}
+
 /* A compiler that has exited but left a process in the background holding its output open (a
  * wrapper that starts a compile server, a script's `cmd &`) has finished: its kernels are used
  * at once, not after $JITFIT_CC_TIMEOUT waiting for the end of output that never comes. */
@@ -1295,6 +1331,7 @@ int main(void) {
     test_identity_remembered();
     test_broken_compiler_not_stored();
     test_compiler_timeout();
+    test_compiler_timeout_temporaries();
     test_compiler_leaves_background_process();
     test_tmpdir_unusable();
     test_stale_tmpdirs();
