@@ -337,10 +337,35 @@ static int make_dirs(const char *path) {
     return 0;
 }
 
+/* Into buf, the first prefix of path (path itself included) that is a symbolic link whose
+ * target does not exist; 0 when there is none. make_dirs meets one as EEXIST and cannot create
+ * anything through it. */
+static int dangling_link(const char *path, char *buf, size_t n) {
+    char p[4096];
+    size_t len = strlen(path);
+    if (len >= sizeof p) return 0;
+    memcpy(p, path, len + 1);
+    for (size_t i = 1; i <= len; i++) {
+        if (p[i] != '/' && p[i] != '\0') continue;
+        char c = p[i];
+        p[i] = '\0';
+        struct stat st;
+        if (lstat(p, &st) != 0) return 0; /* from here on nothing exists: make_dirs can */
+        if (S_ISLNK(st.st_mode) && stat(p, &st) != 0 && errno == ENOENT) {
+            snprintf(buf, n, "%s", p);
+            return 1;
+        }
+        p[i] = c;
+    }
+    return 0;
+}
+
 /* For a directory that does not exist yet: 0 when make_dirs could create it (its nearest
- * existing ancestor is a directory we may write and search), else the errno it would meet. */
+ * existing ancestor is a directory we may write and search, and no dangling link is in the
+ * way), else the errno it would meet. */
 static int creatable(const char *path) {
     char buf[4096];
+    if (dangling_link(path, buf, sizeof buf)) return ENOENT;
     snprintf(buf, sizeof buf, "%s", path);
     for (;;) {
         char *slash = strrchr(buf, '/');
@@ -430,8 +455,14 @@ jf_cache_state jf_cache_dir_open(const char *override, int no_cache, int create,
                 out->state = JF_CACHE_DIR_OK;
                 return out->state;
             }
-            snprintf(out->reason, sizeof out->reason, "cannot create cache directory '%s': %s",
-                     out->path, strerror(err));
+            char link[4096];
+            if (err == ENOENT && dangling_link(out->path, link, sizeof link))
+                snprintf(out->reason, sizeof out->reason,
+                         "cannot create cache directory '%.2000s': '%.2000s' is a symbolic link "
+                         "whose target does not exist", out->path, link);
+            else
+                snprintf(out->reason, sizeof out->reason,
+                         "cannot create cache directory '%s': %s", out->path, strerror(err));
             return out->state;
         }
     }

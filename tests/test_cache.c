@@ -987,6 +987,21 @@ static void test_dir_not_creatable(void) {
         CHECK(out && !strstr(out, "cannot list"));
         free(out);
     }
+    /* A dangling symbolic link, as the directory or on the way to it: mkdir cannot go through
+     * it, so info must not say "ok (not created yet)" while every fit warns it cannot create
+     * the directory. */
+    char link[512], through[600];
+    snprintf(link, sizeof link, "%s/dangling-link", root);
+    snprintf(through, sizeof through, "%s/cache", link);
+    CHECK(symlink("/nonexistent-jitfit-target/x", link) == 0);
+    const char *const dangling[] = {link, through};
+    for (size_t i = 0; i < 2; i++) {
+        int open_st = jf_cache_dir_open(dangling[i], 0, 0, &d);
+        CHECK_CONTAINS(d.reason, "cannot create");
+        int create_st = jf_cache_dir_open(dangling[i], 0, 1, &d);
+        CHECK(open_st == JF_CACHE_DIR_REFUSED && create_st == JF_CACHE_DIR_REFUSED);
+        CHECK_CONTAINS(d.reason, "symbolic link");
+    }
     /* an unwritable ancestor: only a user other than root meets it */
     char ro[512], path[600];
     snprintf(ro, sizeof ro, "%s/read-only", root);
