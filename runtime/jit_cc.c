@@ -354,6 +354,25 @@ static void stat_signature(const char *path, char *buf, size_t n) {
                  st.st_ctim.tv_nsec);
 }
 
+/* The signature of the command a: its resolved first word path's (stat_signature), then, after
+ * '|', that of each later word that names an executable file (PATH searched as for the first).
+ * A launcher ("ccache gcc", "distcc gcc") is the first word and stays unchanged when the
+ * compiler it starts, a later word, is upgraded: that must be probed again too. "" when path
+ * cannot be stat'ed; a signature cut to fit n is "" as well (never remembered). */
+static void command_signature(const argvec *a, const char *path, char *buf, size_t n) {
+    stat_signature(path, buf, n);
+    for (size_t i = 1; buf[0] && i < a->n; i++) {
+        char word[PATH_MAX], sig[256];
+        struct stat st;
+        if (a->v[i][0] == '-' || resolve_path(a->v[i], word, sizeof word) != 0 ||
+            stat(word, &st) != 0 || !S_ISREG(st.st_mode) || access(word, X_OK) != 0)
+            continue;
+        stat_signature(word, sig, sizeof sig);
+        size_t len = strlen(buf);
+        if ((size_t)snprintf(buf + len, n - len, "|%s", sig) >= n - len) buf[0] = '\0';
+    }
+}
+
 /* The remembered identity file of command `cc` in dir. */
 static void identity_file(const char *dir, const char *cc, const char *path, char *buf, size_t n) {
     /* FNV-1a is enough to tell commands apart in a file name; the content is checked anyway */
@@ -366,7 +385,7 @@ static void identity_file(const char *dir, const char *cc, const char *path, cha
 
 /* The identity remembered in file for signature sig, or NULL (malloc'd). */
 static char *read_identity(const char *file, const char *sig) {
-    char buf[2048];
+    char buf[8192];
     /* a plain file only: a FIFO or device in its place must not block or be read */
     int fd = open(file, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
     if (fd < 0) return NULL;
@@ -422,8 +441,8 @@ static void compute_identity(ident *id, const char *cache_dir) {
         av_free(&a);
         return;
     }
-    char sig[256], file[4200];
-    stat_signature(path, sig, sizeof sig);
+    char sig[1024], file[4200];
+    command_signature(&a, path, sig, sizeof sig);
     if (cache_dir && sig[0]) {
         identity_file(cache_dir, id->command, path, file, sizeof file);
         if ((id->identity = read_identity(file, sig)) != NULL) {

@@ -43,9 +43,10 @@ JF_INTERNAL const char *jf_cc_command(const char *cc);
  * <first line of `cc --version`>", computed once per process per command. Running the compiler
  * costs a few milliseconds, more than a whole disk-cache hit, so when cache_dir is not NULL the
  * identity is also remembered there (file cc-<hash>.id) with the stat signature of the resolved
- * compiler binary (device, inode, size, mtime, ctime); a new process that finds the same
- * signature uses it without running the compiler, and a replaced or upgraded compiler is probed
- * again (ccache's compiler_check=mtime). On success *identity points to a string owned by this
+ * compiler binary (device, inode, size, mtime, ctime), and of every later word of the command
+ * that names an executable (the compiler behind a launcher: "ccache gcc"); a new process that
+ * finds the same signature uses it without running the compiler, and a replaced or upgraded
+ * compiler is probed again (ccache's compiler_check=mtime). On success *identity points to a string owned by this
  * module (valid until the process ends). JF_ERR_UNAVAILABLE when the compiler cannot be found
  * or run, with a one-line reason in why. */
 JF_INTERNAL int jf_cc_identity(const char *cc, const char *cache_dir, const char **identity,

@@ -481,6 +481,33 @@ static void test_identity_remembered(void) {
     (void)dir;
 }
 
+/* A compiler started through a launcher ($JITFIT_CC = "ccache gcc", "distcc gcc") is the later
+ * word: when it is upgraded, a new process probes it again and gets a new key, even though the
+ * launcher, the first word, is unchanged. Before, the identity remembered for the launcher's
+ * stat signature kept the old version, and the old compiler's objects were loaded. */
+static void test_identity_launcher(void) {
+    fresh_dir();
+    char launcher[512], inner[512], cmd[1100];
+    if (use_cc_script("launcher.sh", "#!/bin/sh\nexec \"$@\"\n", launcher, sizeof launcher) != 0)
+        return;
+    static const char *const versions[] = {"inner-cc 1.0", "inner-cc 2.00"};
+    for (int v = 0; v < 2; v++) {
+        char script[512];
+        snprintf(script, sizeof script,
+                 "#!/bin/sh\nif [ \"$1\" = --version ]; then echo '%s'; exit 0; fi\n"
+                 "exec cc \"$@\"\n", versions[v]);
+        if (use_cc_script("inner-cc.sh", script, inner, sizeof inner) != 0) return;
+        snprintf(cmd, sizeof cmd, "%s %s", launcher, inner);
+        setenv("JITFIT_CC", cmd, 1);
+        outcome o = in_child(model_a);
+        if (!CHECK(o.ok && o.backend == JF_BACKEND_C && o.cache == JF_CACHE_MISS))
+            fprintf(stderr, "  %s: cache %d (2: disk)\n", versions[v], o.cache);
+        o = in_child(model_a);
+        CHECK(o.ok && o.backend == JF_BACKEND_C && o.cache == JF_CACHE_DISK);
+    }
+    unsetenv("JITFIT_CC");
+}
+
 /* A compiler that exits 0 but leaves no loadable object: the fit falls back to the interpreter
  * and nothing is stored (an entry would be read, fail to load and be rewritten by every later
  * process). */
@@ -1344,6 +1371,7 @@ int main(void) {
     test_bad_permissions();
     test_concurrency();
     test_identity_remembered();
+    test_identity_launcher();
     test_broken_compiler_not_stored();
     test_compiler_timeout();
     test_compiler_timeout_temporaries();
