@@ -85,7 +85,8 @@ int jf_cmd_cache(int argc, char **argv) {
     if (argc < 2 || (argc != 2 && strcmp(argv[1], "prune") != 0)) return usage();
     const char *what = argv[1];
     jf_cache_dir dir;
-    jf_cache_dir_open(NULL, 0, 0, &dir);
+    if (strcmp(what, "clear") == 0 || strcmp(what, "prune") == 0) jf_cache_dir_open_upkeep(&dir);
+    else jf_cache_dir_open(NULL, 0, 0, &dir);
     if (strcmp(what, "prune") == 0) {
         double age_s;
         uint64_t max_bytes;

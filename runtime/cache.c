@@ -382,8 +382,9 @@ static int creatable(const char *path) {
     }
 }
 
-jf_cache_state jf_cache_dir_open(const char *override, int no_cache, int create,
-                                 jf_cache_dir *out) {
+/* jf_cache_dir_open; env_off: whether JITFIT_NO_CACHE may disable it. */
+static jf_cache_state dir_open(const char *override, int no_cache, int env_off, int create,
+                               jf_cache_dir *out) {
     memset(out, 0, sizeof *out);
     const char *v;
     int want = 0; /* the length of the whole path, which out->path may have cut */
@@ -413,7 +414,7 @@ jf_cache_state jf_cache_dir_open(const char *override, int no_cache, int create,
         want--;
     }
 
-    if (no_cache || env_set("JITFIT_NO_CACHE")) {
+    if (no_cache || (env_off && env_set("JITFIT_NO_CACHE"))) {
         out->state = JF_CACHE_DIR_DISABLED;
         snprintf(out->reason, sizeof out->reason, "disabled (%s)",
                  no_cache ? "no_cache option" : "JITFIT_NO_CACHE is set");
@@ -483,6 +484,13 @@ jf_cache_state jf_cache_dir_open(const char *override, int no_cache, int create,
     }
     return out->state;
 }
+
+jf_cache_state jf_cache_dir_open(const char *override, int no_cache, int create,
+                                 jf_cache_dir *out) {
+    return dir_open(override, no_cache, 1, create, out);
+}
+
+jf_cache_state jf_cache_dir_open_upkeep(jf_cache_dir *out) { return dir_open(NULL, 0, 0, 0, out); }
 
 /* ---- entries ------------------------------------------------------------------------------- */
 

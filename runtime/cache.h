@@ -155,6 +155,10 @@ typedef struct jf_cache_dir {
  * Always fills *out; returns its state. */
 JF_INTERNAL jf_cache_state jf_cache_dir_open(const char *override, int no_cache, int create,
                                              jf_cache_dir *out);
+/* jf_cache_dir_open(NULL, 0, 0, out) for `jitfit cache clear|prune`, with JITFIT_NO_CACHE
+ * ignored: it keeps fits off the cache, while these act on the directory all the same, and
+ * so must check it all the same (a disabled state skips the checks). */
+JF_INTERNAL jf_cache_state jf_cache_dir_open_upkeep(jf_cache_dir *out);
 
 /* Kinds of payload, stored in the header so a C entry is never taken for a CUDA one. */
 #define JF_CACHE_KIND_C_SO 1u     /* a shared object from the C backend */

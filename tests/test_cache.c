@@ -1318,6 +1318,12 @@ static void test_keys(void) {
     jf_cache_mem_release(e2);
 }
 
+/* The path of an entry-named file in dir, into buf. */
+static const char *dir_entry_name(const char *dir, char *buf, size_t n) {
+    snprintf(buf, n, "%s/0123456789abcdef0123456789abcdef.jfc", dir);
+    return buf;
+}
+
 static void test_cli(void) {
     const char *dir = fresh_dir();
     char cmd[4096], *out = NULL;
@@ -1355,6 +1361,26 @@ static void test_cli(void) {
     CHECK(jf_test_run(cmd, &out, NULL) == 0);
     CHECK_CONTAINS(out, "state: disabled (JITFIT_NO_CACHE is set)");
     free(out);
+    /* JITFIT_NO_CACHE keeps fits off the cache; clear and prune still manage the directory,
+     * with the same checks: before, clear skipped them (it removed the entries of a directory
+     * writable by others, which it refuses otherwise) and prune refused to run at all. */
+    FILE *f = fopen(dir_entry_name(dir, want, sizeof want), "w");
+    if (f) {
+        fputs("not really an entry", f);
+        fclose(f);
+    }
+    chmod(dir, 0777);
+    snprintf(cmd, sizeof cmd, "'%s' cache clear 2>&1", jf_test_cli());
+    CHECK(jf_test_run(cmd, &out, NULL) == 1);
+    CHECK_CONTAINS(out, "not clearing: cache directory");
+    free(out);
+    CHECK(count_files(dir, NULL) == 1);
+    chmod(dir, 0700);
+    snprintf(cmd, sizeof cmd, "'%s' cache prune --max-size 0 2>&1", jf_test_cli());
+    CHECK(jf_test_run(cmd, &out, NULL) == 0);
+    CHECK_CONTAINS(out, "removed 1 entry");
+    free(out);
+    CHECK(count_files(dir, NULL) == 0);
     unsetenv("JITFIT_NO_CACHE");
     snprintf(cmd, sizeof cmd, "'%s' cache frobnicate", jf_test_cli());
     CHECK(jf_test_run(cmd, &out, NULL) == 2);
