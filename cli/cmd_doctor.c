@@ -69,7 +69,7 @@ static void print_cache(void) {
     jf_cache_dir_open(NULL, 0, 0, &dir);
     printf("kernel cache: %s", dir.path[0] ? dir.path : "(none)");
     if (dir.state == JF_CACHE_DIR_OK) printf(" (ok");
-    else if (dir.state == JF_CACHE_DIR_DISABLED) printf(" (disabled: %s", dir.reason);
+    else if (dir.state == JF_CACHE_DIR_DISABLED) printf(" (%s", dir.reason); /* "disabled (why)" */
     else printf(" (refused: %s", dir.reason);
     size_t entries = 0;
     uint64_t bytes = 0;
