@@ -146,9 +146,13 @@ static int read_p0_file(const jf_fitctx *c, const groups *g, double *p0, size_t 
             if (df->numeric) /* a .npy file has no header line to name */
                 jf_cli_error("%s: column %zu ('%s') is not a parameter of the model", df->path,
                              col + 1, df->names[col]);
-            else
-                jf_cli_error("%s:%zu: column '%s' is not a parameter of the model", df->path,
-                             df->header_line, df->names[col]);
+            else { /* a file without a header has its first row taken for one */
+                char *params = jf_run_name_list(m, 0);
+                jf_cli_error("%s:%zu: column '%s' is not a parameter of the model (parameters: "
+                             "%s; the first row names the group column and the parameters)",
+                             df->path, df->header_line, df->names[col], params ? params : "?");
+                free(params);
+            }
             goto out;
         }
         param_of[nn] = k;

@@ -90,7 +90,7 @@ static char *join_names(const char *const *names, size_t n, const char *sep) {
 
 /* "a, b, c": the model's parameter (vars = 0) or variable names, for messages; malloc'd, NULL
  * when out of memory. */
-static char *name_list(const jf_model *m, int vars) {
+char *jf_run_name_list(const jf_model *m, int vars) {
     size_t count = vars ? jf_model_num_vars(m) : jf_model_num_params(m);
     const char **names = malloc((count ? count : 1) * sizeof *names);
     if (!names) return NULL;
@@ -110,7 +110,7 @@ static void warn_param_columns(const jf_model *m, const jf_spec *s, const jf_dat
         if (jf_datafile_column(df, p) < 0 || strcmp(p, resp) == 0 ||
             (s->sigma && strcmp(p, s->sigma) == 0) || (s->group && strcmp(p, s->group) == 0))
             continue;
-        char *vars = name_list(m, 1);
+        char *vars = jf_run_name_list(m, 1);
         if (!vars) continue; /* out of memory: a warning less */
         fprintf(stderr,
                 "jitfit: warning: '%s' is a parameter of the model and also a column of %s; the "
@@ -223,7 +223,7 @@ static jf_model *load_model_named(const jf_spec *s, const jf_datafile *df, const
         return m2;
     }
     /* The formula now means something else than its plain reading: say how it was read. */
-    char *list = name_list(m2, 1);
+    char *list = jf_run_name_list(m2, 1);
     fprintf(stderr,
             "jitfit: note: the data have no column 'x'; the model's variable%s: %s (columns of "
             "the data)\n",
@@ -270,7 +270,7 @@ static int apply_bounds(const jf_model *m, const jf_spec_item *it, double *lo, d
         char *val = items[i].value, *colon = strchr(val, ':');
         double l = -INFINITY, h = INFINITY;
         if (k < 0) {
-            char *names = name_list(m, 0);
+            char *names = jf_run_name_list(m, 0);
             rc = jf_run_setting_error(origin, "%s: the model has no parameter '%s' (parameters: %s)",
                                       what, items[i].name, names ? names : "?");
             free(names);

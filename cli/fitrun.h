@@ -110,4 +110,8 @@ int jf_run_band_pinv(const jf_model *m, const jf_fit_result *r, const double *x,
 /* Runs the batch of a prepared context with --group (batch.c). Same return as jf_run_spec. */
 int jf_batch_run(jf_fitctx *c, FILE *out, jf_run_summary *sum);
 
+/* The model's parameter names (vars = 0) or variable names (vars = 1) joined by ", " for a
+ * message; malloc'd, NULL when memory ran out. */
+char *jf_run_name_list(const jf_model *m, int vars);
+
 #endif

@@ -53,7 +53,7 @@ static const command commands[] = {
     {"check", jf_cmd_check, "check MODEL                      parse a model, list its parameters"},
     {"eval", jf_cmd_eval, "eval MODEL [options]             value and gradient at a point"},
     {"diff", jf_cmd_diff, "diff MODEL [--param NAME]        print the simplified derivatives"},
-    {"codegen", jf_cmd_codegen, "codegen MODEL --target c|cuda    print generated kernel code"},
+    {"codegen", jf_cmd_codegen, "codegen MODEL [--target c|cuda]  print generated kernel code"},
     {"cache", jf_cmd_cache, "cache dir|info|clear|prune       inspect, clear or trim the kernel cache"},
     {"fit", jf_cmd_fit, "fit MODEL DATA [options]         fit a model to data"},
     {"run", jf_cmd_run, "run JOB [options]                run the fits of a job file (INI)"},

@@ -1140,6 +1140,14 @@ static void test_verbose_and_batch(void) {
     CHECK_CONTAINS(err, "column 'zz' is not a parameter of the model");
     free(out);
     free(err);
+    /* a file without its header row: the first row is read as one, and the message says so */
+    p0 = tmp(".csv", "A,1\nB,2\n");
+    snprintf(buf, sizeof buf, "fit --group sample --p0-file '%s' '" EX "spectra.jf' '" EX "spectra.csv'", p0);
+    CHECK(jf(buf, &out, &err) == 1);
+    CHECK_CONTAINS(err, "column '1' is not a parameter of the model (parameters: ");
+    CHECK_CONTAINS(err, "; the first row names the group column and the parameters)");
+    free(out);
+    free(err);
     /* ... in a .npy p0 file, which has no header line: the column, not a line 0 */
     double p0_rows[3] = {1, 2, 3};
     p0 = npy("{'descr': [('sample', '<f8'), ('amp', '<f8'), ('zz', '<f8')], "
