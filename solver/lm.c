@@ -210,23 +210,25 @@ static void report(const jf_lm_config *cfg, size_t iteration, size_t nfev, doubl
 static void from_jacobian(lm_work *w, const double *J, const double *r, size_t n, const double *x,
                           const jf_lm_config *cfg, jf_lm_state *st) {
     size_t np = w->np;
-    /* restrict: A and g do not alias J or r, so the sums stay out of memory round trips and
-     * the inner loop vectorizes over b; every entry still adds its terms in point order. */
-    double *restrict A = w->A, *restrict g = w->g;
-    const double *restrict Jr = J, *restrict rr = r;
-    memset(A, 0, np * np * sizeof(double));
-    memset(g, 0, np * sizeof(double));
     double ssr = 0;
-    for (size_t i = 0; i < n; i++) {
-        const double *restrict row = Jr + i * np;
-        double ri = rr[i];
-        for (size_t a = 0; a < np; a++) {
-            double ra = row[a];
-            g[a] += ra * ri;
-            double *restrict Aa = A + a * np;
-            for (size_t b = a; b < np; b++) Aa[b] += ra * row[b];
+    { /* restrict: A and g do not alias J or r, so the sums stay out of memory round trips and
+       * the inner loop vectorizes over b; every entry still adds its terms in point order.
+       * Their block ends here, as the sums are read through w below. */
+        double *restrict A = w->A, *restrict g = w->g;
+        const double *restrict Jr = J, *restrict rr = r;
+        memset(A, 0, np * np * sizeof(double));
+        memset(g, 0, np * sizeof(double));
+        for (size_t i = 0; i < n; i++) {
+            const double *restrict row = Jr + i * np;
+            double ri = rr[i];
+            for (size_t a = 0; a < np; a++) {
+                double ra = row[a];
+                g[a] += ra * ri;
+                double *restrict Aa = A + a * np;
+                for (size_t b = a; b < np; b++) Aa[b] += ra * row[b];
+            }
+            ssr += ri * ri;
         }
-        ssr += ri * ri;
     }
     for (size_t a = 0; a < np; a++) {
         for (size_t b = 0; b < a; b++) w->A[a * np + b] = w->A[b * np + a];
