@@ -416,14 +416,16 @@ int jf_batch_run(jf_fitctx *c, FILE *out, jf_run_summary *sum) {
         }
         fputs("]\n", out);
     } else {
-        int gw = (int)strlen(s->group);
+        int gw = jf_cli_text_width(s->group);
         for (size_t k = 0; k < g.n; k++)
-            if ((int)strlen(g.label[k]) > gw) gw = (int)strlen(g.label[k]);
+            if (jf_cli_text_width(g.label[k]) > gw) gw = jf_cli_text_width(g.label[k]);
         if (gw > 24) gw = 24;
         if (s->name) fprintf(out, "[%s] ", s->name);
         fprintf(out, "batch fit of %s to %s by column '%s': %zu group%s, %zu converged\n\n",
                 s->model, s->data, s->group, g.n, g.n == 1 ? "" : "s", nconv);
-        fprintf(out, "  %-*s %6s  %-10s", gw, s->group, "n", "status");
+        fputs("  ", out);
+        jf_cli_put_padded(out, s->group, gw);
+        fprintf(out, " %6s  %-10s", "n", "status");
         for (size_t j = 0; j < np; j++)
             fprintf(out, "  %14s %-11s", jf_model_param_name(m, j), "+/- error");
         fprintf(out, "  %12s %5s\n", s->sigma ? "chi2/dof" : "SSR", "iter");
@@ -438,7 +440,9 @@ int jf_batch_run(jf_fitctx *c, FILE *out, jf_run_summary *sum) {
              * It is the data file's text: its control bytes must not act on the terminal. */
             char *shown = strdup(g.label[k]);
             if (shown) jf_text_printable(shown, strlen(shown), 0);
-            fprintf(out, "  %-*s %6zu  ", gw, shown ? shown : "?", g.count[k]);
+            fputs("  ", out);
+            jf_cli_put_padded(out, shown ? shown : "?", gw);
+            fprintf(out, " %6zu  ", g.count[k]);
             free(shown);
             if (!res[k]) {
                 fprintf(out, "error: %s\n", errs[k] ? errs[k] : "the fit could not run");

@@ -84,5 +84,10 @@ void jf_cli_json_number(FILE *f, double v);
 void jf_cli_json_string(FILE *f, const char *s);
 /* Formats v as the shortest decimal that round-trips (locale-independent) into buf. */
 void jf_cli_format_double(char *buf, size_t n, double v);
+/* Columns s takes on a terminal: one per UTF-8 character (East Asian wide ones excepted), one
+ * per byte outside a sequence; for padding table cells, which printf's widths count in bytes. */
+int jf_cli_text_width(const char *s);
+/* Writes s, then blanks up to width columns (jf_cli_text_width); nothing more when s is wider. */
+void jf_cli_put_padded(FILE *f, const char *s, int width);
 
 #endif
