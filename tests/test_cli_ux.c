@@ -1278,15 +1278,6 @@ static void test_batch_consistency(void) {
     /* group 'first' cannot be fitted (one row); the others use the C kernels */
     const char *d = tmp(".csv", "g,x,y\nfirst,0,1\nu,0,1\nu,1,3\nu,2,5.1\nv,0,1\nv,1,3.1\n"
                                 "v,2,5\n");
-    /* a label's width is its characters, not its bytes: the counts stand in one column */
-    const char *u = tmp(".csv", "g,x,y\nprobe_\xc3\xa4,0,1\nprobe_\xc3\xa4,1,2\nprobe_\xc3\xa4,2,3.1\n"
-                                "probe_b,0,2\nprobe_b,1,4\nprobe_b,2,6.2\n");
-    snprintf(buf, sizeof buf, "fit --group g 'a+b*x' '%s'", u);
-    CHECK(jf(buf, &out, &err) == 0);
-    CHECK_CONTAINS(out, "\n  probe_\xc3\xa4      3  ");
-    CHECK_CONTAINS(out, "\n  probe_b      3  ");
-    free(out);
-    free(err);
     char job[1024];
     snprintf(job, sizeof job, "[fit lines]\nmodel = a*x+b\ndata = %s\ngroup = g\n", d);
     const char *jp = tmp(".ini", job);

@@ -52,16 +52,31 @@ static void test_tick_labels(void) {
     CHECK_STREQ(buf, "1.7e+09");
 }
 
+/* Fits model (a formula or a model file's path) to data_text with --plot into a PNG and returns
+ * the image (destroy it), or NULL after a failed check; the temporary files are removed. */
+static cairo_surface_t *plot_png(const char *model, const char *data_text) {
+    char *data = jf_test_tmpfile(".csv", data_text), *png = jf_test_tmpfile(".png", "");
+    char cmd[4096];
+    snprintf(cmd, sizeof cmd, "'%s' fit --plot '%s' '%s' '%s'", jf_test_cli(), png, model, data);
+    CHECK(jf_test_run(cmd, NULL, NULL) == 0);
+    cairo_surface_t *s = cairo_image_surface_create_from_png(png);
+    if (!CHECK(cairo_surface_status(s) == CAIRO_STATUS_SUCCESS)) {
+        cairo_surface_destroy(s);
+        s = NULL;
+    }
+    remove(data);
+    remove(png);
+    free(data);
+    free(png);
+    return s;
+}
+
 /* A rising line ends in the top right corner, where the legend used to be drawn over it: the
  * last data point (x = 10, y = 10) must still show. */
 static void test_legend(void) {
-    char *data = jf_test_tmpfile(".csv", "x,y\n0,0\n1,1\n2,2\n3,3\n4,4\n5,5\n6,6\n7,7\n8,8\n9,9\n10,10\n");
-    char *png = jf_test_tmpfile(".png", "");
-    char cmd[2048];
-    snprintf(cmd, sizeof cmd, "'%s' fit --plot '%s' 'a*x+b' '%s'", jf_test_cli(), png, data);
-    CHECK(jf_test_run(cmd, NULL, NULL) == 0);
-    cairo_surface_t *s = cairo_image_surface_create_from_png(png);
-    if (CHECK(cairo_surface_status(s) == CAIRO_STATUS_SUCCESS)) {
+    cairo_surface_t *s =
+        plot_png("a*x+b", "x,y\n0,0\n1,1\n2,2\n3,3\n4,4\n5,5\n6,6\n7,7\n8,8\n9,9\n10,10\n");
+    if (s) {
         /* Layout of draw_1d: panel x 90..870 over x -0.3..10.3, top panel y 60..60+551*0.72
          * over y -0.6..10.6. */
         double ph = (680 - 60 - 55 - 14) * 0.72;
@@ -78,12 +93,8 @@ static void test_legend(void) {
                         abs((int)(p & 0xff) - db) <= 3;
             }
         if (!CHECK(blue > 0)) fprintf(stderr, "  no data colour around (%d, %d)\n", X, Y);
+        cairo_surface_destroy(s);
     }
-    cairo_surface_destroy(s);
-    remove(data);
-    remove(png);
-    free(data);
-    free(png);
 }
 
 /* 20000 points on a line: dots that fall on the same half pixel are drawn once, so the SVG
@@ -187,25 +198,16 @@ static void test_huge_range(void) {
         len += (size_t)snprintf(text + len, sizeof text - len, "%.17g,%.17g\n", x,
                                 1 + 2 * (x * 1e-308) + 0.01 * sin(7 * i));
     }
-    char *data = jf_test_tmpfile(".csv", text), *png = jf_test_tmpfile(".png", "");
-    char cmd[2048];
-    snprintf(cmd, sizeof cmd, "'%s' fit --plot '%s' 'a + b*(x*1e-308)' '%s'", jf_test_cli(), png,
-             data);
-    CHECK(jf_test_run(cmd, NULL, NULL) == 0);
-    cairo_surface_t *s = cairo_image_surface_create_from_png(png);
-    if (CHECK(cairo_surface_status(s) == CAIRO_STATUS_SUCCESS)) {
+    cairo_surface_t *s = plot_png("a + b*(x*1e-308)", text);
+    if (s) {
         /* draw_1d's layout: panels from x 90 to 870; the top one from y 60 to 456, the
          * residuals' from 471 to 625 */
         size_t dots = count_rgb(s, 91, 472, 869, 624, JF_PLOT_DATA_RGB);
         size_t curve = count_rgb(s, 91, 61, 869, 455, JF_PLOT_CURVE_RGB);
         if (!CHECK(dots > 0 && curve > 100))
             fprintf(stderr, "  %zu residual pixels, %zu curve pixels\n", dots, curve);
+        cairo_surface_destroy(s);
     }
-    cairo_surface_destroy(s);
-    remove(data);
-    remove(png);
-    free(data);
-    free(png);
 }
 
 /* An image 40 points wide and 10 high: the cells were squares of sqrt(n) a side, so white
@@ -218,22 +220,14 @@ static void test_grid_not_square(void) {
         for (int i = 0; i < 40; i++)
             len += (size_t)snprintf(text + len, sizeof text - len, "%d,%d,%.17g\n", i, j,
                                     1 + 0.1 * i + 0.5 * j + 0.01 * sin(i * 7.0 + j));
-    char *data = jf_test_tmpfile(".csv", text), *png = jf_test_tmpfile(".png", "");
     char *model = jf_test_tmpfile(".jf", "var x, t\ny ~ a + b*x + c*t\n");
-    char cmd[4096];
-    snprintf(cmd, sizeof cmd, "'%s' fit --plot '%s' '%s' '%s'", jf_test_cli(), png, model, data);
-    CHECK(jf_test_run(cmd, NULL, NULL) == 0);
-    cairo_surface_t *s = cairo_image_surface_create_from_png(png);
-    if (CHECK(cairo_surface_status(s) == CAIRO_STATUS_SUCCESS)) {
+    cairo_surface_t *s = model ? plot_png(model, text) : NULL;
+    if (s) {
         size_t white = count_rgb(s, 82, 82, 400, 400, 1, 1, 1);
         if (!CHECK(white < 319 * 319 / 100)) fprintf(stderr, "  %zu white pixels\n", white);
+        cairo_surface_destroy(s);
     }
-    cairo_surface_destroy(s);
-    remove(data);
-    remove(png);
-    remove(model);
-    free(data);
-    free(png);
+    if (model) remove(model);
     free(model);
 }
 
@@ -241,24 +235,15 @@ static void test_grid_not_square(void) {
  * some x): the y range was the ulp between them, and the curve a step from the top of the
  * panel to its bottom. It must be a level line in the middle (top panel 60..456). */
 static void test_constant_data(void) {
-    char *data = jf_test_tmpfile(".csv", "x,y\n1,5\n2,5\n3,5\n4,5\n");
-    char *png = jf_test_tmpfile(".png", "");
-    char cmd[2048];
-    snprintf(cmd, sizeof cmd, "'%s' fit --plot '%s' 'a*x+b' '%s'", jf_test_cli(), png, data);
-    CHECK(jf_test_run(cmd, NULL, NULL) == 0);
-    cairo_surface_t *s = cairo_image_surface_create_from_png(png);
-    if (CHECK(cairo_surface_status(s) == CAIRO_STATUS_SUCCESS)) {
+    cairo_surface_t *s = plot_png("a*x+b", "x,y\n1,5\n2,5\n3,5\n4,5\n");
+    if (s) {
         size_t middle = count_rgb(s, 91, 238, 869, 278, JF_PLOT_CURVE_RGB);
         size_t edges = count_rgb(s, 91, 61, 869, 100, JF_PLOT_CURVE_RGB) +
                        count_rgb(s, 91, 420, 869, 455, JF_PLOT_CURVE_RGB);
         if (!CHECK(middle > 700 && edges < 100))
             fprintf(stderr, "  curve pixels: %zu in the middle, %zu at the edges\n", middle, edges);
+        cairo_surface_destroy(s);
     }
-    cairo_surface_destroy(s);
-    remove(data);
-    remove(png);
-    free(data);
-    free(png);
 }
 
 /* A data file named in Latin-1 (a legal Linux name, here with an e-acute as the byte 0xE9):
