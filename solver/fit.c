@@ -1163,11 +1163,10 @@ static int fit_model(const jf_model *m, const jf_data *data, const jf_fit_option
         }
     }
     if (st == JF_OK) {
-        /* Threads pay off only with more than one chunk of points, and a pass has at most
-         * one task per chunk (threads.c: chunks of 4096 points or more), so threads beyond
-         * the chunks would only be created and wait. */
+        /* Threads pay off only with more than one chunk of points, and a pass has one task
+         * per chunk, so threads beyond the chunks would only be created and wait. */
         int nt = jf_threads_resolve(s.o.nthreads);
-        size_t chunks = (data->n + 4095) / 4096;
+        size_t chunks = jf_problem_chunks(data->n);
         if ((size_t)nt > chunks) nt = (int)chunks;
         if (nt > 1) pool = jf_pool_create(nt);
         st = run_fit(&s, data, w, x0, held_row(&s, 0), pool, &cfg, t0, out, errmsg, NULL, NULL);

@@ -84,6 +84,9 @@ typedef struct jf_problem {
                               tail the held values (jf_problem_hold); NULL when nheld is 0 */
 } jf_problem;
 
+/* The number of chunks (tasks) of every pass over n points: a pool with more threads than
+ * this leaves the rest idle. */
+JF_INTERNAL size_t jf_problem_chunks(size_t n);
 /* Sets up prob for n points (allocates the per-chunk buffers). JF_OK or JF_ERR_NOMEM. */
 JF_INTERNAL int jf_problem_init(jf_problem *prob, const jf_kernels *k, const jf_data_view *view,
                                 size_t n, size_t np, jf_loss loss, double f_scale, jf_pool *pool);

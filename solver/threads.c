@@ -221,6 +221,17 @@ void jf_pool_run(jf_pool *pool, size_t ntasks, void (*fn)(void *ctx, size_t task
 
 /* ---- passes over the data ------------------------------------------------------------------- */
 
+/* Points per chunk of a pass over n points: a function of n only (determinism). */
+static size_t chunk_size(size_t n) {
+    size_t chunk = (n + JF_CHUNKS_MAX - 1) / JF_CHUNKS_MAX;
+    return chunk < JF_CHUNK_MIN ? JF_CHUNK_MIN : chunk;
+}
+
+size_t jf_problem_chunks(size_t n) {
+    size_t chunk = chunk_size(n);
+    return n ? (n + chunk - 1) / chunk : 0;
+}
+
 int jf_problem_init(jf_problem *prob, const jf_kernels *k, const jf_data_view *view, size_t n,
                     size_t np, jf_loss loss, double f_scale, jf_pool *pool) {
     memset(prob, 0, sizeof *prob);
@@ -233,9 +244,8 @@ int jf_problem_init(jf_problem *prob, const jf_kernels *k, const jf_data_view *v
     prob->f_scale = f_scale;
     prob->pool = pool;
     prob->round_rel = 1.0;
-    size_t chunk = (n + JF_CHUNKS_MAX - 1) / JF_CHUNKS_MAX;
-    prob->chunk = chunk < JF_CHUNK_MIN ? JF_CHUNK_MIN : chunk;
-    prob->nchunks = n ? (n + prob->chunk - 1) / prob->chunk : 0;
+    prob->chunk = chunk_size(n);
+    prob->nchunks = jf_problem_chunks(n);
     if (prob->chunk > n) prob->chunk = n ? n : 1;
     prob->partial = malloc((prob->nchunks ? prob->nchunks : 1) * prob->nacc * sizeof(double));
     prob->scratch = malloc((size_t)jf_pool_size(pool) * prob->chunk * sizeof(double));
