@@ -353,14 +353,7 @@ void jf_cli_json_string(FILE *f, const char *s) {
     fputc('"', f);
 }
 
-int jf_cli_text_width(const char *s) {
-    int w = 0;
-    for (const unsigned char *p = (const unsigned char *)s; *p; w++) {
-        size_t k = jf_utf8_len(p);
-        p += k > 1 ? k : 1;
-    }
-    return w;
-}
+int jf_cli_text_width(const char *s) { return (int)jf_text_columns(s, strlen(s)); }
 
 void jf_cli_put_padded(FILE *f, const char *s, int width) {
     fputs(s, f);

@@ -245,12 +245,8 @@ static void render_quote(sbuf *b, const jf_diagnostics *d, const jf_diag *g) {
         sb_put(b, shown[i] == '\t' ? "\t" : " ", 1);
         i += k > 1 ? k : 1;
     }
-    size_t end = (g->end < to ? g->end : to) - from, width = 0;
-    while (i < end) {
-        size_t k = jf_utf8_len((const unsigned char *)shown + i);
-        width++;
-        i += k > 1 ? k : 1;
-    }
+    size_t end = (g->end < to ? g->end : to) - from;
+    size_t width = i < end ? jf_text_columns(shown + i, end - i) : 0;
     for (size_t j = 0; j < (width ? width : 1); j++) sb_put(b, "^", 1);
     sb_puts(b, "\n");
 }

@@ -14,6 +14,15 @@ size_t jf_utf8_len(const unsigned char *p) {
     return len;
 }
 
+size_t jf_text_columns(const char *s, size_t n) {
+    size_t w = 0;
+    for (size_t i = 0; i < n; w++) {
+        size_t k = jf_utf8_len((const unsigned char *)s + i);
+        i += k > 1 ? k : 1;
+    }
+    return w;
+}
+
 void jf_text_printable(char *s, size_t n, int keep_tabs) {
     unsigned char *p = (unsigned char *)s;
     size_t i = 0;

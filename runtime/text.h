@@ -13,6 +13,10 @@
  * code points above U+10FFFF; p must hold a NUL-terminated string or at least 4 bytes), 0 when
  * there is none. */
 JF_INTERNAL size_t jf_utf8_len(const unsigned char *p);
+/* Columns the n bytes at s take on a terminal: one per UTF-8 character (East Asian wide ones
+ * excepted) and one per byte outside a sequence. A sequence that starts before n is read whole,
+ * so s must be NUL-terminated (a NUL ends any sequence). */
+JF_INTERNAL size_t jf_text_columns(const char *s, size_t n);
 
 /* Replaces, in the n bytes at s (fewer when a NUL comes first; nothing past them is read, so s
  * need not be NUL-terminated), every byte a terminal could act on with '?': C0 controls (tabs too unless keep_tabs), DEL, the C1 controls U+0080..U+009F
