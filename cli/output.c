@@ -48,6 +48,28 @@ static void csv_text(jf_buf *c, const char *s) {
     free(q);
 }
 
+/* 1 when name is the group column's or one of the data columns' name. */
+static int name_taken(const char *name, const char *group_name, const char *const *names,
+                      size_t ncols) {
+    if (group_name && strcmp(group_name, name) == 0) return 1;
+    for (size_t c = 0; c < ncols; c++)
+        if (strcmp(names[c], name) == 0) return 1;
+    return 0;
+}
+
+/* The header field of an added column: its name, or, where a data column already carries that
+ * name (a response called `fit`), the name with '_' appended until it is free, so that every
+ * column of the file can be told apart by name (pandas, R and jitfit's own reader key on it). */
+static void added_name(jf_buf *head, const char *name, const char *group_name,
+                       const char *const *names, size_t ncols) {
+    jf_buf b = {0};
+    jf_buf_puts(&b, name);
+    while (!b.nomem && name_taken(b.s, group_name, names, ncols)) jf_buf_puts(&b, "_");
+    head->nomem |= b.nomem;
+    if (!b.nomem) csv_text(head, b.s);
+    free(b.s);
+}
+
 static void csv_num(jf_buf *c, double v, char sep) {
     char buf[64];
     jf_cli_format_double(buf, sizeof buf, v);
@@ -115,7 +137,11 @@ int jf_output_csv(const char *path, const char *group_name, char *const *keys,
         csv_text(&head, names[c]);
         jf_buf_puts(&head, ",");
     }
-    jf_buf_puts(&head, "fit,residual,fit_stderr\n");
+    static const char *const added[] = {"fit", "residual", "fit_stderr"};
+    for (size_t a = 0; a < 3; a++) {
+        added_name(&head, added[a], keys ? group_name : NULL, names, ncols);
+        jf_buf_puts(&head, a < 2 ? "," : "\n");
+    }
     nomem |= head.nomem;
     if (!nomem) fwrite(head.s, 1, head.len, f);
     free(head.s);

@@ -427,6 +427,24 @@ static void test_output(void) {
     text = jf_test_read_file(o, NULL);
     CHECK(text && strncmp(text, "sample,x,y,fit,residual,fit_stderr\n", 35) == 0);
     free(text);
+    /* Data columns that carry an added column's name keep it; the added one gets a '_' more,
+     * so no two columns of the file share a name. */
+    const char *d = tmp(".csv", "residual,fit\n1,2.1\n2,3.9\n3,6.2\n4,7.9\n");
+    snprintf(buf, sizeof buf, "fit --y fit --output '%s' 'a*residual+b' '%s'", o, d);
+    CHECK(jf(buf, &out, &err) == 0);
+    free(out);
+    free(err);
+    text = jf_test_read_file(o, NULL);
+    CHECK(text && strncmp(text, "residual,fit,fit_,residual_,fit_stderr\n1,2.1,2.06999", sizeof "residual,fit,fit_,residual_,fit_stderr\n1,2.1,2.06999" - 1) == 0);
+    free(text);
+    d = tmp(".csv", "fit,x,y\nA,1,2\nA,2,4.1\nA,3,5.9\nB,1,1\nB,2,2.1\nB,3,2.9\n");
+    snprintf(buf, sizeof buf, "fit --group fit --output '%s' 'a*x+b' '%s'", o, d);
+    CHECK(jf(buf, &out, &err) == 0);
+    free(out);
+    free(err);
+    text = jf_test_read_file(o, NULL);
+    CHECK(text && strncmp(text, "fit,x,y,fit_,residual,fit_stderr\nA,1,2,2.04", sizeof "fit,x,y,fit_,residual,fit_stderr\nA,1,2,2.04" - 1) == 0);
+    free(text);
 }
 
 /* Pixels of the PNG near colour (r, g, b) (0..255) inside rows [y0, y1). */
