@@ -154,10 +154,18 @@ void jf_report_text(FILE *f, const jf_report *r) {
 
     /* the fitted parameters' correlations (a fixed one has none) */
     if (np - nfixed > 1 && res->correlation) {
+        /* columns as wide as the longest name, so that no header is cut (amplitude_1 and
+         * amplitude_2 would read alike) */
+        int cw = 8;
+        for (size_t j = 0; j < np; j++)
+            if (!res->fixed || !res->fixed[j]) {
+                size_t len = strlen(jf_model_param_name(r->model, j));
+                if (len > (size_t)cw) cw = (int)len;
+            }
         fprintf(f, "\n  correlation\n  %-*s", w, "");
         for (size_t j = 0; j < np; j++)
             if (!res->fixed || !res->fixed[j])
-                fprintf(f, "  %8.8s", jf_model_param_name(r->model, j));
+                fprintf(f, "  %*s", cw, jf_model_param_name(r->model, j));
         fprintf(f, "\n");
         int high = 0;
         for (size_t i = 0; i < np; i++) {
@@ -168,9 +176,9 @@ void jf_report_text(FILE *f, const jf_report *r) {
                 double v = res->correlation[i * np + j];
                 int flag = i != j && fabs(v) > JF_REPORT_HIGH_CORRELATION;
                 high |= flag;
-                if (isfinite(v) && j == i) fprintf(f, "  %7.4f", v); /* last: no flag slot */
-                else if (isfinite(v)) fprintf(f, "  %7.4f%c", v, flag ? '*' : ' ');
-                else fprintf(f, "  %8s", num(a, sizeof a, v, 4));
+                if (isfinite(v) && j == i) fprintf(f, "  %*.4f", cw - 1, v); /* last: no flag */
+                else if (isfinite(v)) fprintf(f, "  %*.4f%c", cw - 1, v, flag ? '*' : ' ');
+                else fprintf(f, "  %*s", cw, num(a, sizeof a, v, 4));
             }
             fprintf(f, "\n");
         }

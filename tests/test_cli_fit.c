@@ -164,6 +164,31 @@ static void test_example(void) {
     free(out);
     free(err);
 
+    /* Correlation headers are never cut: names longer than 8 characters widen the columns
+     * (amplitude_1 and amplitude_2 both read "amplitud"), and each value ends under the end of
+     * its name. */
+    char args[512];
+    snprintf(args, sizeof args, "'amplitude_1*x+amplitude_2*x^2+c' '%s'",
+             tmp("x,y\n1,2.1\n2,3.9\n3,6.2\n4,7.9\n5,10.1\n"));
+    CHECK(fit(args, &out, &err) == 0);
+    const char *head = out ? strstr(out, "\n  correlation\n") : NULL;
+    CHECK(head != NULL);
+    if (head) {
+        head = strchr(head + 1, '\n') + 1;
+        const char *row = strstr(head, "\n  amplitude_2 ");
+        const char *a1 = strstr(head, " amplitude_1 "), *a2 = strstr(head, " amplitude_2 ");
+        CHECK(row && a1 && a2 && a1 < row && a2 < row);
+        /* the row's first value ends one column (the flag's) before "amplitude_1" does */
+        if (row && a1) {
+            row += 1;
+            size_t end1 = (size_t)(a1 + strlen(" amplitude_1") - head);
+            CHECK(strlen(row) > end1 && row[end1 - 2] >= '0' && row[end1 - 2] <= '9' &&
+                  row[end1 - 1] == '*');
+        }
+    }
+    free(out);
+    free(err);
+
     rc = fit("--json " EXAMPLE_JF " " EXAMPLE_CSV, &out, &err);
     CHECK(rc == 0);
     CHECK(json_valid(out));
