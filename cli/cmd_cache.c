@@ -41,10 +41,11 @@ static void note_refused(const jf_cache_dir *dir) {
     fprintf(stderr, "jitfit: note: the kernel cache is not used: %s\n", why);
 }
 
-/* prune's options into *age_s (-1: none) and *bytes (0: none); 0, or 2 after a usage error. */
+/* prune's options into *age_s (-1: none) and *bytes (UINT64_MAX: none); 0, or 2 after a usage
+ * error. */
 static int prune_options(int argc, char **argv, double *age_s, uint64_t *bytes) {
     *age_s = -1;
-    *bytes = 0;
+    *bytes = UINT64_MAX;
     for (int i = 2; i < argc; i++) {
         /* `--opt VALUE` or `--opt=VALUE`, as every other command reads its options */
         char name[32];
@@ -67,14 +68,14 @@ static int prune_options(int argc, char **argv, double *age_s, uint64_t *bytes) 
                              "with K, M, G, T or kB, MB, GB, TB)", v);
                 return 2;
             }
-            *bytes = size ? size : 1; /* 0: keep nothing (0 itself means no limit below) */
+            *bytes = size;
         } else {
             jf_cli_error("cache prune: %s '%s'", v ? "unknown option" : "missing value for",
                          v && !eq ? argv[i - 1] : argv[i]);
             return usage();
         }
     }
-    if (*age_s < 0 && !*bytes) {
+    if (*age_s < 0 && *bytes == UINT64_MAX) {
         jf_cli_error("cache prune: give --older-than DAYS, --max-size SIZE or both");
         return usage();
     }

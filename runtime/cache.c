@@ -784,7 +784,7 @@ int jf_cache_disk_prune(const jf_cache_dir *dir, double max_age_s, uint64_t max_
         for (size_t i = 0; i < count; i++) total += e[i].bytes;
         for (size_t i = 0; i < count; i++) { /* oldest first */
             int old = max_age_s >= 0 && difftime(now, e[i].used) > max_age_s;
-            int over = max_bytes && total > max_bytes;
+            int over = total > max_bytes || max_bytes == 0; /* 0: empty entries go too */
             if (!old && !over) {
                 (*kept)++;
                 *kept_bytes += e[i].bytes;

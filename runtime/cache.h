@@ -201,7 +201,7 @@ JF_INTERNAL int jf_cache_disk_clear(const jf_cache_dir *dir, size_t *removed, ch
 
 /* Removes the entries not used for more than max_age_s seconds (negative: no age limit), then,
  * least recently used first, as many as it takes to bring the entries' total size to at most
- * max_bytes (0: no size limit); also temporaries of writes interrupted a day ago or more. An
+ * max_bytes (UINT64_MAX: no size limit; 0 removes every entry); also temporaries of writes interrupted a day ago or more. An
  * entry's use time is its mtime: when it was written, or last loaded (to the hour). *removed,
  * *kept and *kept_bytes receive the counts; only regular files count as entries. JF_OK,
  * JF_ERR_IO (the directory cannot be listed, or an entry not removed) or JF_ERR_NOMEM, with a

@@ -1256,6 +1256,15 @@ static void test_prune(void) {
     CHECK_CONTAINS(out, "removed 2 entries");
     free(out);
     CHECK(stat(paths[0], &st) == 0 && stat(paths[2], &st) != 0 && stat(paths[3], &st) != 0);
+    /* --max-size 0 removes every entry, an empty one too (a write cut short by a full disk
+     * leaves those: 0 was once taken as a limit of 1 byte, which kept them) */
+    CHECK(truncate(paths[0], 0) == 0);
+    snprintf(cmd, sizeof cmd, "'%s' cache prune --max-size 0", jf_test_cli());
+    CHECK(jf_test_run(cmd, &out, NULL) == 0);
+    CHECK_CONTAINS(out, "removed 1 entry");
+    CHECK_CONTAINS(out, "0 left, 0 bytes");
+    free(out);
+    CHECK(stat(paths[0], &st) != 0 && stat(other, &st) == 0);
     /* usage errors */
     static const char *const bad[] = {"", "--older-than", "--older-than x", "--max-size 1Q",
                                       "--keep 3", "--older-than=x", "--max-size=", "--keep=3"};
