@@ -139,8 +139,11 @@ void jf_covar_finish(double *cov, const int *unident, size_t np, double s2, doub
                 cov[k * np + l] = INFINITY;
                 continue;
             }
-            /* The correlation does not depend on s², so it stays defined for an exact fit. */
-            double d = sqrt(cov[k * np + k] * cov[l * np + l]);
+            /* The correlation does not depend on s², so it stays defined for an exact fit.
+             * A root of each variance, not of their product: with data on scales of 1e±150
+             * the variances are ~1e±300 and the product would overflow (correlation 0) or
+             * underflow (NaN). */
+            double d = sqrt(cov[k * np + k]) * sqrt(cov[l * np + l]);
             correlation[k * np + l] = k == l ? 1.0 : (d > 0 ? v / d : NAN);
         }
     }

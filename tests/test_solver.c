@@ -246,6 +246,55 @@ static void test_sigma(void) {
     jf_model_free(m);
 }
 
+/* The statistics of a weighted line whose y and sigma are scaled by 1e150 and 1e-150: the
+ * parameters a and the standard errors scale with the data, the correlation and chi2 do not.
+ * The covariance's entries are ~1e±300, so the product C_aa·C_bb under the correlation's square
+ * root overflows (or underflows): it read 0 (or NaN) there. */
+static void test_stats_scale(void) {
+    jf_model *m = compile("a + b*x");
+    if (!m) return;
+    enum { N = 25 };
+    double x[N], y[N], sig[N], ys[N], ss[N];
+    for (int i = 0; i < N; i++) {
+        x[i] = 0.3 * i;
+        sig[i] = 0.1 + 0.05 * (i % 3);
+        y[i] = 4 + 0.8 * x[i] + sig[i] * sin(12.9898 * i);
+    }
+    jf_fit_options o = jf_fit_options_default();
+    jf_fit_result *base = NULL, *r = NULL;
+    char *err = NULL;
+    jf_data d = {N, x, 0, y, sig};
+    CHECK(jf_fit(m, &d, &o, &base, &err) == JF_OK);
+    if (!base) goto out;
+    CHECK(fabs(base->correlation[1]) > 0.5); /* a and b are clearly correlated */
+    static const double scales[] = {1e150, 1e-150};
+    for (size_t t = 0; t < 2; t++) {
+        double c = scales[t];
+        for (int i = 0; i < N; i++) {
+            ys[i] = y[i] * c;
+            ss[i] = sig[i] * c;
+        }
+        jf_data ds = {N, x, 0, ys, ss};
+        double p0[2] = {c, 0};
+        o.p0 = p0;
+        CHECK(jf_fit(m, &ds, &o, &r, &err) == JF_OK);
+        if (!r) break;
+        CHECK(r->success);
+        CHECK_NEAR(r->params[0] / c, base->params[0], 1e-9);
+        CHECK_NEAR(r->params[1] / c, base->params[1], 1e-9);
+        CHECK_NEAR(r->std_errors[0] / c, base->std_errors[0], 1e-9);
+        CHECK_NEAR(r->std_errors[1] / c, base->std_errors[1], 1e-9);
+        CHECK_NEAR(r->chi2, base->chi2, 1e-9);
+        for (int k = 0; k < 4; k++) CHECK_NEAR(r->correlation[k], base->correlation[k], 1e-9);
+        jf_fit_result_free(r);
+        r = NULL;
+    }
+out:
+    jf_fit_result_free(base);
+    jf_free(err);
+    jf_model_free(m);
+}
+
 /* ---- robust losses ------------------------------------------------------------------------ */
 
 static void test_losses(void) {
@@ -1406,6 +1455,7 @@ int main(void) {
     test_damped_sine();
     test_bounds();
     test_sigma();
+    test_stats_scale();
     test_losses();
     test_power_law_at_zero();
     test_robust_start_outside();
