@@ -381,7 +381,7 @@ typedef struct jf_fit_result {
     double ssr;            /* Σ r_i², r_i = (f - y)/sigma_i (sigma_i = 1 without sigma) */
     double chi2;           /* χ² = SSR with sigma given; NaN without sigma */
     double reduced_chi2;   /* χ²/dof with sigma given; NaN without sigma */
-    double r_squared;      /* 1 - Σ(f-y)² / Σ(y-ȳ)² (unweighted) */
+    double r_squared;      /* 1 - Σ(f-y)² / Σ(y-ȳ)² (unweighted); NaN for a constant y */
     double optimality;     /* max over free k of |g_k|/(‖J_k‖·‖r‖) at the solution (MINPACK's
                               cosine, at most 1): g the cost's gradient, J and r weighted by
                               1/sigma but not scaled by a robust loss */

@@ -467,15 +467,6 @@ static int fit_fixed(const jf_model *m, const jf_data *data, const jf_fit_option
     return st;
 }
 
-/* Mean-free sum of squares of y, for R² (two passes: exact enough, and deterministic). */
-static double total_ss(const double *y, size_t n) {
-    double mean = 0, ss = 0;
-    for (size_t i = 0; i < n; i++) mean += y[i];
-    mean /= (double)n;
-    for (size_t i = 0; i < n; i++) ss += (y[i] - mean) * (y[i] - mean);
-    return ss;
-}
-
 /* Marks in zero[k] the parameters whose Jacobian column is zero at the solution (A's diagonal);
  * returns their number. */
 static size_t zero_columns(const double *A, size_t np, int *zero) {
@@ -912,8 +903,7 @@ static int run_fit(const fit_setup *s, const jf_data *d, const double *w, const 
                     r->ssr = sums[1];
                     r->chi2 = d->sigma ? sums[1] : NAN;
                     r->reduced_chi2 = d->sigma ? sums[1] / (double)r->dof : NAN;
-                    double tss = total_ss(d->y, n);
-                    r->r_squared = tss > 0 ? 1.0 - sums[0] / tss : NAN;
+                    r->r_squared = jf_lsq_r_squared(d->y, n, sums[0]);
                 }
             }
         } else {
@@ -956,8 +946,7 @@ static int run_fit(const fit_setup *s, const jf_data *d, const double *w, const 
         r->ssr = sums[1];
         r->chi2 = d->sigma ? sums[1] : NAN;
         r->reduced_chi2 = d->sigma ? sums[1] / (double)r->dof : NAN;
-        double tss = total_ss(d->y, n);
-        r->r_squared = tss > 0 ? 1.0 - sums[0] / tss : NAN;
+        r->r_squared = jf_lsq_r_squared(d->y, n, sums[0]);
         if (prob.loss != JF_LOSS_LINEAR && st.g) {
             double opt = robust_optimality(&prob, r->params, st.g, s->lo, s->hi);
             if (!isnan(opt)) r->optimality = opt;

@@ -295,6 +295,37 @@ out:
     jf_model_free(m);
 }
 
+/* A constant response leaves nothing for R² to explain: it is NaN (the text report's "nan",
+ * JSON's null), whatever the values. With ȳ as the plain Σy/n, the mean of equal values is an
+ * ulp off where their sum rounds, the TSS ~1e-33, and the R² of a + b*x read 1, 0.857 or 0.6
+ * in nine of these twelve cases. */
+static void test_constant_response(void) {
+    jf_model *m = compile("a + b*x");
+    if (!m) return;
+    static const double values[] = {0.1, 0.7, 1.1, 3.3};
+    static const size_t counts[] = {7, 10, 13};
+    for (size_t v = 0; v < sizeof values / sizeof *values; v++) {
+        for (size_t c = 0; c < sizeof counts / sizeof *counts; c++) {
+            size_t n = counts[c];
+            double x[13], y[13];
+            for (size_t i = 0; i < n; i++) {
+                x[i] = sqrt((double)i + 1);
+                y[i] = values[v];
+            }
+            jf_data d = {n, x, 0, y, NULL};
+            jf_fit_result *r = NULL;
+            char *err = NULL;
+            CHECK(jf_fit(m, &d, NULL, &r, &err) == JF_OK);
+            if (r && !CHECK(r->success && isnan(r->r_squared)))
+                fprintf(stderr, "  y = %g at %zu points: R^2 = %.17g\n", values[v], n,
+                        r->r_squared);
+            jf_fit_result_free(r);
+            jf_free(err);
+        }
+    }
+    jf_model_free(m);
+}
+
 /* ---- robust losses ------------------------------------------------------------------------ */
 
 static void test_losses(void) {
@@ -1456,6 +1487,7 @@ int main(void) {
     test_bounds();
     test_sigma();
     test_stats_scale();
+    test_constant_response();
     test_losses();
     test_power_law_at_zero();
     test_robust_start_outside();
