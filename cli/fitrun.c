@@ -397,7 +397,8 @@ int jf_run_band_pinv(const jf_model *m, const jf_fit_result *r, const double *x,
     double *xs = malloc((nv + 1) * sizeof *xs), *g = malloc((np + 1) * sizeof *g);
     double *G = free_k ? malloc((n * np + 1) * sizeof *G) : NULL;
     double *S = malloc((np + 1) * sizeof *S), *VT = malloc((np * np + 1) * sizeof *VT);
-    int rc = free_k && xs && g && G && S && VT ? 0 : -1;
+    double *D = malloc((np + 1) * sizeof *D);
+    int rc = free_k && xs && g && G && S && VT && D ? 0 : -1;
     for (size_t k = 0; rc == 0 && k < np; k++)
         if (!r->fixed[k]) free_k[mf++] = k;
     /* G: the weighted Jacobian of the fit at its rows, column-major for LAPACK */
@@ -408,6 +409,18 @@ int jf_run_band_pinv(const jf_model *m, const jf_fit_result *r, const double *x,
         if (jf_model_eval(m, r->params, xs, &f, g) != JF_OK) rc = -1;
         double w = sigma ? 1.0 / sigma[i] : 1.0;
         for (size_t a = 0; a < mf; a++) G[a * n + q] = w * g[free_k[a]];
+    }
+    /* Columns scaled to unit norm, as the library's covariance scales them (solver/covar.c):
+     * with parameters on different scales (x in units 1e15 too small: a's column 1e15 times
+     * c's) the rank rule below on J as it stands dropped c's direction with the null one, and
+     * the band was that of a model without c. The norms as covar.c's, without overflow. */
+    for (size_t a = 0; rc == 0 && a < mf; a++) {
+        double big = 0, ss = 0;
+        for (size_t q = 0; q < n; q++)
+            if (fabs(G[a * n + q]) > big) big = fabs(G[a * n + q]);
+        for (size_t q = 0; big > 0 && q < n; q++) ss += (G[a * n + q] / big) * (G[a * n + q] / big);
+        D[a] = big > 0 ? big * sqrt(ss) : 1.0;
+        for (size_t q = 0; q < n; q++) G[a * n + q] /= D[a];
     }
     double *super = malloc((mf + 1) * sizeof *super);
     if (rc == 0 && (!super || mf == 0 ||
@@ -427,7 +440,7 @@ int jf_run_band_pinv(const jf_model *m, const jf_fit_result *r, const double *x,
             if (jf_model_eval(m, r->params, xs, &f, g) != JF_OK) continue;
             for (size_t k = 0; k < mf && S[k] > cut; k++) {
                 double t = 0;
-                for (size_t a = 0; a < mf; a++) t += VT[a * mf + k] * g[free_k[a]];
+                for (size_t a = 0; a < mf; a++) t += VT[a * mf + k] * (g[free_k[a]] / D[a]);
                 t /= S[k];
                 v += t * t;
             }
@@ -440,6 +453,7 @@ int jf_run_band_pinv(const jf_model *m, const jf_fit_result *r, const double *x,
     free(G);
     free(S);
     free(VT);
+    free(D);
     return rc;
 }
 

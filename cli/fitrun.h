@@ -99,7 +99,8 @@ int jf_run_predict(const jf_model *m, const jf_fit_result *r, const double *x, s
  * parameters), se[q] = inf at the rows where such a parameter moves the model: recomputes
  * those from the pseudo-inverse of the weighted Jacobian at the fit's rows (rows[q], or q when
  * rows is NULL; x, ld and sigma as in the table, sigma NULL without), with the library's rank
- * rule, times 2·cost/dof unless absolute_sigma — scipy's curve_fit. A prediction at a row the
+ * rule on its columns scaled to unit norm (solver/covar.c), times 2·cost/dof unless
+ * absolute_sigma — scipy's curve_fit, but for the scaling. A prediction at a row the
  * fit used is estimable (its gradient lies in the rows' span), so this is its standard error.
  * Linear loss only (a robust covariance uses the loss-scaled J). 0, or -1 when the evaluator
  * or LAPACK fails or memory runs out. */
