@@ -11,7 +11,8 @@
  * fits correctly through all of it; a model that was unloaded is fitted again from the disk
  * cache, or compiled again without it; threads fitting models under a limit of 1. Last, on the
  * CUDA emulator when the host has a C++ compiler: held CUDA kernels survive the unloading of
- * others, and an unloaded CUDA module is built again.
+ * others, an unloaded CUDA module is built again, and an unloaded module's thread stacks are
+ * unmapped with it.
  */
 #include <math.h>
 #include <pthread.h>
@@ -505,7 +506,30 @@ static int cuda_agrees(const jf_cuda_kernels *ck, const jf_model *m) {
     return ok;
 }
 
+/* Bytes of the process's anonymous read-write mappings of 256 MiB or more (adjacent ones may
+ * have merged): the size of an emulated module's thread stacks (cuda_emu_device.h), which no
+ * other mapping of this test reaches. */
+static unsigned long long big_anon_bytes(void) {
+    FILE *f = fopen("/proc/self/maps", "r");
+    if (!f) return 0;
+    unsigned long long total = 0, lo, hi;
+    char line[512], perms[8];
+    while (fgets(line, sizeof line, f)) {
+        int path = 0;
+        if (sscanf(line, "%llx-%llx %7s %*s %*s %*s %n", &lo, &hi, perms, &path) < 3) continue;
+        /* no path: %n has skipped the blanks and the newline after the inode */
+        if (strcmp(perms, "rw-p") == 0 && line[path] == '\0' && hi - lo >= (256ull << 20))
+            total += hi - lo;
+    }
+    fclose(f);
+    return total;
+}
+
+static unsigned long long emu_big_before; /* big_anon_bytes before the emulator's modules */
+static int emu_ran;
+
 static void test_cuda_emulated(void) {
+    emu_big_before = big_anon_bytes();
     setenv("JITFIT_CUDA_EMULATE", "1", 1);
     jf_cuda_emulate_reread();
     char status[256];
@@ -559,6 +583,7 @@ static void test_cuda_emulated(void) {
     /* the idle module left is unloaded by main's flush with the emulator off: by the
      * emulator all the same (else the sanitizer build reports its records as leaked) */
     CHECK(s.idle == 1);
+    emu_ran = 1;
     unsetenv("JITFIT_CUDA_EMULATE");
     jf_cuda_emulate_reread();
 }
@@ -580,6 +605,10 @@ int main(void) {
     test_cuda_emulated();
     flush();
     CHECK(stats().loaded == 0);
+    /* every emulated module is unloaded now, and its thread stacks with it */
+    if (emu_ran && !CHECK(big_anon_bytes() <= emu_big_before))
+        fprintf(stderr, "emulated modules unloaded, but %llu MiB of stacks still mapped (%llu "
+                "before)\n", big_anon_bytes() >> 20, emu_big_before >> 20);
     char cmd[128];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", cache_dir);
     CHECK(system(cmd) == 0);
