@@ -310,7 +310,20 @@ typedef struct ident {
     char *identity;     /* its identity, or NULL when it failed */
     char *why;          /* the reason it failed */
     int ready;          /* 1 once identity or why is set (guarded by ident_lock) */
+    /* A failure is not for good: a long-running process must not fit with the interpreter
+     * for the rest of its life because the compiler was missing, hung or could not be
+     * started once (a mount not up yet, a process limit). Guarded by ident_lock. */
+    int probing;        /* 1 while a thread probes it again (the others use the failure) */
+    double retry_at;    /* mono_s() after which a failure is probed again */
+    double backoff_s;   /* the wait before that, doubled at each failure */
+    char sig[1024];     /* command_signature when it failed: a change is probed at once */
 } ident;
+
+/* The first wait before a failed compiler is probed again, and the longest: a compiler that
+ * hangs at --version costs the fit that probes it up to $JITFIT_CC_TIMEOUT, so the waits
+ * double (1 min, 2, 4, ... 1 h); a changed compiler file is probed at the next call. */
+#define IDENT_RETRY_S 60.0
+#define IDENT_RETRY_MAX_S 3600.0
 
 /* ident_lock guards the list and the ready flags, not the computation: `cc --version` runs
  * unlocked (it may take seconds), so a thread that needs another compiler's identity, or one
@@ -486,6 +499,48 @@ static void compute_identity(ident *id, const char *cache_dir) {
     av_free(&a);
 }
 
+/* The signature (command_signature) of the executables of command, "" when its first word
+ * is not found. */
+static void signature_of(const char *command, char *buf, size_t n) {
+    argvec a = {0};
+    char path[PATH_MAX];
+    buf[0] = '\0';
+    av_split(&a, command);
+    if (!a.nomem && a.n && resolve_path(a.v[0], path, sizeof path) == 0)
+        command_signature(&a, path, buf, n);
+    av_free(&a);
+}
+
+/* Called with ident_lock held on a failed id: when its wait is over or the compiler's files
+ * have changed, probes again (unlocked; other threads meanwhile use the failure) and keeps
+ * the result. Returns with the lock held. */
+static void retry_failed(ident *id, const char *cache_dir) {
+    char sig[sizeof id->sig];
+    if (id->probing) return;
+    pthread_mutex_unlock(&ident_lock);
+    signature_of(id->command, sig, sizeof sig);
+    pthread_mutex_lock(&ident_lock);
+    if (id->probing || (mono_s() < id->retry_at && strcmp(sig, id->sig) == 0)) return;
+    id->probing = 1;
+    pthread_mutex_unlock(&ident_lock);
+    ident fresh;
+    memset(&fresh, 0, sizeof fresh);
+    fresh.command = id->command;
+    compute_identity(&fresh, cache_dir);
+    pthread_mutex_lock(&ident_lock);
+    id->probing = 0;
+    if (fresh.identity) { /* set once: callers keep the pointer */
+        id->identity = fresh.identity;
+        free(fresh.why);
+        return;
+    }
+    free(id->why);
+    id->why = fresh.why;
+    snprintf(id->sig, sizeof id->sig, "%s", sig);
+    id->backoff_s = id->backoff_s * 2 < IDENT_RETRY_MAX_S ? id->backoff_s * 2 : IDENT_RETRY_MAX_S;
+    id->retry_at = mono_s() + id->backoff_s;
+}
+
 int jf_cc_identity(const char *cc, const char *cache_dir, const char **identity, char *why,
                    size_t n) {
     *identity = NULL;
@@ -506,11 +561,17 @@ int jf_cc_identity(const char *cc, const char *cache_dir, const char **identity,
         idents = id;
         pthread_mutex_unlock(&ident_lock);
         compute_identity(id, cache_dir); /* only this thread writes id's fields until ready */
+        char sig[sizeof id->sig] = "";
+        if (!id->identity) signature_of(id->command, sig, sizeof sig);
         pthread_mutex_lock(&ident_lock);
+        memcpy(id->sig, sig, sizeof sig);
+        id->backoff_s = IDENT_RETRY_S;
+        id->retry_at = mono_s() + id->backoff_s;
         id->ready = 1;
         pthread_cond_broadcast(&ident_done);
     }
     while (!id->ready) pthread_cond_wait(&ident_done, &ident_lock);
+    if (!id->identity) retry_failed(id, cache_dir);
     int st = JF_OK;
     if (id->identity) {
         *identity = id->identity;

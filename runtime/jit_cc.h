@@ -48,7 +48,10 @@ JF_INTERNAL const char *jf_cc_command(const char *cc);
  * finds the same signature uses it without running the compiler, and a replaced or upgraded
  * compiler is probed again (ccache's compiler_check=mtime). On success *identity points to a string owned by this
  * module (valid until the process ends). JF_ERR_UNAVAILABLE when the compiler cannot be found
- * or run, with a one-line reason in why. */
+ * or run, with a one-line reason in why; that failure is remembered, and the compiler probed
+ * again once one of its files changes (installed, replaced) or a minute has passed (then 2, 4,
+ * ... up to an hour while it keeps failing), so a long-running process gets its compiled
+ * kernels back after a passing failure. */
 JF_INTERNAL int jf_cc_identity(const char *cc, const char *cache_dir, const char **identity,
                                char *why, size_t n);
 

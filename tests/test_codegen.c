@@ -446,6 +446,37 @@ static void test_identity_unlocked(void) {
     jf_test_run(cmd, NULL, NULL);
 }
 
+/* A compiler that failed its probe is not given up for good: once its file changes (a
+ * toolchain installed or repaired while the process runs) it is probed again and used. Before,
+ * one failure sent every later fit of the process to the interpreter. */
+static void test_identity_retry(void) {
+    char dir[] = "/tmp/jf_test_ident_XXXXXX";
+    if (!CHECK(mkdtemp(dir) != NULL)) return;
+    char script[128];
+    snprintf(script, sizeof script, "%s/latecc", dir);
+    FILE *f = fopen(script, "w");
+    if (!CHECK(f != NULL)) return;
+    fprintf(f, "#!/bin/sh\nexit 3\n");
+    fclose(f);
+    chmod(script, 0755);
+    const char *id = NULL;
+    char why[256] = "";
+    CHECK(jf_cc_identity(script, NULL, &id, why, sizeof why) == JF_ERR_UNAVAILABLE && !id);
+    CHECK_CONTAINS(why, "exit status 3");
+    /* unchanged and within the minute: the failure stands, without another probe */
+    CHECK(jf_cc_identity(script, NULL, &id, why, sizeof why) == JF_ERR_UNAVAILABLE);
+    f = fopen(script, "w");
+    if (!CHECK(f != NULL)) return;
+    fprintf(f, "#!/bin/sh\necho 'latecc 2.0'\n");
+    fclose(f);
+    id = NULL;
+    CHECK(jf_cc_identity(script, NULL, &id, why, sizeof why) == JF_OK && id &&
+          strstr(id, "latecc 2.0"));
+    char cmd[160];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    jf_test_run(cmd, NULL, NULL);
+}
+
 int main(void) {
     /* Never the user's cache, whatever a test forgets. */
     char cache[] = "/tmp/jf_test_codegen_XXXXXX";
@@ -459,6 +490,7 @@ int main(void) {
     test_fallback();
     test_names();
     test_identity_unlocked();
+    test_identity_retry();
     char cmd[128];
     snprintf(cmd, sizeof cmd, "rm -rf %s", cache);
     jf_test_run(cmd, NULL, NULL);
