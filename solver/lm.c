@@ -496,7 +496,9 @@ int jf_lm_solve(jf_problem *prob, const jf_lm_config *cfg, double *x, jf_lm_stat
             status = JF_STEP_MAX_NFEV;
             break;
         }
-        double lam = tr_step(&w, tr.delta, tr.lambda);
+        double lam;
+        do lam = tr_step(&w, tr.delta, tr.lambda);
+        while (lam >= 0 && jf_step_bind(w.free_, x, cfg->lo, cfg->hi, w.s, np));
         if (lam < 0) { /* JᵀJ at an accepted point is finite: LAPACK itself failed */
             status = JF_STEP_STALLED;
             break;
@@ -515,6 +517,7 @@ int jf_lm_solve(jf_problem *prob, const jf_lm_config *cfg, double *x, jf_lm_stat
             tr.lambda = lam;
             jf_step_update_radius(&tr, 0.0, -1.0, 0.0, jf_step_scaled_norm(w.D, w.s, np), 0);
             if (tr.delta <= JF_STEP_EPS * xnorm) status = JF_STEP_STALLED;
+            active_set(&w, x, cfg->lo, cfg->hi); /* release jf_step_bind's holds */
             continue;
         }
         jf_step_first(&tr, pnorm);
@@ -548,6 +551,8 @@ int jf_lm_solve(jf_problem *prob, const jf_lm_config *cfg, double *x, jf_lm_stat
             if (!cfg->x_scale) jf_step_rescale(w.D, w.diag, x, np, &tr);
             active_set(&w, x, cfg->lo, cfg->hi);
             gnorm = jf_step_gnorm(w.g, w.diag, w.free_, w.F, np);
+        } else {
+            active_set(&w, x, cfg->lo, cfg->hi); /* release jf_step_bind's holds */
         }
         status = jf_step_test(cfg->ftol, cfg->xtol, actred, prered, ratio, pnorm, xnorm, tr.delta);
         if (!cfg->x_scale) status = jf_step_restart(status, w.D, w.diag, x, np, &tr, &restarts);

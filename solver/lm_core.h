@@ -497,6 +497,7 @@ JF_HD_CALL int jf_lmc_propose(jf_lmc *c, jf_lmc_views *v) {
         }
         double lam = c->lam_try;
         for (unsigned long long a = 0; a < c->m; a++) v->s[v->idx[a]] = v->sF[a];
+        if (jf_step_bind(v->free_, v->x, v->lo, v->hi, v->s, np)) continue; /* the step anew */
         int projected = 0;
         for (unsigned long long k = 0; k < np; k++) {
             v->x_try[k] = jf_step_clip(v->x[k] + v->s[k], v->lo[k], v->hi[k]);
@@ -512,6 +513,7 @@ JF_HD_CALL int jf_lmc_propose(jf_lmc *c, jf_lmc_views *v) {
                 c->status = JF_STEP_STALLED;
                 return 0;
             }
+            jf_lmc_active_set(v, np); /* release jf_step_bind's holds */
             continue;
         }
         jf_step_first(&c->tr, pnorm);
@@ -593,6 +595,8 @@ JF_HD_CALL int jf_lmc_judge(jf_lmc *c, jf_lmc_views *v, const double *acc_try) {
         if (!c->use_x_scale) jf_step_rescale(v->D, v->diag, v->x, np, &c->tr);
         jf_lmc_active_set(v, np);
         c->gnorm = jf_step_gnorm(v->g, v->diag, v->free_, c->F, np);
+    } else {
+        jf_lmc_active_set(v, np); /* release jf_step_bind's holds */
     }
     c->status = jf_step_test(c->ftol, c->xtol, actred, c->prered, ratio, c->pnorm, c->xnorm,
                              c->tr.delta);

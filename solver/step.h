@@ -181,6 +181,29 @@ JF_HD int jf_step_is_free(double x, double lo, double hi, double g) {
     return 1;
 }
 
+/* The binding part of the active set, decided by the step itself: a free parameter sits on a
+ * bound with the descent direction pointing into the box (jf_step_is_free), yet the step s of
+ * the coupled system moves it out (a correlated parameter pulls it along). Clipping then leaves
+ * it where it is while the others take a step computed for its move: a projected step that
+ * the model often predicts no gain for, rejected unevaluated in all but name (ρ = 0), again at
+ * each smaller radius while the coupling keeps the sign, until a test stopped the run short
+ * of the minimum. Such parameters are held (free_[k] = 0) and the driver recomputes the step
+ * without them: the trust-region step on that face, a descent step for the model. Returns how
+ * many were newly held (0: the step stands). It cannot hold every free parameter: a lone free
+ * parameter's step is -g_k/(A_kk + λD_k²), into the box. The holds last for the proposals at
+ * the current point; the driver resets the active set after a rejected step, so that a
+ * smaller step (larger λ, closer to -D⁻²g, into the box) can release them. */
+JF_HD int jf_step_bind(int *free_, const double *x, const double *lo, const double *hi,
+                       const double *s, size_t p) {
+    int held = 0;
+    for (size_t k = 0; k < p; k++)
+        if (free_[k] && ((x[k] <= lo[k] && s[k] < 0) || (x[k] >= hi[k] && s[k] > 0))) {
+            free_[k] = 0;
+            held++;
+        }
+    return held;
+}
+
 /* Projection of a trial value onto [lo, hi]: results always stay inside the bounds. */
 JF_HD double jf_step_clip(double v, double lo, double hi) {
     if (v < lo) return lo;

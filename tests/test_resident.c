@@ -153,6 +153,23 @@ static void test_fits(void) {
     ob.upper = hi;
     ob.p0 = p0b;
     compare("bounds (active)", m, &d, ob, 1e-12);
+    /* a on its bound, free (the cost falls as it grows) but pushed out by the step of the
+     * correlated pair: both loops hold it and recompute the step (step.h, jf_step_bind) */
+    jf_model *mb = compile("a + b*(1 + x/10) + c*sin(x)");
+    if (mb) {
+        static double yb[N];
+        for (int i = 0; i < N; i++)
+            yb[i] = -1 + (1 + xs[i] / 10) + 0.2 * sin(xs[i]) + 0.01 * sin(12.9898 * i);
+        jf_data db = {N, xs, 0, yb, NULL};
+        double p0c[3] = {0, 0.3, 0.2}, loc[3] = {0, -INFINITY, -INFINITY};
+        double hic[3] = {INFINITY, INFINITY, INFINITY};
+        jf_fit_options oc = jf_fit_options_default();
+        oc.p0 = p0c;
+        oc.lower = loc;
+        oc.upper = hic;
+        compare("bounds (binding)", mb, &db, oc, 1e-12);
+        jf_model_free(mb);
+    }
     double xsc[5] = {1, 0.1, 1, 1, 0.5};
     jf_fit_options ox = o;
     ox.x_scale = xsc;

@@ -188,6 +188,55 @@ static void test_bounds(void) {
     jf_model_free(m);
 }
 
+/* Counts the rejected steps of a fit (progress reports after iteration 0). */
+static void count_rejected(void *ctx, const jf_iteration_info *info) {
+    if (info->iteration > 0 && !info->accepted) ++*(int *)ctx;
+}
+
+/* a + b*x on x in [1, 2] with a >= 0, from a = 0 (on its bound) and b = 0.3: the cost falls as
+ * a grows (g_a < 0, so a is free), but a and b are correlated and the step of the pair moves a
+ * below 0 (the unconstrained minimum has a = -1). Clipped, that step kept a at 0 and moved b
+ * as if a had moved: the quadratic model predicted no gain for it (ρ = 0), yet it was
+ * evaluated and rejected, and again at smaller radii while the coupling kept its sign (in a
+ * damped sine the same stopped a fit on FTOL at 1.06 times scipy's cost). A parameter on a
+ * bound that the step would push out is now held and the step recomputed without it
+ * (step.h, jf_step_bind): here one Gauss-Newton step in b alone reaches the minimum,
+ * a = 0 and b = Σxy / Σx². */
+static void test_bounds_binding(void) {
+    jf_model *m = compile("a+b*x");
+    if (!m) return;
+    enum { N = 30 };
+    double x[N], y[N], sxy = 0, sxx = 0;
+    for (int i = 0; i < N; i++) {
+        x[i] = 1 + (double)i / (N - 1);
+        y[i] = -1 + x[i] + 0.01 * sin(12.9898 * i);
+        sxy += x[i] * y[i];
+        sxx += x[i] * x[i];
+    }
+    double p0[2] = {0, 0.3}, lo[2] = {0, -INFINITY}, hi[2] = {INFINITY, INFINITY};
+    int rejected = 0;
+    jf_fit_options o = jf_fit_options_default();
+    o.p0 = p0;
+    o.lower = lo;
+    o.upper = hi;
+    o.progress = count_rejected;
+    o.progress_ctx = &rejected;
+    jf_data d = {N, x, 0, y, NULL};
+    jf_fit_result *r = NULL;
+    char *err = NULL;
+    CHECK(jf_fit(m, &d, &o, &r, &err) == JF_OK);
+    if (r) {
+        CHECK(r->success);
+        CHECK(r->params[0] == 0 && r->at_bound[0] == -1);
+        CHECK_NEAR(r->params[1], sxy / sxx, 1e-12);
+        CHECK(rejected == 0);
+        CHECK(r->iterations == 1);
+    }
+    jf_fit_result_free(r);
+    jf_free(err);
+    jf_model_free(m);
+}
+
 /* ---- sigma and absolute_sigma on a straight line ------------------------------------------ */
 
 static void test_sigma(void) {
@@ -1485,6 +1534,7 @@ int main(void) {
     sine_data();
     test_damped_sine();
     test_bounds();
+    test_bounds_binding();
     test_sigma();
     test_stats_scale();
     test_constant_response();
