@@ -27,8 +27,7 @@ The start is that of the unbounded mode when it lies in the box, else a point dr
 one problem in eight then moves one parameter of the start exactly onto a finite bound (jitfit
 and scipy both allow a start on the boundary). jitfit gets `--bounds`, scipy's least_squares
 methods trf and dogbox the same box (lm takes no bounds), all with the default tolerances
-(1e-8). Counted per method (jitfit and each scipy method alone) against the best of the three:
-worse, failed, ok as above. jitfit's answer is also checked on its own:
+(1e-8). Counted per method against the better of trf and dogbox: worse, failed, ok as above. jitfit's answer is also checked on its own:
 
   kkt       first-order conditions at jitfit's point: with g = Jᵀr (J by complex steps) and
             c_k = g_k / (‖J_k‖ ‖r‖) (MINPACK's cosine), an interior parameter needs |c_k| <= 1e-4,
