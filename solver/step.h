@@ -369,7 +369,12 @@ JF_HD void jf_step_first(jf_step_tr *tr, double pnorm) {
 /* Convergence tests after a trial step (accepted or not), MINPACK's order:
  *   FTOL  |actred| ≤ ftol, prered ≤ ftol and ρ ≤ 2 (the model is trustworthy and predicts
  *         nothing more to gain);
- *   XTOL  ‖D s‖ ≤ xtol (xtol + ‖D x‖) (scipy's form of MINPACK's Δ ≤ xtol ‖D x‖);
+ *   XTOL  ‖D s‖ ≤ xtol ‖D x‖, relative as MINPACK's Δ ≤ xtol ‖D x‖. Not scipy's
+ *         ‖s‖ ≤ xtol (xtol + ‖x‖): its absolute term xtol² is in the parameters' units, while
+ *         D s and D x are in the residuals' (D is the column norms). Added to ‖D x‖, it let
+ *         every step pass where the columns are small: data of order 10⁻¹⁵⁰ stopped on XTOL at
+ *         the first step, and a logistic whose columns had fallen to ~10⁻³⁵ at a step that
+ *         moved it by O(10), both reporting success with the gradient cosine still 0.3–0.9;
  *   STALLED when the same tests hold at machine precision, or the radius fell below ε‖D x‖:
  *         no representable step can reduce the cost any more.
  * xnorm is ‖D x‖ at the point the step started from. */
@@ -377,7 +382,7 @@ JF_HD int jf_step_test(double ftol, double xtol, double actred, double prered, d
                        double pnorm, double xnorm, double delta) {
     int st = JF_STEP_CONTINUE;
     if (fabs(actred) <= ftol && prered <= ftol && 0.5 * ratio <= 1.0) st |= JF_STEP_FTOL;
-    if (pnorm <= xtol * (xtol + xnorm)) st |= JF_STEP_XTOL;
+    if (pnorm <= xtol * xnorm) st |= JF_STEP_XTOL;
     if (st) return st;
     if (fabs(actred) <= JF_STEP_EPS && prered <= JF_STEP_EPS && 0.5 * ratio <= 1.0)
         return JF_STEP_STALLED;

@@ -209,6 +209,20 @@ static void test_fits(void) {
         compare("stale scale (a*exp(b*x))", me, &de, oe, 1e-12);
         jf_model_free(me);
     }
+    /* data of order 1e-150: the XTOL test, measured in the columns' units (step.h,
+     * jf_step_test), stopped neither loop at the first step */
+    jf_model *mt = compile("a*exp(-b*x) + c");
+    if (mt) {
+        static double yt[N];
+        for (int i = 0; i < N; i++)
+            yt[i] = 1e-150 * (2 * exp(-0.7 * xs[i]) + 0.5 + 0.05 * sin(12.9898 * i));
+        jf_data dt = {N, xs, 0, yt, NULL};
+        static const double p0t[3] = {1e-150, 2, 0};
+        jf_fit_options ot1 = jf_fit_options_default();
+        ot1.p0 = p0t;
+        compare("data of order 1e-150", mt, &dt, ot1, 1e-12);
+        jf_model_free(mt);
+    }
     /* log of a negative argument at the start: NONFINITE from both */
     jf_model *ml = compile("a*log(b*x) + c");
     if (ml) {

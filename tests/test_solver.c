@@ -498,6 +498,85 @@ static void test_robust_start_outside(void) {
     jf_model_free(m);
 }
 
+/* ---- the XTOL test in the columns' units ------------------------------------------------- */
+
+/* The XTOL test compares ‖D s‖ with ‖D x‖, D the column norms: both in the residuals' units.
+ * With scipy's form ‖D s‖ ≤ xtol (xtol + ‖D x‖) the absolute xtol² (a size in the parameters'
+ * units) let every step pass where the columns are small. y = (2 exp(-0.7x) + 0.5 + noise)·S on
+ * 12 points of [0, 5]: with S = 1e-150 the fit from a = 1e-150, b = 2, c = 0 stopped at the
+ * first step (3 evaluations, cost 6.5e-300, gradient cosine 0.93) reporting XTOL; now it takes
+ * the path of S = 1, to the minimum (scipy's lm on S = 1: 2.0722252, 0.6052485, 0.4147221,
+ * cost 5.365466738e-4). And a logistic with a bounded at 0.41277 (a review's draw) whose
+ * first steps took every column to ~1e-35: a step that moved c by 5 measured 1e-34 in D and
+ * stopped the run on XTOL at cost 0.29 with cosine 0.79; scipy's trf from good starts in the
+ * same box: cost 0.0265681867 at a on its bound, b = 3.74546, c = 3.26036. */
+static void fit_xtol_case(const char *text, size_t n, const double *x, const double *y,
+                          const double *p0, const double *lo, const double *hi,
+                          jf_fit_result **out) {
+    jf_model *m = compile(text);
+    *out = NULL;
+    if (!m) return;
+    jf_data d = {n, x, 0, y, NULL};
+    jf_fit_options o = jf_fit_options_default();
+    o.p0 = p0;
+    o.lower = lo;
+    o.upper = hi;
+    char *err = NULL;
+    CHECK(jf_fit(m, &d, &o, out, &err) == JF_OK && *out);
+    jf_free(err);
+    jf_model_free(m);
+}
+
+static void test_xtol_units(void) {
+    enum { N = 12 };
+    double x[N], y1[N], ys[N];
+    for (int i = 0; i < N; i++) {
+        x[i] = 5.0 * i / (N - 1);
+        y1[i] = 2 * exp(-0.7 * x[i]) + 0.5 + 0.05 * sin(12.9898 * i);
+        ys[i] = 1e-150 * y1[i];
+    }
+    const double p1[3] = {1, 2, 0}, ps[3] = {1e-150, 2, 0};
+    jf_fit_result *r1 = NULL, *rs = NULL;
+    fit_xtol_case("a*exp(-b*x) + c", N, x, y1, p1, NULL, NULL, &r1);
+    fit_xtol_case("a*exp(-b*x) + c", N, x, ys, ps, NULL, NULL, &rs);
+    if (r1 && rs) {
+        CHECK(r1->success && rs->success);
+        CHECK_NEAR(r1->cost, 5.365466738e-4, 1e-12);
+        CHECK_NEAR(r1->params[0], 2.0722252, 1e-6);
+        CHECK_NEAR(r1->params[1], 0.6052485, 1e-6);
+        CHECK_NEAR(r1->params[2], 0.4147221, 1e-6);
+        CHECK(rs->optimality < 1e-8);
+        CHECK_NEAR(rs->cost / 1e-300 / r1->cost, 1.0, 1e-8);
+        CHECK_NEAR(rs->params[0] / 1e-150, r1->params[0], 1e-8);
+        CHECK_NEAR(rs->params[1], r1->params[1], 1e-8);
+        CHECK_NEAR(rs->params[2] / 1e-150, r1->params[2], 1e-8);
+        CHECK(rs->nfev > 3);
+    }
+    jf_fit_result_free(r1);
+    jf_fit_result_free(rs);
+
+    static const double lx[8] = {1.0855809797733,   1.9093178308596093, 2.0833658387993577,
+                                 2.952189646066964, 3.262323867516428,  3.864855793532583,
+                                 4.404687927094191, 4.805671403581551};
+    static const double ly[8] = {0.0023552878889393425, 0.03032787342568381, 0.04498598026710908,
+                                 0.11753586311648065,   0.18763244047489866, 0.35980372941223926,
+                                 0.5153648870206243,    0.6067749702323971};
+    const double lp0[3] = {-1.41927043384387, 1.8889752648253835, 15.530825369448799};
+    const double llo[3] = {-1.5658722829019012, -INFINITY, 0.0};
+    const double lhi[3] = {0.4127696002116951, INFINITY, INFINITY};
+    jf_fit_result *r = NULL;
+    fit_xtol_case("a/(1+exp(-b*(x-c)))", 8, lx, ly, lp0, llo, lhi, &r);
+    if (r) {
+        CHECK(r->success);
+        CHECK_NEAR(r->cost, 0.0265681867, 1e-9);
+        CHECK(r->optimality < 1e-4);
+        CHECK(r->params[0] == lhi[0] && r->at_bound[0] == 1);
+        CHECK_NEAR(r->params[1], 3.74546, 1e-3);
+        CHECK_NEAR(r->params[2], 3.26036, 1e-3);
+    }
+    jf_fit_result_free(r);
+}
+
 /* ---- an XTOL stop far from the minimum is not passed off as one --------------------------- */
 
 /* a*exp(b*x) + c from b = 1 on x up to 50: the Jacobian's first column is e^50 there, D keeps
@@ -1545,6 +1624,7 @@ int main(void) {
     test_robust_optimality();
     test_soft_l1_small();
     test_symmetric_start();
+    test_xtol_units();
     test_suspect_stop();
     test_unused_and_errors();
     test_nonfinite_trial();
