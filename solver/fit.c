@@ -852,7 +852,7 @@ static int run_fit(const fit_setup *s, const jf_data *d, const double *w, const 
                 jf_lm_state_free(&st);
             }
         } else {
-            code = jf_lm_finish(&prob, cfg, r->params, &st, pre->A, pre->g);
+            code = jf_lm_finish(&prob, cfg, r->params, &st, pre->A, pre->g, NULL);
         }
     } else {
         code = jf_fit_host_resident ? jf_lm_solve_resident(&prob, cfg, r->params, &st)

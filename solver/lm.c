@@ -51,6 +51,7 @@ typedef struct lm_work {
     double *s_act;   /* step actually taken after clipping */
     double *x_try;   /* trial point */
     int *free_;      /* 1: the parameter moves in this step */
+    int *held;       /* 1: held for a negligible column (step.h jf_step_restart) */
     size_t *idx;     /* indices of the free parameters */
     double *M0;      /* reduced JᵀJ */
     double *M;       /* reduced JᵀJ + λD² */
@@ -73,6 +74,7 @@ static void work_free(lm_work *w) {
     free(w->s_act);
     free(w->x_try);
     free(w->free_);
+    free(w->held);
     free(w->idx);
     free(w->M0);
     free(w->M);
@@ -99,8 +101,9 @@ static int work_init(lm_work *w, size_t np, size_t nacc) {
         ok = ok && *vecs[i];
     }
     w->free_ = malloc(np * sizeof(int));
+    w->held = calloc(np, sizeof(int));
     w->idx = malloc(np * sizeof(size_t));
-    ok = ok && w->free_ && w->idx;
+    ok = ok && w->free_ && w->held && w->idx;
     if (!ok || jf_linalg_init(&w->la, np) != JF_OK) {
         work_free(w);
         return JF_ERR_NOMEM;
@@ -122,11 +125,12 @@ static void unpack(lm_work *w, const double *acc) {
     w->F = 0.5 * acc[t + np];
 }
 
-/* The active set at x: a parameter is fixed when it is held by a bound (step.h) or has a zero
- * Jacobian column (it cannot move the cost; keeping it out keeps the system nonsingular). */
+/* The active set at x: a parameter is fixed when it is held by a bound (step.h), has a zero
+ * Jacobian column (it cannot move the cost; keeping it out keeps the system nonsingular) or is
+ * held for a negligible one (w->held, step.h jf_step_restart). */
 static void active_set(lm_work *w, const double *x, const double *lo, const double *hi) {
     for (size_t k = 0; k < w->np; k++)
-        w->free_[k] = w->diag[k] > 0 && jf_step_is_free(x[k], lo[k], hi[k], w->g[k]);
+        w->free_[k] = w->diag[k] > 0 && !w->held[k] && jf_step_is_free(x[k], lo[k], hi[k], w->g[k]);
 }
 
 /* Solves (M0 + λ diag(DF²)) sF = -gF for the current reduced system. */
@@ -322,7 +326,8 @@ static int polish_triangle(jf_problem *prob, const jf_lm_config *cfg, double *x,
         size_t m = 0;
         for (size_t k = 0; k < np; k++) {
             w->D[k] = jf_lsq_col_norm(cur->R, np, k);
-            if (w->D[k] > 0 && x[k] > cfg->lo[k] && x[k] < cfg->hi[k]) cols[m++] = (int)k;
+            if (w->D[k] > 0 && !w->held[k] && x[k] > cfg->lo[k] && x[k] < cfg->hi[k])
+                cols[m++] = (int)k;
         }
         if (m == 0) break;
         jf_lsq_solve(cur->R, cur->qb, np, n, cols, m, W, V, sv, c, w->sF);
@@ -386,7 +391,8 @@ static int polish_materialized(jf_problem *prob, const jf_lm_config *cfg, double
         for (size_t k = 0; k < np; k++) {
             double cn2 = column_norm2(J, n, np, k);
             w->D[k] = sqrt(cn2);
-            if (cn2 > 0 && x[k] > cfg->lo[k] && x[k] < cfg->hi[k]) w->idx[m++] = k;
+            if (cn2 > 0 && !w->held[k] && x[k] > cfg->lo[k] && x[k] < cfg->hi[k])
+                w->idx[m++] = k;
         }
         if (m == 0) break;
         for (size_t a = 0; a < m; a++)
@@ -481,7 +487,7 @@ int jf_lm_solve(jf_problem *prob, const jf_lm_config *cfg, double *x, jf_lm_stat
     else
         jf_step_update_scale(w.D, w.diag, 1, np);
     jf_step_tr tr;
-    jf_step_tr_init(&tr, jf_step_scaled_norm(w.D, x, np));
+    jf_step_tr_init(&tr, jf_step_xnorm(w.D, x, w.held, np));
     active_set(&w, x, cfg->lo, cfg->hi);
     double gnorm = jf_step_gnorm(w.g, w.diag, w.free_, w.F, np);
     report(cfg, 0, st->nfev, w.F, 0.0, tr.lambda, NAN, gnorm, 0);
@@ -510,7 +516,7 @@ int jf_lm_solve(jf_problem *prob, const jf_lm_config *cfg, double *x, jf_lm_stat
             if (w.x_try[k] != x[k] + w.s[k]) projected = 1;
         }
         double pnorm = jf_step_scaled_norm(w.D, w.s_act, np);
-        double xnorm = jf_step_scaled_norm(w.D, x, np);
+        double xnorm = jf_step_xnorm(w.D, x, w.held, np);
         if (projected && pnorm == 0.0) {
             /* Every moving parameter ran into a bound at once: shrink without evaluating; a
              * short enough step points inward (it tends to -D⁻²g on the free set). */
@@ -555,7 +561,13 @@ int jf_lm_solve(jf_problem *prob, const jf_lm_config *cfg, double *x, jf_lm_stat
             active_set(&w, x, cfg->lo, cfg->hi); /* release jf_step_bind's holds */
         }
         status = jf_step_test(cfg->ftol, cfg->xtol, actred, prered, ratio, pnorm, xnorm, tr.delta);
-        if (!cfg->x_scale) status = jf_step_restart(status, w.D, w.diag, x, np, &tr, &restarts);
+        if (!cfg->x_scale && status != JF_STEP_CONTINUE) {
+            status = jf_step_restart(status, w.D, w.diag, x, w.F, np, &tr, &restarts, w.held);
+            if (status == JF_STEP_CONTINUE) { /* the held set may have changed */
+                active_set(&w, x, cfg->lo, cfg->hi);
+                gnorm = jf_step_gnorm(w.g, w.diag, w.free_, w.F, np);
+            }
+        }
         /* A non-finite trial point has no gain ratio: report NaN so a log shows why. */
         report(cfg, st->iterations, st->nfev, w.F, pnorm, lam, finite ? ratio : NAN, gnorm,
                accepted);
@@ -570,13 +582,16 @@ int jf_lm_solve(jf_problem *prob, const jf_lm_config *cfg, double *x, jf_lm_stat
 }
 
 int jf_lm_finish(jf_problem *prob, const jf_lm_config *cfg, double *x, jf_lm_state *st,
-                 const double *A, const double *g) {
+                 const double *A, const double *g, const int *held) {
     size_t np = prob->np;
     lm_work w;
     if (work_init(&w, np, prob->nacc) != JF_OK) return JF_ERR_NOMEM;
     memcpy(w.A, A, np * np * sizeof(double));
     memcpy(w.g, g, np * sizeof(double));
-    for (size_t k = 0; k < np; k++) w.diag[k] = A[k * np + k];
+    for (size_t k = 0; k < np; k++) {
+        w.diag[k] = A[k * np + k];
+        w.held[k] = held ? held[k] : 0;
+    }
     w.F = st->cost;
     st->A = malloc(np * np * sizeof(double));
     st->g = malloc(np * sizeof(double));

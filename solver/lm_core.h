@@ -88,7 +88,7 @@ typedef struct jf_lmc {
 JF_HD unsigned long long jf_lmc_ws_doubles(unsigned long long np, unsigned long long nh) {
     return 17 * np + 2 * nh + 5 * np * np;
 }
-JF_HD unsigned long long jf_lmc_ws_ints(unsigned long long np) { return 2 * np; }
+JF_HD unsigned long long jf_lmc_ws_ints(unsigned long long np) { return 3 * np; }
 
 /* The arrays of the workspace, by name. x, x_try, lo, hi and xs are inputs/outputs the host
  * reads or writes; the rest is scratch. A, M0, Md, M and V are np×np row-major. x and x_try
@@ -101,6 +101,7 @@ typedef struct jf_lmc_views {
     double *scale, *eig, *work;        /* factorization: Jacobi scaling, eigenvalues, scratch */
     double *A, *M0, *Md, *M, *V;       /* JᵀJ, reduced JᵀJ, its damped copy, factor, eigenvectors */
     int *free_, *idx;                  /* active set, indices of the free parameters */
+    int *held;                         /* held for a negligible column (jf_step_restart) */
     /* External factorization (cuSOLVER), off unless the caller sets all four: F receives the
      * scaled matrix padded with the identity to np×np (column-major, ld np) and must hold its
      * upper Cholesky factor U (F = UᵀU, as potrf 'U' leaves it) when resumed; Finv receives the
@@ -126,6 +127,7 @@ JF_HD void jf_lmc_views_init(jf_lmc_views *v, double *ws, int *iws, unsigned lon
     v->V = sq + 4 * np * np;
     v->free_ = iws;
     v->idx = iws + np;
+    v->held = iws + 2 * np;
     v->F = v->Finv = 0;
     v->finfo = 0;
     v->external = 0;
@@ -152,10 +154,12 @@ JF_HD double jf_lmc_unpack(jf_lmc_views *v, unsigned long long np, const double 
     return 0.5 * acc[t + np];
 }
 
-/* The active set (lm.c): fixed when held by a bound or when the Jacobian column is zero. */
+/* The active set (lm.c): fixed when held by a bound, when the Jacobian column is zero, or
+ * when held for a negligible one (v->held, step.h jf_step_restart). */
 JF_HD void jf_lmc_active_set(jf_lmc_views *v, unsigned long long np) {
     for (unsigned long long k = 0; k < np; k++)
-        v->free_[k] = v->diag[k] > 0 && jf_step_is_free(v->x[k], v->lo[k], v->hi[k], v->g[k]);
+        v->free_[k] = v->diag[k] > 0 && !v->held[k] &&
+                      jf_step_is_free(v->x[k], v->lo[k], v->hi[k], v->g[k]);
 }
 
 /* ---- p×p linear algebra ---------------------------------------------------------------------- */
@@ -505,7 +509,7 @@ JF_HD_CALL int jf_lmc_propose(jf_lmc *c, jf_lmc_views *v) {
             if (v->x_try[k] != v->x[k] + v->s[k]) projected = 1;
         }
         double pnorm = jf_step_scaled_norm(v->D, v->s_act, np);
-        double xnorm = jf_step_scaled_norm(v->D, v->x, np);
+        double xnorm = jf_step_xnorm(v->D, v->x, v->held, np);
         if (projected && pnorm == 0.0) { /* every moving parameter hit a bound: shrink */
             c->tr.lambda = lam;
             jf_step_update_radius(&c->tr, 0.0, -1.0, 0.0, jf_step_scaled_norm(v->D, v->s, np), 0);
@@ -559,11 +563,12 @@ JF_HD_CALL int jf_lmc_start(jf_lmc *c, jf_lmc_views *v, const double *acc) {
         c->gnorm = 0.0 / 0.0;
         return 0;
     }
+    for (unsigned long long k = 0; k < np; k++) v->held[k] = 0;
     if (c->use_x_scale)
         for (unsigned long long k = 0; k < np; k++) v->D[k] = 1.0 / v->xs[k];
     else
         jf_step_update_scale(v->D, v->diag, 1, np);
-    jf_step_tr_init(&c->tr, jf_step_scaled_norm(v->D, v->x, np));
+    jf_step_tr_init(&c->tr, jf_step_xnorm(v->D, v->x, v->held, np));
     jf_lmc_active_set(v, np);
     c->gnorm = jf_step_gnorm(v->g, v->diag, v->free_, c->F, np);
     c->status = JF_STEP_CONTINUE;
@@ -600,8 +605,14 @@ JF_HD_CALL int jf_lmc_judge(jf_lmc *c, jf_lmc_views *v, const double *acc_try) {
     }
     c->status = jf_step_test(c->ftol, c->xtol, actred, c->prered, ratio, c->pnorm, c->xnorm,
                              c->tr.delta);
-    if (!c->use_x_scale)
-        c->status = jf_step_restart(c->status, v->D, v->diag, v->x, np, &c->tr, &c->restarts);
+    if (!c->use_x_scale && c->status != JF_STEP_CONTINUE) {
+        c->status = jf_step_restart(c->status, v->D, v->diag, v->x, c->F, np, &c->tr,
+                                    &c->restarts, v->held);
+        if (c->status == JF_STEP_CONTINUE) { /* the held set may have changed */
+            jf_lmc_active_set(v, np);
+            c->gnorm = jf_step_gnorm(v->g, v->diag, v->free_, c->F, np);
+        }
+    }
     if (c->status != JF_STEP_CONTINUE) return 0;
     return jf_lmc_propose(c, v);
 }

@@ -91,7 +91,7 @@ int jf_lmc_finish(jf_problem *prob, const jf_lm_config *cfg, const struct jf_lmc
     st->iterations = c->iterations;
     st->cost = c->F;
     st->optimality = c->status == JF_LMC_NONFINITE ? NAN : c->gnorm;
-    return jf_lm_finish(prob, cfg, x, st, v.A, v.g);
+    return jf_lm_finish(prob, cfg, x, st, v.A, v.g, v.held);
 }
 
 int jf_lm_solve_resident(jf_problem *prob, const jf_lm_config *cfg, double *x, jf_lm_state *st) {

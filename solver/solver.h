@@ -311,10 +311,11 @@ JF_INTERNAL void jf_lm_state_free(jf_lm_state *st);
 /* The end of every driver after its iterations, for drivers other than jf_lm_solve: st holds
  * status, nfev, iterations, cost and optimality at x; A (np×np) and g are JᵀJ and Jᵀr there.
  * Runs the polish when it applies (linear loss, n·np <= JF_LM_MATERIALIZE_MAX; only converged
- * runs take steps) and fills st->A, st->g (and st->R or st->J and st->r from its pass). JF_OK or
- * JF_ERR_NOMEM. */
+ * runs take steps) and fills st->A, st->g (and st->R or st->J and st->r from its pass). held:
+ * the parameters the run held for negligible columns (step.h jf_step_restart), which the polish
+ * and the final optimality leave out as the run did; NULL for none. JF_OK or JF_ERR_NOMEM. */
 JF_INTERNAL int jf_lm_finish(jf_problem *prob, const jf_lm_config *cfg, double *x,
-                             jf_lm_state *st, const double *A, const double *g);
+                             jf_lm_state *st, const double *A, const double *g, const int *held);
 
 /* A run's settings and starting state: c from cfg, and in the workspace ws/iws of np
  * parameters and nh held values the point x, the held values (after x and after x_try), the

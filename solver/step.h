@@ -103,6 +103,43 @@ JF_HD double jf_step_scaled_norm(const double *D, const double *v, size_t p) {
     return big * sqrt(sum);
 }
 
+/* A column is negligible when moving its parameter by its own size (at least 1) changes the
+ * residuals by at most JF_STEP_NEGLIGIBLE times their norm: ‖J_k‖ max(|x_k|, 1) ≤ ν ‖r‖
+ * (‖r‖ = √(2F)), so that at first order the cost changes by at most 2νF. With ν = ε that is
+ * below the rounding of the cost: numerically the parameter has no influence there, like a
+ * zero column (a Gaussian peak far off the data, columns ~1e-22). Column-norm scaling gives
+ * such a parameter a scale D_k as small, so the trust region lets it move by 10²⁰ at a radius
+ * that is tiny for the others; the model's curvature there is not in JᵀJ, the steps fail or
+ * a bound clips them, and the radius shrank until XTOL stopped the run with the other
+ * parameters far from their optimum. colnorm2 is (JᵀJ)_kk. */
+#define JF_STEP_NEGLIGIBLE JF_STEP_EPS
+JF_HD int jf_step_negligible(double colnorm2, double x, double F) {
+    double ax = x < 0 ? -x : x;
+    if (ax < 1.0) ax = 1.0;
+    return !(sqrt(colnorm2) * ax > JF_STEP_NEGLIGIBLE * sqrt(2.0 * F));
+}
+
+/* ‖D x‖ over the parameters not held as negligible (held[k], jf_step_restart; NULL: all): the
+ * size of the point for the radius and the XTOL test. A held parameter's D x is as negligible
+ * as its column but would be all of ‖D x‖ beside others at 0 (an offset starting at 0): the
+ * restart's radius was then ~1e-20 and every step rounded to no change. */
+JF_HD double jf_step_xnorm(const double *D, const double *x, const int *held, size_t p) {
+    double big = 0.0, sum = 0.0;
+    for (size_t k = 0; k < p; k++) {
+        if (held && held[k]) continue;
+        double a = D[k] * x[k];
+        a = a < 0 ? -a : a;
+        if (a > big) big = a;
+    }
+    if (big == 0.0 || !jf_step_isfinite(big)) return big;
+    for (size_t k = 0; k < p; k++) {
+        if (held && held[k]) continue;
+        double a = D[k] * x[k] / big;
+        sum += a * a;
+    }
+    return big * sqrt(sum);
+}
+
 /* MINPACK mode 1 scaling: D_k = max over iterations of the Jacobian column norm √(JᵀJ)_kk; a
  * zero column gets 1 so the damping term stays positive. Taking the maximum makes D monotone,
  * which Moré's convergence proof needs. diag holds (JᵀJ)_kk. */
@@ -159,15 +196,39 @@ JF_HD void jf_step_tr_init(jf_step_tr *tr, double xnorm) {
  * a trust region in the right units. A restart needs an accepted step since the last one (D
  * only grows between them, and D fresh at x is not stale), so the run still ends. Only at a
  * stop: restarting at every stale accepted point also threw fits onto plateaus (a Gaussian
- * peak whose columns shrink as it slides off the data). */
-JF_HD int jf_step_restart(int status, double *D, const double *diag, const double *x, size_t p,
-                          jf_step_tr *tr, int *restarts) {
+ * peak whose columns shrink as it slides off the data).
+ *
+ * A stop with a fresh scale restarts too when the set of parameters with negligible columns
+ * at x (jf_step_negligible; F the cost there) differs from held[], the set the run holds: held
+ * becomes that set, and the run goes on with the others (the driver's active set leaves the
+ * held out, jf_step_xnorm too). Column scaling gives such a parameter a D as small as its
+ * column, so a radius that is small for the others lets it move by 10²⁰: a Gaussian peak far
+ * off the data (columns ~1e-22) stepped onto the data, or a bound clipped the step there, every
+ * trial failed, and the radius shrank until XTOL stopped the run with the offset still far
+ * from its optimum (scipy's finite differences round such columns to 0). Before any stop those
+ * huge steps are left alone: they are also how a fit leaves a plateau (holding them from the
+ * start cost the randomized comparison more cases than it fixed). Not when every parameter
+ * with influence is negligible: a plateau, nothing to go on with; nor when held already is
+ * that set: the stop stands. */
+JF_HD int jf_step_restart(int status, double *D, const double *diag, const double *x, double F,
+                          size_t p, jf_step_tr *tr, int *restarts, int *held) {
     if (status != JF_STEP_FTOL && status != JF_STEP_XTOL && status != JF_STEP_FTOL_XTOL &&
         status != JF_STEP_STALLED)
         return status;
-    if (*restarts >= JF_STEP_RESTARTS || !jf_step_stale(D, diag, p)) return status;
+    if (*restarts >= JF_STEP_RESTARTS) return status;
+    if (!jf_step_stale(D, diag, p)) {
+        int changed = 0, live = 0;
+        for (size_t k = 0; k < p; k++) {
+            int neg = diag[k] > 0 && jf_step_negligible(diag[k], x[k], F);
+            changed |= neg != held[k];
+            live += diag[k] > 0 && !neg;
+        }
+        if (!changed || live == 0) return status;
+        for (size_t k = 0; k < p; k++)
+            held[k] = diag[k] > 0 && jf_step_negligible(diag[k], x[k], F);
+    }
     jf_step_update_scale(D, diag, 1, p);
-    jf_step_tr_init(tr, jf_step_scaled_norm(D, x, p));
+    jf_step_tr_init(tr, jf_step_xnorm(D, x, held, p));
     (*restarts)++;
     return JF_STEP_CONTINUE;
 }

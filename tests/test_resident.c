@@ -223,6 +223,22 @@ static void test_fits(void) {
         compare("data of order 1e-150", mt, &dt, ot1, 1e-12);
         jf_model_free(mt);
     }
+    /* a Gaussian peak held at m = 60, far off the data (columns of a and s ~1e-34): both loops
+     * stop, hold a and s for their negligible columns and go on with c (step.h,
+     * jf_step_restart) */
+    jf_model *mg = compile("a*exp(-(x-m)^2/(2*s^2))+c");
+    if (mg) {
+        static double yg[N];
+        for (int i = 0; i < N; i++) yg[i] = 1 + 0.1 * xs[i] + 0.05 * sin(12.9898 * i);
+        jf_data dg = {N, xs, 0, yg, NULL};
+        static const double p0g[4] = {1, 60, 4, 0.5};
+        static const int fixg[4] = {0, 1, 0, 0};
+        jf_fit_options og = jf_fit_options_default();
+        og.p0 = p0g;
+        og.fixed = fixg;
+        compare("negligible columns held", mg, &dg, og, 1e-12);
+        jf_model_free(mg);
+    }
     /* log of a negative argument at the start: NONFINITE from both */
     jf_model *ml = compile("a*log(b*x) + c");
     if (ml) {
@@ -244,7 +260,7 @@ static void test_fits(void) {
 static void test_linalg(void) {
     enum { P = 6 };
     double ws[17 * P + 5 * P * P];
-    int iws[2 * P];
+    int iws[3 * P];
     CHECK(jf_lmc_ws_doubles(P, 0) == sizeof ws / sizeof ws[0]);
     CHECK(jf_lmc_ws_ints(P) == sizeof iws / sizeof iws[0]);
     jf_lmc_views v;

@@ -577,6 +577,79 @@ static void test_xtol_units(void) {
     jf_fit_result_free(r);
 }
 
+/* ---- parameters with negligible columns are held at a stop ------------------------------ */
+
+/* a*exp(-(x-m)²/(2s²)) + c with the peak held at m = 60, far off the data x in [0, 10]
+ * (y = 1 + 0.1x + noise): the columns of a and s are ~1e-34 there, and column scaling let
+ * every step move them by ~1e33, onto the data; the steps failed, the radius shrank, and XTOL
+ * stopped the run after 12 evaluations at the start, c = 0.5 still far from the mean 1.5,
+ * gradient cosine 0.96, reporting success. At that stop the run now holds a and s (their
+ * columns are negligible: step.h jf_step_restart) and goes on with c: c = mean(y), a and s
+ * where they were, as scipy's trf (whose finite differences give those columns 0). Also
+ * through the bounds: with m free but bounded to [52.6, 148.5] and c ≤ -0.764 (a review's
+ * draw) a projected step clipped m and s onto the data at every radius. */
+static void test_negligible_columns(void) {
+    enum { N = 30 };
+    double x[N], y[N], mean = 0, ss = 0;
+    for (int i = 0; i < N; i++) {
+        x[i] = 10.0 * i / (N - 1);
+        y[i] = 1 + 0.1 * x[i] + 0.05 * sin(12.9898 * i);
+        mean += y[i] / N;
+    }
+    for (int i = 0; i < N; i++) ss += 0.5 * (y[i] - mean) * (y[i] - mean);
+    jf_model *m = compile("a*exp(-(x-m)^2/(2*s^2))+c");
+    if (!m) return;
+    jf_data d = {N, x, 0, y, NULL};
+    const double p0[4] = {1, 60, 4, 0.5};
+    const int fixed[4] = {0, 1, 0, 0};
+    jf_fit_options o = jf_fit_options_default();
+    o.p0 = p0;
+    o.fixed = fixed;
+    jf_fit_result *r = NULL;
+    char *err = NULL;
+    CHECK(jf_fit(m, &d, &o, &r, &err) == JF_OK && r);
+    if (r) {
+        CHECK(r->success);
+        CHECK_NEAR(r->params[3], mean, 1e-10);
+        CHECK_NEAR(r->cost, ss, 1e-12);
+        CHECK(r->params[0] == 1 && r->params[2] == 4);
+        CHECK(r->optimality < 1e-8);
+    }
+    jf_fit_result_free(r);
+    r = NULL;
+
+    static const double bx[20] = {
+        1.908483116867682,  4.178412518843055,  4.751603458139886,  4.766408552250395,
+        5.18133012527332,   9.257157009551149,  9.891365655854244,  20.87515625815868,
+        20.91546561363231,  21.70684606412381,  23.884155046654836, 29.23379037471383,
+        30.164304116497913, 31.450210058117488, 36.80281052942995,  45.35470298814096,
+        46.08767764506063,  47.40408498253587,  49.41059096680329,  49.581080923198954};
+    static const double by[20] = {
+        -0.44723124331806474, -0.4475172602132842, -0.33378867127451856, -0.40066986643100433,
+        -0.3027505536697548,  -0.16711725978437428, -0.07475382645267976, 1.223926142112474,
+        1.2371161213190935,   1.1801000061065476,   1.765045305662449,    3.2688769454390147,
+        3.3248821984785493,   3.490938732702438,    4.215307461312062,    3.709643263880827,
+        3.4620332027232066,   3.149355959354581,    2.64320553669773,     2.6134987333517743};
+    const double bp0[4] = {1.8961846612949573, 78.30515625687043, 2.97093946086662,
+                           -1.1243125406584134};
+    const double blo[4] = {-INFINITY, 52.625163095735594, -12.801008533815168, -INFINITY};
+    const double bhi[4] = {INFINITY, 148.48024430470974, 36.97306268148904, -0.7636852052813302};
+    jf_data db = {20, bx, 0, by, NULL};
+    jf_fit_options ob = jf_fit_options_default();
+    ob.p0 = bp0;
+    ob.lower = blo;
+    ob.upper = bhi;
+    CHECK(jf_fit(m, &db, &ob, &r, &err) == JF_OK && r);
+    if (r) { /* scipy's trf and dogbox: cost 85.87396257856, c on its bound, the rest at p0 */
+        CHECK(r->success);
+        CHECK_NEAR(r->cost, 85.87396257856, 1e-12);
+        CHECK(r->params[3] == bhi[3] && r->at_bound[3] == 1);
+    }
+    jf_fit_result_free(r);
+    jf_free(err);
+    jf_model_free(m);
+}
+
 /* ---- an XTOL stop far from the minimum is not passed off as one --------------------------- */
 
 /* a*exp(b*x) + c from b = 1 on x up to 50: the Jacobian's first column is e^50 there, D keeps
@@ -1625,6 +1698,7 @@ int main(void) {
     test_soft_l1_small();
     test_symmetric_start();
     test_xtol_units();
+    test_negligible_columns();
     test_suspect_stop();
     test_unused_and_errors();
     test_nonfinite_trial();
