@@ -253,7 +253,7 @@ typedef enum jf_fit_status {
     JF_FIT_RUNNING = 0,     /* not finished (only seen in progress callbacks) */
     JF_FIT_FTOL = 1,        /* both the actual and the predicted relative reduction of the cost
                                in the last step were at most ftol */
-    JF_FIT_XTOL = 2,        /* the step was at most xtol * (xtol + ||x||) in scaled norm */
+    JF_FIT_XTOL = 2,        /* the step was at most xtol * ||x|| in scaled norm (MINPACK) */
     JF_FIT_FTOL_XTOL = 3,   /* both FTOL and XTOL held at the same step */
     JF_FIT_GTOL = 4,        /* the scaled gradient's infinity norm (|g_k| / (|J_k| |r|), the
                                cosine of residual and column k, as MINPACK) was at most gtol

@@ -49,7 +49,7 @@
 /* Why to stop; the same numbers as jf_fit_status in include/jitfit.h (lm.c checks this). */
 #define JF_STEP_CONTINUE 0  /* keep iterating */
 #define JF_STEP_FTOL 1      /* actual and predicted relative reductions at most ftol */
-#define JF_STEP_XTOL 2      /* scaled step at most xtol (xtol + ‖D x‖) */
+#define JF_STEP_XTOL 2      /* scaled step at most xtol ‖D x‖ */
 #define JF_STEP_FTOL_XTOL 3 /* both at the same step */
 #define JF_STEP_GTOL 4      /* scaled gradient at most gtol */
 #define JF_STEP_MAX_NFEV 5  /* evaluation budget spent */
