@@ -501,9 +501,10 @@ static size_t first_marked(const int *mark, size_t np, size_t *count) {
 }
 
 /* Appends to msg (of MSG_LEN) "<lead> 'a', 'b' and N more<why>: their standard errors are
- * infinite" for the parameters marked in mark (np), when any is. */
+ * infinite" (without that ending when infinite is 0) for the parameters marked in mark (np),
+ * when any is. */
 static void note_params(char *msg, const int *mark, size_t np, char *const *names,
-                        const char *lead, const char *why) {
+                        const char *lead, const char *why, int infinite) {
     size_t count = 0, listed = 0, len = strlen(msg);
     for (size_t k = 0; k < np; k++) count += mark[k] != 0;
     if (!count || len >= MSG_LEN - 1) return;
@@ -516,9 +517,11 @@ static void note_params(char *msg, const int *mark, size_t np, char *const *name
     if (len >= MSG_LEN) len = MSG_LEN - 1;
     if (listed < count)
         len += (size_t)snprintf(msg + len, MSG_LEN - len, " and %zu more", count - listed);
-    if (len < MSG_LEN)
+    if (len < MSG_LEN && infinite)
         snprintf(msg + len, MSG_LEN - len, "%s: %s infinite", why,
                  count == 1 ? "its standard error is" : "their standard errors are");
+    else if (len < MSG_LEN)
+        snprintf(msg + len, MSG_LEN - len, "%s", why);
 }
 
 /* The linear-loss normal equations (packed, as jf_problem_normal_eq) at x with x_j alone moved
@@ -594,7 +597,7 @@ static void note_undetermined(char *msg, const int *unident, const double *A, co
     }
 list:
     note_params(msg, mark, np, names, "; the data do not determine",
-                " (the Jacobian is rank-deficient at the solution)");
+                " (the Jacobian is rank-deficient at the solution)", 1);
     free(acc);
     free(xp);
     free(paired);
@@ -998,7 +1001,27 @@ static int run_fit(const fit_setup *s, const jf_data *d, const double *w, const 
             note_params(b->message, zero + np, np, m->param_names,
                         "; at the solution the model does not depend on",
                         " (a zero Jacobian column there but not at the start: a factor vanished, "
-                        "e.g. a parameter on its bound at 0)");
+                        "e.g. a parameter on its bound at 0)", 1);
+        /* Columns that are not zero but negligible at the solution (step.h jf_step_negligible:
+         * moving the parameter by its own size, or 1, changes the residuals below the cost's
+         * rounding; a Gaussian peak far off the data), which the run held still once it saw
+         * them (jf_step_restart). Their standard errors are finite but of no use (1e34 for a
+         * value of 1), and nothing else said why: the note names them. */
+        int *negl = zero + np;
+        size_t nnegl = 0;
+        for (size_t k = 0; converged && k < np; k++) {
+            double dk = st.A[k * np + k];
+            negl[k] = dk > 0 && !unident[k] && jf_step_negligible(dk, r->params[k], st.cost);
+            nnegl += negl[k] != 0;
+        }
+        if (nnegl)
+            note_params(b->message, negl, np, m->param_names,
+                        "; at the solution the model hardly depends on",
+                        nnegl == 1 ? " (moving it by its own size changes the residuals below "
+                                     "rounding): the data do not determine it"
+                                   : " (moving each by its own size changes the residuals below "
+                                     "rounding): the data do not determine them",
+                        0);
         note_undetermined(b->message, unident, st.A, r->params, x0, &prob, m->param_names, zero);
         /* FTOL and XTOL say the steps stopped paying, not that the gradient vanished: with a
          * scale D far above the columns (a user's x_scale; a stale scale restarts, step.h) they

@@ -614,6 +614,9 @@ static void test_negligible_columns(void) {
         CHECK_NEAR(r->cost, ss, 1e-12);
         CHECK(r->params[0] == 1 && r->params[2] == 4);
         CHECK(r->optimality < 1e-8);
+        /* the message says why a and s did not move (their standard errors, ~1e34, are finite) */
+        CHECK(r->message && strstr(r->message, "; at the solution the model hardly depends on "
+                                               "'a', 's' (moving each by its own size"));
     }
     jf_fit_result_free(r);
     r = NULL;
@@ -644,6 +647,7 @@ static void test_negligible_columns(void) {
         CHECK(r->success);
         CHECK_NEAR(r->cost, 85.87396257856, 1e-12);
         CHECK(r->params[3] == bhi[3] && r->at_bound[3] == 1);
+        CHECK(r->message && strstr(r->message, "hardly depends on 'a', 'm', 's' ("));
     }
     jf_fit_result_free(r);
     jf_free(err);
