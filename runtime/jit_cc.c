@@ -316,7 +316,8 @@ typedef struct ident {
     int probing;        /* 1 while a thread probes it again (the others use the failure) */
     double retry_at;    /* mono_s() after which a failure is probed again */
     double backoff_s;   /* the wait before that, doubled at each failure */
-    char sig[1024];     /* command_signature when it failed: a change is probed at once */
+    char sig[1024];     /* command_signature at the last probe (compute_identity): after a
+                           failure, a change is probed at once */
 } ident;
 
 /* The first wait before a failed compiler is probed again, and the longest: a compiler that
@@ -454,8 +455,8 @@ static void compute_identity(ident *id, const char *cache_dir) {
         av_free(&a);
         return;
     }
-    char sig[1024], file[4200];
-    command_signature(&a, path, sig, sizeof sig);
+    char *sig = id->sig, file[4200]; /* kept: a failure is probed again when it changes */
+    command_signature(&a, path, sig, sizeof id->sig);
     if (cache_dir && sig[0]) {
         identity_file(cache_dir, id->command, path, file, sizeof file);
         if ((id->identity = read_identity(file, sig)) != NULL) {
@@ -536,7 +537,7 @@ static void retry_failed(ident *id, const char *cache_dir) {
     }
     free(id->why);
     id->why = fresh.why;
-    snprintf(id->sig, sizeof id->sig, "%s", sig);
+    memcpy(id->sig, fresh.sig, sizeof id->sig);
     id->backoff_s = id->backoff_s * 2 < IDENT_RETRY_MAX_S ? id->backoff_s * 2 : IDENT_RETRY_MAX_S;
     id->retry_at = mono_s() + id->backoff_s;
 }
@@ -561,10 +562,7 @@ int jf_cc_identity(const char *cc, const char *cache_dir, const char **identity,
         idents = id;
         pthread_mutex_unlock(&ident_lock);
         compute_identity(id, cache_dir); /* only this thread writes id's fields until ready */
-        char sig[sizeof id->sig] = "";
-        if (!id->identity) signature_of(id->command, sig, sizeof sig);
         pthread_mutex_lock(&ident_lock);
-        memcpy(id->sig, sig, sizeof sig);
         id->backoff_s = IDENT_RETRY_S;
         id->retry_at = mono_s() + id->backoff_s;
         id->ready = 1;
