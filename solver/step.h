@@ -87,20 +87,28 @@ JF_HD double jf_step_max(double a, double b) { return a > b ? a : b; }
 
 JF_HD double jf_step_min(double a, double b) { return a < b ? a : b; }
 
-/* ‖D v‖ with scaling against overflow (the values can be huge before a step is rejected). */
-JF_HD double jf_step_scaled_norm(const double *D, const double *v, size_t p) {
+/* ‖D v‖ over the k with skip[k] == 0 (skip NULL: all; D NULL: the identity), with scaling
+ * against overflow (the values can be huge before a step is rejected). */
+JF_HD double jf_step_norm_skip(const double *D, const double *v, const int *skip, size_t p) {
     double big = 0.0, sum = 0.0;
     for (size_t k = 0; k < p; k++) {
+        if (skip && skip[k]) continue;
         double a = D ? D[k] * v[k] : v[k];
         a = a < 0 ? -a : a;
         if (a > big) big = a;
     }
     if (big == 0.0 || !jf_step_isfinite(big)) return big;
     for (size_t k = 0; k < p; k++) {
+        if (skip && skip[k]) continue;
         double a = (D ? D[k] * v[k] : v[k]) / big;
         sum += a * a;
     }
     return big * sqrt(sum);
+}
+
+/* ‖D v‖ (jf_step_norm_skip over every k). */
+JF_HD double jf_step_scaled_norm(const double *D, const double *v, size_t p) {
+    return jf_step_norm_skip(D, v, (const int *)0, p);
 }
 
 /* A column is negligible when moving its parameter by its own size (at least 1) changes the
@@ -124,20 +132,7 @@ JF_HD int jf_step_negligible(double colnorm2, double x, double F) {
  * as its column but would be all of ‖D x‖ beside others at 0 (an offset starting at 0): the
  * restart's radius was then ~1e-20 and every step rounded to no change. */
 JF_HD double jf_step_xnorm(const double *D, const double *x, const int *held, size_t p) {
-    double big = 0.0, sum = 0.0;
-    for (size_t k = 0; k < p; k++) {
-        if (held && held[k]) continue;
-        double a = D[k] * x[k];
-        a = a < 0 ? -a : a;
-        if (a > big) big = a;
-    }
-    if (big == 0.0 || !jf_step_isfinite(big)) return big;
-    for (size_t k = 0; k < p; k++) {
-        if (held && held[k]) continue;
-        double a = D[k] * x[k] / big;
-        sum += a * a;
-    }
-    return big * sqrt(sum);
+    return jf_step_norm_skip(D, x, held, p);
 }
 
 /* MINPACK mode 1 scaling: D_k = max over iterations of the Jacobian column norm √(JᵀJ)_kk; a
