@@ -101,6 +101,39 @@ char *jf_run_name_list(const jf_model *m, int vars) {
     return r;
 }
 
+/* For a missing response column that no --y named: how to name it, with the column to name
+ * when the data have exactly one the fit does not use otherwise (`time,signal` for
+ * `a*exp(-b*time)`: scipy's curve_fit takes the response positionally, jitfit by name, and
+ * "no column 'y'" alone does not say how to choose another). "" when there is nothing to add,
+ * NULL when out of memory. */
+static char *response_hint(const jf_model *m, const jf_spec *s, const jf_datafile *df,
+                           const char *resp) {
+    if (s->ycol || df->positional || jf_datafile_column(df, resp) >= 0) return jf_cli_strf("%s", "");
+    const char *only = NULL;
+    size_t spare = 0;
+    for (size_t i = 0; i < df->ncols; i++) {
+        const char *nm = df->names[i];
+        int used = (s->sigma && strcmp(nm, s->sigma) == 0) || (s->group && strcmp(nm, s->group) == 0);
+        for (size_t j = 0; j < jf_model_num_vars(m) && !used; j++)
+            used = strcmp(nm, jf_model_var_name(m, j)) == 0;
+        if (used) continue;
+        only = nm;
+        spare++;
+    }
+    if (spare == 1) {
+        char *shown = jf_cli_strf("%s", only);
+        if (!shown) return NULL;
+        jf_text_printable(shown, strlen(shown), 0);
+        char *h = jf_cli_strf("; name the response column with --y %s (y = %s in a job file)",
+                              shown, shown);
+        free(shown);
+        return h;
+    }
+    return jf_cli_strf("%s", spare ? "; name the response column with --y NAME (y = NAME in a "
+                                     "job file)"
+                                   : "");
+}
+
 /* A parameter named like a column of the data (other than the response, sigma and group):
  * the column is not used, which is rarely what was meant (`a*x + b*t` on columns x,t,y). */
 static void warn_param_columns(const jf_model *m, const jf_spec *s, const jf_datafile *df) {
@@ -996,7 +1029,9 @@ int jf_run_spec(const jf_spec *s, FILE *out, jf_run_summary *sum) {
     }
     c.time_read_ms += now_ms() - t0;
     if (st != 0) {
-        jf_cli_error("%s", err ? err : "out of memory");
+        char *hint = err ? response_hint(m, s, c.df, resp) : NULL;
+        jf_cli_error("%s%s", err ? err : "out of memory", hint ? hint : "");
+        free(hint);
         goto done;
     }
     /* int64 data beyond 2^53 (nanosecond timestamps) are rounded to doubles: harmless as

@@ -1471,6 +1471,29 @@ static void test_no_variable(void) {
     CHECK(err && !strstr(err, "note:"));
     free(out);
     free(err);
+    /* a response under another name: the error says how to name it, and which column when
+     * only one is left over (scipy's curve_fit takes it by position) */
+    snprintf(buf, sizeof buf, "fit 'a*exp(-b*t)' '%s'",
+             tmp(".csv", "t,signal\n1,1\n2,2\n3,3\n4,6\n"));
+    CHECK(jf(buf, &out, &err) == 1);
+    CHECK_CONTAINS(err, "no column 'y' (columns: t, signal); name the response column with --y "
+                        "signal (y = signal in a job file)\n");
+    free(out);
+    free(err);
+    snprintf(buf, sizeof buf, "fit 'a*exp(-b*t)' '%s'",
+             tmp(".csv", "t,s1,s2\n1,1,1\n2,2,2\n3,3,3\n4,6,6\n"));
+    CHECK(jf(buf, &out, &err) == 1);
+    CHECK_CONTAINS(err, "no column 'y' (columns: t, s1, s2); name the response column with --y "
+                        "NAME (y = NAME in a job file)\n");
+    free(out);
+    free(err);
+    /* a --y that names no column: no hint, the name given is the mistake */
+    snprintf(buf, sizeof buf, "fit --y sig 'a*exp(-b*t)' '%s'",
+             tmp(".csv", "t,signal\n1,1\n2,2\n3,3\n4,6\n"));
+    CHECK(jf(buf, &out, &err) == 1);
+    CHECK_CONTAINS(err, "no column 'sig' (columns: t, signal)\n");
+    free(out);
+    free(err);
     /* other columns, not used: the note names them (a misspelt variable, `tt` for `t`) */
     snprintf(buf, sizeof buf, "fit 'a*exp(-b*tt)' '%s'", tmp(".csv", "t,y\n1,1\n2,2\n3,3\n4,6\n"));
     jf(buf, &out, &err);
