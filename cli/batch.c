@@ -377,6 +377,32 @@ int jf_batch_run(jf_fitctx *c, FILE *out, jf_run_summary *sum) {
             nfev += res[k]->nfev;
             cost += res[k]->cost;
         }
+    /* --output is written before the report: a reader of the report that stops early (`| head`)
+     * ends jitfit by SIGPIPE while it prints, and the file must be complete by then. */
+    int out_rc = 0;
+    if (s->output) {
+        /* Predictions in the file's row order, each with its own group's parameters. */
+        fit = malloc((2 * t->nrows + 1) * sizeof *fit); /* then the standard errors */
+        double *xs = malloc((nv + 1) * sizeof *xs), *grad = malloc((np + 1) * sizeof *grad);
+        double *se = fit ? fit + t->nrows : NULL;
+        out_rc = !fit || !xs || !grad;
+        for (size_t i = 0; !out_rc && i < t->nrows; i++) {
+            const jf_fit_result *r = res[g.id[i]];
+            for (size_t j = 0; j < nv; j++) xs[j] = t->values[j * t->ld + i];
+            if (!r || jf_run_eval_point(m, r, xs, &fit[i], &se[i], grad) != 0) fit[i] = se[i] = NAN;
+        }
+        free(xs);
+        free(grad);
+        if (!out_rc && s->opts.loss == JF_LOSS_LINEAR) out_rc = band_pinv(c, &g, res, se) != 0;
+        char *err = NULL;
+        /* the report still follows a file that could not be written */
+        if (out_rc || jf_output_csv(s->output, s->group, c->keys, c->names, ncols, t->values,
+                                    t->ld, t->nrows, nv, fit, se, s->opts.nthreads, &err) != 0) {
+            jf_cli_error("%s", err ? err : "out of memory");
+            out_rc = 1;
+        }
+        free(err);
+    }
     if (s->json) {
         fputs("[\n", out);
         for (size_t k = 0; k < g.n; k++) {
@@ -474,7 +500,7 @@ int jf_batch_run(jf_fitctx *c, FILE *out, jf_run_summary *sum) {
         print_footer(out, s, res, g.n);
     }
     fflush(out);
-    rc = nconv == g.n ? 0 : 1;
+    rc = nconv == g.n && !out_rc ? 0 : 1;
     if (nconv != g.n)
         jf_cli_error("%zu of %zu group fits did not converge or could not run", g.n - nconv, g.n);
     if (sum) {
@@ -493,32 +519,6 @@ int jf_batch_run(jf_fitctx *c, FILE *out, jf_run_summary *sum) {
             }
         sum->nfits = g.n;
         sum->nconverged = nconv;
-    }
-    if (s->output) {
-        /* Predictions in the file's row order, each with its own group's parameters. */
-        fit = malloc((2 * t->nrows + 1) * sizeof *fit); /* then the standard errors */
-        double *xs = malloc((nv + 1) * sizeof *xs), *grad = malloc((np + 1) * sizeof *grad);
-        if (!fit || !xs || !grad) {
-            free(xs);
-            free(grad);
-            goto nomem;
-        }
-        double *se = fit + t->nrows;
-        for (size_t i = 0; i < t->nrows; i++) {
-            const jf_fit_result *r = res[g.id[i]];
-            for (size_t j = 0; j < nv; j++) xs[j] = t->values[j * t->ld + i];
-            if (!r || jf_run_eval_point(m, r, xs, &fit[i], &se[i], grad) != 0) fit[i] = se[i] = NAN;
-        }
-        free(xs);
-        free(grad);
-        if (s->opts.loss == JF_LOSS_LINEAR && band_pinv(c, &g, res, se) != 0) goto nomem;
-        char *err = NULL;
-        if (jf_output_csv(s->output, s->group, c->keys, c->names, ncols, t->values, t->ld,
-                          t->nrows, nv, fit, se, s->opts.nthreads, &err) != 0) {
-            jf_cli_error("%s", err ? err : "out of memory");
-            rc = 1;
-        }
-        free(err);
     }
     goto out;
 nomem:

@@ -19,13 +19,15 @@
 #include "../runtime/jit_cc.h"
 #include "commands.h"
 #include "help.h"
+#include "output.h"
 
 /* Ctrl-C (or a SIGTERM, SIGHUP) while the C compiler runs: the compiler, in a process group
- * of its own, gets the signal too, as make's children do; then jitfit ends as the signal would
- * have ended it (the handler is reset by SA_RESETHAND, and the raised signal is delivered when
- * the handler returns). */
+ * of its own, gets the signal too, as make's children do; while --output is written, its
+ * temporary file is removed; then jitfit ends as the signal would have ended it (the handler
+ * is reset by SA_RESETHAND, and the raised signal is delivered when the handler returns). */
 static void on_terminating_signal(int sig) {
     jf_cc_signal_running(sig);
+    jf_output_signal_cleanup();
     raise(sig);
 }
 

@@ -3,9 +3,14 @@
 #include "output.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "../codegen/emit.h"
 #include "../solver/solver.h"
@@ -110,13 +115,77 @@ static void format_rows(void *ctx, size_t task, int worker) {
     }
 }
 
+/* The temporary file being written, for jf_output_signal_cleanup: the name is complete before
+ * temp_live is set, and temp_live is cleared before the name changes. */
+static char temp_path[PATH_MAX + 32];
+static volatile sig_atomic_t temp_live;
+
+void jf_output_signal_cleanup(void) {
+    if (temp_live) unlink(temp_path);
+}
+
+/* Opens a temporary file beside the file that path names (through a symbolic link: beside its
+ * target), to be renamed onto it when complete, and sets *target to the name to rename onto
+ * (malloc'd). NULL (and errno unchanged) where path is not a regular file of ours with one
+ * link that can be replaced so: a device (/dev/null, /dev/stdout), a FIFO, another user's
+ * file, a hard-linked file (a rename would part the names), a directory without write access;
+ * the caller then writes path in place. A new file gets the mode fopen would give it, an
+ * existing one keeps its own. */
+static FILE *open_temp(const char *path, char **target) {
+    struct stat st;
+    int exists = stat(path, &st) == 0;
+    *target = NULL;
+    if (exists && (!S_ISREG(st.st_mode) || st.st_nlink != 1 || st.st_uid != geteuid()))
+        return NULL;
+    if (!exists && errno != ENOENT) return NULL;
+    struct stat lst;
+    char *dest = NULL;
+    if (lstat(path, &lst) == 0 && S_ISLNK(lst.st_mode)) {
+        /* a link to a file that does not exist yet is written through, in place */
+        if (!exists || !(dest = realpath(path, NULL))) return NULL;
+    } else if (!(dest = strdup(path)))
+        return NULL;
+    const char *slash = strrchr(dest, '/');
+    size_t dirlen = slash ? (size_t)(slash - dest) + 1 : 0;
+    if (strlen(dest) + 24 > sizeof temp_path) {
+        free(dest);
+        return NULL;
+    }
+    /* hidden and named after the file, so that one left by a SIGKILL says whose it is */
+    snprintf(temp_path, sizeof temp_path, "%.*s.%s.jitfit-XXXXXX", (int)dirlen, dest,
+             dest + dirlen);
+    mode_t mask = umask(0);
+    umask(mask);
+    int fd = mkstemp(temp_path);
+    if (fd < 0) {
+        free(dest);
+        return NULL;
+    }
+    temp_live = 1;
+    FILE *f = NULL;
+    if (fchmod(fd, exists ? st.st_mode & 07777 : 0666 & ~mask) != 0 || !(f = fdopen(fd, "w"))) {
+        temp_live = 0;
+        close(fd);
+        unlink(temp_path);
+        free(dest);
+        return NULL;
+    }
+    *target = dest;
+    return f;
+}
+
 int jf_output_csv(const char *path, const char *group_name, char *const *keys,
                   const char *const *names, size_t ncols, const double *cols, size_t ld,
                   size_t n, size_t ycol, const double *fit, const double *fit_se, int nthreads,
                   char **err) {
     *err = NULL;
     int to_stdout = strcmp(path, "-") == 0;
-    FILE *f = to_stdout ? stdout : fopen(path, "w");
+    /* A file is written under a temporary name and renamed onto path when complete: a run
+     * ended while it writes (Ctrl-C; a full disk) leaves the earlier file or none, never one
+     * cut in the middle of a row, whose last number may still read as a number. */
+    char *target = NULL;
+    FILE *f = to_stdout ? stdout : open_temp(path, &target);
+    if (!f && !to_stdout) f = fopen(path, "w");
     if (!f) {
         int e = errno;
         size_t len = strlen(path) + strlen(strerror(e)) + 4;
@@ -170,6 +239,13 @@ int jf_output_csv(const char *path, const char *group_name, char *const *keys,
     int bad = ferror(f);
     if (to_stdout) bad |= fflush(f) != 0;
     else bad |= fclose(f) != 0;
+    if (target) {
+        /* on failure the earlier file stays as it was */
+        if (!bad && !nomem && rename(temp_path, target) != 0) bad = 1;
+        temp_live = 0;
+        if (bad || nomem) unlink(temp_path);
+        free(target);
+    }
     if (bad || nomem) {
         size_t len = strlen(path) + 32;
         *err = malloc(len);

@@ -1289,6 +1289,99 @@ static void test_batch_report(void) {
     free(err);
 }
 
+/* Lines of text (its '\n's). */
+static size_t count_lines(const char *text) {
+    size_t n = 0;
+    for (const char *p = text; p && (p = strchr(p, '\n')); p++) n++;
+    return n;
+}
+
+/* --output is complete, or the earlier file is left as it was, however the run ends: a batch
+ * whose report is cut by `| head` (SIGPIPE while it prints: the file used to be written after
+ * the report, so it never was), a write that fails half way (here the file size limit: the
+ * file used to be left cut in the middle of a row), and a SIGTERM while it writes (the same). */
+static void test_output_complete(void) {
+    /* 3000 groups of 4 rows: a 270 kB table, more than a pipe holds */
+    size_t ng = 3000, cap = ng * 4 * 40 + 16, len = 0;
+    char *csv = malloc(cap), buf[4096], *out = NULL, *err = NULL;
+    if (!CHECK(csv != NULL)) return;
+    len += (size_t)snprintf(csv + len, cap - len, "g,x,y\n");
+    for (size_t k = 0; k < ng; k++)
+        for (int i = 0; i < 4; i++)
+            len += (size_t)snprintf(csv + len, cap - len, "g%zu,%d,%.3f\n", k, i,
+                                    (double)(k % 7) * i + 1 + 0.01 * ((i * 5 + (int)k) % 3));
+    const char *d = tmp(".csv", csv);
+    free(csv);
+    const char *o = tmp(".csv", "");
+    unlink(o);
+    snprintf(buf, sizeof buf, "'%s' fit --group g --output '%s' 'a*x+b' '%s' | head -1",
+             jf_test_cli(), o, d);
+    CHECK(jf_test_run(buf, &out, &err) == 0);
+    CHECK_CONTAINS(out, "batch fit of a*x+b to ");
+    free(out);
+    free(err);
+    char *text = jf_test_read_file(o, NULL);
+    CHECK(text && count_lines(text) == ng * 4 + 1);
+    CHECK(text && strstr(text, "\ng2999,3,"));
+    free(text);
+
+    /* A write that fails: the earlier file stays, no temporary is left beside it. The limit
+     * (1024 or 512-byte blocks, as the shell counts) holds the kernels, not the 500 kB file. */
+    FILE *f = fopen(o, "w");
+    if (f) {
+        fputs("earlier\n", f);
+        fclose(f);
+    }
+    snprintf(buf, sizeof buf, "trap '' XFSZ; ulimit -f 200; '%s' fit --group g --output '%s' "
+                              "'a*x+b' '%s' > /dev/null", jf_test_cli(), o, d);
+    CHECK(jf_test_run(buf, NULL, &err) == 1);
+    CHECK_CONTAINS(err, ": write error");
+    free(err);
+    text = jf_test_read_file(o, NULL);
+    CHECK_STREQ(text, "earlier\n");
+    free(text);
+    char dir[1024], base[512];
+    snprintf(dir, sizeof dir, "%s", o);
+    char *slash = strrchr(dir, '/');
+    if (!CHECK(slash != NULL)) return;
+    snprintf(base, sizeof base, "%s", slash + 1);
+    *slash = '\0';
+    snprintf(buf, sizeof buf, "ls -a '%s' | grep -c '^\\.%s\\.jitfit-'", dir, base);
+    CHECK(jf_test_run(buf, &out, NULL) == 1); /* grep found none */
+    CHECK_STREQ(out, "0\n");
+    free(out);
+
+    /* SIGTERM while the file is written (seen by its temporary): the handler removes the
+     * temporary and the earlier file stays. 200000 rows take long enough to write (about a
+     * second) that the loop sees the temporary; a run that ended first fails the check. */
+    size_t big = 200000;
+    cap = big * 24 + 16;
+    len = 0;
+    csv = malloc(cap);
+    if (!CHECK(csv != NULL)) return;
+    len += (size_t)snprintf(csv + len, cap - len, "x,y\n");
+    for (size_t i = 0; i < big; i++)
+        len += (size_t)snprintf(csv + len, cap - len, "%zu,%zu.5\n", i, 2 * i + (i % 3));
+    const char *bigd = tmp(".csv", csv);
+    free(csv);
+    snprintf(buf, sizeof buf,
+             "'%s' fit --output '%s' 'a*x+b' '%s' > /dev/null 2>&1 & pid=$!; seen=0; "
+             "while kill -0 $pid 2>/dev/null; do "
+             "if ls -a '%s' | grep -q '^\\.%s\\.jitfit-'; then seen=1; kill -TERM $pid; break; fi; "
+             "done; wait $pid; echo \"seen=$seen rc=$?\"",
+             jf_test_cli(), o, bigd, dir, base);
+    CHECK(jf_test_run(buf, &out, NULL) == 0);
+    CHECK_STREQ(out, "seen=1 rc=143\n");
+    free(out);
+    text = jf_test_read_file(o, NULL);
+    CHECK_STREQ(text, "earlier\n");
+    free(text);
+    snprintf(buf, sizeof buf, "ls -a '%s' | grep -c '^\\.%s\\.jitfit-'", dir, base);
+    CHECK(jf_test_run(buf, &out, NULL) == 1);
+    CHECK_STREQ(out, "0\n");
+    free(out);
+}
+
 /* What a batch's table, its JSON and run's summary say about the same groups agrees with what
  * their fits' reports say. */
 static void test_batch_consistency(void) {
@@ -1714,6 +1807,7 @@ int main(void) {
     test_verbose_and_batch();
     test_batch_report();
     test_batch_consistency();
+    test_output_complete();
     test_help();
     test_vector_math();
     for (size_t i = 0; i < ntmp; i++) {
