@@ -353,8 +353,10 @@ int jf_batch_run(jf_fitctx *c, FILE *out, jf_run_summary *sum) {
     o.upper = c->hi;
     o.x_scale = c->x_scale;
     o.fixed = c->fixed;
-    /* A live counter is for people: only when stderr is a terminal, never into a log file. */
-    if (isatty(STDERR_FILENO) && !s->json) {
+    /* A live counter is for people: only when stderr is a terminal, never into a log file;
+     * with --json too (`--json > fits.json` is where a long batch is watched; the counter's
+     * line ends before anything else is printed, so JSON on stderr, --output -, stays whole). */
+    if (isatty(STDERR_FILENO)) {
         o.batch_progress = show_progress;
         o.batch_progress_ctx = NULL;
     }

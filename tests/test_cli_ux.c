@@ -3,7 +3,9 @@
  * quotes, gzip, stdin, .npy, --nan-policy), --output, --plot (the PNG is read back and its
  * pixels inspected; the SVG checked for well-formedness), -v, --group errors and `jitfit help`.
  */
+#define _XOPEN_SOURCE 700 /* posix_openpt: a terminal for the progress counter */
 #include <cairo.h>
+#include <fcntl.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -1151,6 +1153,26 @@ static void test_verbose_and_batch(void) {
     CHECK(err && !strstr(err, "fitting groups"));
     free(out);
     free(err);
+    /* On a terminal it is shown, with --json too (the array goes to stdout, whole) */
+    int mfd = posix_openpt(O_RDWR | O_NOCTTY);
+    const char *pts = mfd >= 0 && grantpt(mfd) == 0 && unlockpt(mfd) == 0 ? ptsname(mfd) : NULL;
+    if (CHECK(pts != NULL)) {
+        char cmd[2048], tty[4096];
+        snprintf(cmd, sizeof cmd, "'%s' fit --json --group sample --p0-file '" EX
+                 "spectra_p0.csv' '" EX "spectra.jf' '" EX "spectra.csv' 2>'%s'",
+                 jf_test_cli(), pts);
+        CHECK(jf_test_run(cmd, &out, NULL) == 0);
+        CHECK(out && out[0] == '[' && strstr(out, "\"group\": \"D\"") && !strstr(out, "fitting"));
+        free(out);
+        fcntl(mfd, F_SETFL, O_NONBLOCK);
+        ssize_t got, len = 0;
+        while (len < (ssize_t)sizeof tty - 1 &&
+               (got = read(mfd, tty + len, sizeof tty - 1 - (size_t)len)) > 0)
+            len += got;
+        tty[len > 0 ? len : 0] = '\0';
+        CHECK_CONTAINS(tty, "fitting groups: 4/4");
+    }
+    if (mfd >= 0) close(mfd);
     const char *p0 = tmp(".csv", "sample,amp,zz\nA,1,2\n");
     char buf[1024];
     snprintf(buf, sizeof buf, "fit --group sample --p0-file '%s' '" EX "spectra.jf' '" EX "spectra.csv'", p0);
