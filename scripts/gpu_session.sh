@@ -14,6 +14,8 @@
 #   bash scripts/gpu_session.sh                           (PARTS="tests single batch")
 # A second call (PARTS=batch, or one part again after a fix) fits only while the machine is
 # warm and enough of the 15 minutes is left.
+# BANDWIDTH and FP64_PEAK (bytes/s, flop/s) set the roofline (default: H100 SXM nominal;
+# H200: BANDWIDTH=4.8e12).
 # QUICK=1 runs small sizes (a check of this script; with JITFIT_CUDA_EMULATE=1 it runs
 # anywhere). STREAM_2E9=1 adds the 2e9-point streamed-vs-in-memory run (32 GB of host
 # memory for the data, minutes to generate).
@@ -102,7 +104,7 @@ if part tests; then
   (cd "$B/tests" && step tests.txt 60 ./test_doctor)
 fi
 if part single; then
-  step bench.txt 240 "$B/bench/bench_gpu" --sizes "$sizes" --reps "$reps" --bandwidth 3.35e12 --fp64-peak 6.7e13
+  step bench.txt 240 "$B/bench/bench_gpu" --sizes "$sizes" --reps "$reps" --bandwidth "${BANDWIDTH:-3.35e12}" --fp64-peak "${FP64_PEAK:-6.7e13}"
   step bench.txt 120 "$B/bench/bench_gpu" --sizes "$big" --reps "$reps" --cpu-max 0 --max-gpu-mem "$stream_mem"
   # the anchors on the same data: NLSQ (its wheel from the bundle; JAX is the device's) and scipy
   site=/tmp/jitfit-gpu-session-site
