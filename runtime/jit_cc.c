@@ -177,6 +177,22 @@ static int run_capture(char **argv, char **envp, int capture, char **out, int *s
      * process another thread of the host program starts meanwhile must not inherit the write
      * end, or the read below would wait for that process to exit, not for the compiler. */
     if (pipe2(p, O_CLOEXEC) != 0) return errno;
+    /* A host that closed its standard descriptors (a daemon; `prog >&- 2>&-`) gets a pipe
+     * among 0..2, where the child's redirections below replace or close it: the compiler's
+     * messages and its --version line were lost ("exited with status 1", an identity without
+     * a version). Both ends move above 2 first. */
+    for (int i = 0; i < 2; i++) {
+        if (p[i] > 2) continue;
+        int fd = fcntl(p[i], F_DUPFD_CLOEXEC, 3);
+        if (fd < 0) {
+            int e = errno;
+            close(p[0]);
+            close(p[1]);
+            return e;
+        }
+        close(p[i]);
+        p[i] = fd;
+    }
     posix_spawn_file_actions_t fa;
     posix_spawn_file_actions_init(&fa);
     posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);

@@ -10,11 +10,14 @@
  *   descriptors at the moment of the start, which makes the check independent of timing.
  * - A host that ignores SIGCHLD (children reaped by the kernel: waitpid then fails with ECHILD)
  *   still gets compiled kernels.
+ * - A host that closed its standard descriptors (a daemon) still gets the compiler's messages
+ *   and its --version line: the pipe jitfit reads them from is then created among 0..2.
  *
  * Fresh cache directories under a temporary root; the cases that change the process's signal
  * disposition run in a forked child.
  */
 #define _GNU_SOURCE /* RTLD_NEXT */
+#include <dirent.h>
 #include <dlfcn.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -162,12 +165,80 @@ static void test_sigchld_ignored(void) {
     }
 }
 
+/* The text of the compiler identity file (cc-*.id) in the current cache directory, or NULL. */
+static char *identity_text(void) {
+    const char *dir = getenv("JITFIT_CACHE_DIR");
+    DIR *d = dir ? opendir(dir) : NULL;
+    char *text = NULL;
+    for (struct dirent *e; d && !text && (e = readdir(d));) {
+        size_t len = strlen(e->d_name);
+        if (strncmp(e->d_name, "cc-", 3) != 0 || len < 3 || strcmp(e->d_name + len - 3, ".id") != 0)
+            continue;
+        char path[512];
+        snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+        text = jf_test_read_file(path, NULL);
+    }
+    if (d) closedir(d);
+    return text;
+}
+
+/* With descriptors 0, 1 and 2 closed, the compiler's output pipe was created among them and
+ * the child's redirections closed or replaced it: a failing compiler's message became "exited
+ * with status 1", and the --version line was lost from the compiler's identity. In a child
+ * process (which closes its own standard descriptors); the exit code tells what went wrong. */
+static void test_standard_fds_closed(void) {
+    static const char *const scripts[] = {
+        "#!/bin/sh\nif [ \"$1\" = --version ]; then echo 'closed-fds-cc 2.5'; exit 0; fi\n"
+        "exec cc \"$@\"\n",
+        "#!/bin/sh\nif [ \"$1\" = --version ]; then echo 'closed-fds-cc 2.6'; exit 0; fi\n"
+        "echo 'kernels.c:1:1: error: this compiler always fails' >&2\nexit 1\n",
+    };
+    for (int i = 0; i < 2; i++) {
+        fresh_dir();
+        char name[64];
+        snprintf(name, sizeof name, "closed-fds-cc-%d.sh", i);
+        if (use_cc_script(name, scripts[i]) != 0) return;
+        fflush(NULL);
+        pid_t pid = fork();
+        if (pid == 0) {
+            close(0);
+            close(1);
+            close(2);
+            char text[64];
+            snprintf(text, sizeof text, "a*x + b + %d.75e-12*x^2", i);
+            jf_fit_result *r = fit_fresh(text);
+            int code = 1;
+            if (r && i == 0) { /* compiled, and the identity has the version line */
+                char *id = identity_text();
+                code = r->backend != JF_BACKEND_C || r->warning ? 2
+                       : !id || !strstr(id, "closed-fds-cc 2.5") ? 3
+                                                                 : 0;
+                free(id);
+            } else if (r) { /* the interpreter, with the compiler's own words */
+                code = r->backend == JF_BACKEND_INTERP && r->warning &&
+                               strstr(r->warning, "this compiler always fails")
+                           ? 0
+                           : 4;
+            }
+            jf_fit_result_free(r);
+            _exit(code + (jf_test_failed ? 10 : 0));
+        }
+        int ws = 0;
+        CHECK(pid > 0 && waitpid(pid, &ws, 0) == pid);
+        if (!CHECK(WIFEXITED(ws) && WEXITSTATUS(ws) == 0))
+            printf("closed descriptors, case %d: child exit %d\n", i,
+                   WIFEXITED(ws) ? WEXITSTATUS(ws) : -1);
+        unsetenv("JITFIT_CC");
+    }
+}
+
 int main(void) {
     if (!mkdtemp(root)) return jf_test_skip("cannot create a temporary directory");
     unsetenv("JITFIT_NO_CACHE");
     unsetenv("JITFIT_CC");
     test_pipes_close_on_exec();
     test_sigchld_ignored();
+    test_standard_fds_closed();
     char cmd[256];
     snprintf(cmd, sizeof cmd, "rm -rf %s", root);
     jf_test_run(cmd, NULL, NULL);
