@@ -308,7 +308,9 @@ typedef struct jf_fit_options {
     const double *x_scale; /* characteristic scale of each parameter; NULL: scale from the
                               Jacobian's column norms (MINPACK's mode 1, scipy x_scale='jac') */
     jf_device device;      /* where to run (default auto) */
-    int nthreads;          /* worker threads over the data; 0: all cores (< 0 or > 4096:
+    int nthreads;          /* worker threads over the data; 0: all cores the calling thread
+                              may run on (its CPU affinity: taskset, a cpuset, a batch
+                              scheduler's allocation) (< 0 or > 4096:
                               JF_ERR_ARG). A fit uses at most one per 4096 points (a pass's
                               chunks), a batch at most one per fit */
     int backend;           /* JF_BACKEND_C (default) or JF_BACKEND_INTERP for the CPU kernels;

@@ -32,7 +32,8 @@
 /* A fixed set of worker threads that run numbered tasks. */
 typedef struct jf_pool jf_pool;
 
-/* The number of threads to use for a request of n (n <= 0: the online processors). */
+/* The number of threads to use for a request of n (n <= 0: the processors the calling thread
+ * may run on, its CPU affinity; at most 1024). */
 JF_INTERNAL int jf_threads_resolve(int n);
 /* A pool of nthreads threads, the caller counting as one (so nthreads - 1 are created).
  * NULL when out of memory or when nthreads <= 1 (callers then pass NULL: run inline). */

@@ -11,6 +11,7 @@
  * are claimed from an atomic counter, so who runs a chunk is timing-dependent, but nothing
  * else is.
  */
+#define _GNU_SOURCE /* sched_getaffinity, CPU_COUNT */
 #include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
@@ -62,7 +63,13 @@ typedef struct worker_arg {
 
 int jf_threads_resolve(int n) {
     if (n > 0) return n;
-    long c = sysconf(_SC_NPROCESSORS_ONLN);
+    /* The CPUs this thread may run on (taskset, a container's cpuset, a batch scheduler's
+     * allocation), not the machine's online ones: a job given a few cores of a big node ran a
+     * thread per core of the node, contending for its few. More CPUs than a cpu_set_t holds
+     * (1024) fail the call: then the online count. */
+    cpu_set_t set;
+    long c = sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : 0;
+    if (c < 1) c = sysconf(_SC_NPROCESSORS_ONLN);
     if (c < 1) return 1;
     if (c > 1024) return 1024;
     return (int)c;

@@ -8,9 +8,15 @@
  * (rename over rename), and the compiler identity is probed by many threads at once.
  * Every answer is checked against the truth, but a data race mostly shows only under
  * ThreadSanitizer: docs/TESTING.md says how to build and run this test there.
+ *
+ * Before them, alone: nthreads = 0 means the CPUs the caller may run on (its affinity), not
+ * the machine's.
  */
+#define _GNU_SOURCE /* sched_setaffinity, CPU_SET */
+#include <dirent.h>
 #include <math.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -154,11 +160,71 @@ static void *run_worker(void *arg) {
     return NULL;
 }
 
+/* The threads of this process now (from /proc), or 0 when that cannot be read. */
+static int process_threads(void) {
+    DIR *d = opendir("/proc/self/task");
+    int n = 0;
+    for (struct dirent *e; d && (e = readdir(d));) n += e->d_name[0] != '.';
+    if (d) closedir(d);
+    return n;
+}
+
+/* progress: the most threads seen during the fit */
+static void count_threads(void *ctx, const jf_iteration_info *info) {
+    (void)info;
+    int *most = ctx, n = process_threads();
+    if (n > *most) *most = n;
+}
+
+/* The most threads during a fit of NPTS points (two chunks: room for two) with nthreads 0,
+ * beyond those before it (OpenBLAS may have started its own). */
+static int threads_during_fit(void) {
+    static double x[NPTS], y[NPTS];
+    make_data(NPTS, 0.4, x, y);
+    jf_model *m = NULL;
+    int most = 0;
+    if (!CHECK(jf_model_compile(models[2], (size_t)-1, NULL, &m, NULL) == JF_OK)) return 0;
+    jf_data d = {.n = NPTS, .x = x, .y = y};
+    jf_fit_options o = jf_fit_options_default();
+    o.progress = count_threads;
+    o.progress_ctx = &most;
+    jf_fit_result *r = NULL;
+    int before = process_threads();
+    CHECK(jf_fit(m, &d, &o, &r, NULL) == JF_OK && r && r->success);
+    jf_fit_result_free(r);
+    jf_model_free(m);
+    return most - before + 1;
+}
+
+/* nthreads = 0 is every CPU the calling thread may run on: restricted to one (taskset -c 0, a
+ * cpuset, a scheduler's allocation), a fit runs on the caller alone. It took the online CPUs
+ * instead: two threads here under taskset -c 0 on two CPUs. */
+static void test_affinity(void) {
+    cpu_set_t all, one;
+    if (process_threads() < 1 || sched_getaffinity(0, sizeof all, &all) != 0) {
+        printf("affinity: not checked (no /proc/self/task or sched_getaffinity)\n");
+        return;
+    }
+    int first = 0;
+    while (first < CPU_SETSIZE && !CPU_ISSET(first, &all)) first++;
+    CPU_ZERO(&one);
+    CPU_SET(first, &one);
+    if (!CHECK(sched_setaffinity(0, sizeof one, &one) == 0)) return;
+    int alone = threads_during_fit();
+    CHECK(sched_setaffinity(0, sizeof all, &all) == 0);
+    int everywhere = threads_during_fit();
+    printf("affinity: %d CPUs allowed; threads in a fit on one of them: %d, on all: %d\n",
+           CPU_COUNT(&all), alone, everywhere);
+    CHECK(alone == 1);
+    if (CPU_COUNT(&all) > 1) CHECK(everywhere == 2); /* the check sees the pool when there is one */
+}
+
 int main(void) {
     if (!mkdtemp(cache_dir)) return jf_test_skip("cannot create a temporary cache directory");
     /* before any thread starts: the library reads the environment during calls */
     setenv("JITFIT_CACHE_DIR", cache_dir, 1);
     unsetenv("JITFIT_NO_CACHE");
+    test_affinity();
     worker w[NTHREADS];
     pthread_t th[NTHREADS];
     int started = 0;
