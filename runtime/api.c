@@ -341,7 +341,7 @@ int jf_model_compile_file(const char *path, const jf_model_options *opts, jf_mod
     /* Read one byte past the limit so the front end can report the size against it. */
     size_t cap = 4096, n = 0;
     char *buf = malloc(cap);
-    int st = buf ? JF_OK : JF_ERR_NOMEM;
+    int st = buf ? JF_OK : JF_ERR_NOMEM, read_errno = 0;
     while (st == JF_OK) {
         if (n == cap) {
             if (n > limit) break;
@@ -355,7 +355,10 @@ int jf_model_compile_file(const char *path, const jf_model_options *opts, jf_mod
         }
         size_t got = fread(buf + n, 1, cap - n, f);
         if (got == 0) {
-            if (ferror(f)) st = JF_ERR_IO;
+            if (ferror(f)) {
+                st = JF_ERR_IO;
+                read_errno = errno; /* a directory opens; reading it fails with EISDIR */
+            }
             break;
         }
         n += got;
@@ -367,7 +370,11 @@ int jf_model_compile_file(const char *path, const jf_model_options *opts, jf_mod
         st = jf_model_compile(buf, n, &o, out, diags_out);
     } else if (diags_out) {
         jf_diagnostics *d = jf_diag_create(path, "", 0);
-        if (d) jf_diag_add(d, JF_SEVERITY_ERROR, st, SIZE_MAX, SIZE_MAX, "cannot read model file");
+        if (d && st == JF_ERR_IO)
+            jf_diag_add(d, JF_SEVERITY_ERROR, st, SIZE_MAX, SIZE_MAX, "cannot read model file: %s",
+                        strerror(read_errno));
+        else if (d)
+            jf_diag_add(d, JF_SEVERITY_ERROR, st, SIZE_MAX, SIZE_MAX, "out of memory");
         *diags_out = d;
     }
     free(buf);

@@ -700,6 +700,48 @@ static void test_derivative_text_round_trip(void) {
     }
 }
 
+/* ---- model files ------------------------------------------------------------------------- */
+
+/* jf_model_compile_file: a file compiles as its text does, its diagnostics name the path
+ * unless the options name the source, and a file that cannot be read is JF_ERR_IO with the
+ * reason (a directory opens but cannot be read: the reason was missing). */
+static void test_compile_file(void) {
+    char *path = jf_test_tmpfile(".jf", "param a = 2\nparam k = 0.5\ny ~ a*exp(-k*x)\n");
+    char *bad = jf_test_tmpfile(".jf", "param a = 2\ny ~ a*exq(x)\n");
+    if (!CHECK(path && bad)) return;
+    jf_model *m = NULL;
+    jf_diagnostics *d = NULL;
+    CHECK(jf_model_compile_file(path, NULL, &m, &d) == JF_OK && m && !d);
+    CHECK(jf_model_num_params(m) == 2 && jf_model_param_initial(m, 1) == 0.5);
+    jf_model_free(m);
+
+    CHECK(jf_model_compile_file(bad, NULL, &m, &d) == JF_ERR_PARSE && !m);
+    char where[300];
+    snprintf(where, sizeof where, "%s:2:7: error: unknown function 'exq'", bad);
+    CHECK_CONTAINS(jf_diagnostics_text(d), where);
+    jf_diagnostics_free(d);
+    jf_model_options o = jf_model_options_default();
+    o.source_name = "decay.jf";
+    CHECK(jf_model_compile_file(bad, &o, &m, &d) == JF_ERR_PARSE);
+    CHECK_CONTAINS(jf_diagnostics_text(d), "decay.jf:2:7: error:");
+    jf_diagnostics_free(d);
+
+    CHECK(jf_model_compile_file("/nonexistent/model.jf", NULL, &m, &d) == JF_ERR_IO && !m);
+    CHECK(jf_diagnostics_errors(d) == 1 && jf_diagnostic_line(d, 0) == 0);
+    CHECK_STREQ(jf_diagnostic_message(d, 0), "cannot open model file: No such file or directory");
+    jf_diagnostics_free(d);
+    CHECK(jf_model_compile_file("/tmp", NULL, &m, &d) == JF_ERR_IO && !m);
+    CHECK_STREQ(jf_diagnostic_message(d, 0), "cannot read model file: Is a directory");
+    CHECK_CONTAINS(jf_diagnostics_text(d), "/tmp: error: cannot read model file");
+    jf_diagnostics_free(d);
+    CHECK(jf_model_compile_file("/tmp", NULL, &m, NULL) == JF_ERR_IO && !m);
+    CHECK(jf_model_compile_file(NULL, NULL, &m, &d) == JF_ERR_ARG && !m && !d);
+    remove(path);
+    remove(bad);
+    free(path);
+    free(bad);
+}
+
 int main(void) {
     test_ok_cases();
     test_unused_variable();
@@ -709,5 +751,6 @@ int main(void) {
     test_notes_and_warnings();
     test_limits();
     test_derivative_text_round_trip();
+    test_compile_file();
     return jf_test_finish();
 }
