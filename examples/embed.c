@@ -12,11 +12,19 @@
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #define NSETS 8  /* data sets to fit */
 #define NPTS 50  /* points per data set */
 
 int main(void) {
+    /* The shared library must be the version this program was compiled for: the option and
+     * data structs it allocates may differ in size between versions (docs/API.md). */
+    if (strcmp(jf_version(), JITFIT_VERSION) != 0) {
+        fprintf(stderr, "compiled for jitfit %s but running with %s\n", JITFIT_VERSION,
+                jf_version());
+        return 1;
+    }
     jf_model *m = NULL;
     jf_diagnostics *diags = NULL;
     /* Compile once: parse, differentiate, and (at the first fit) generate and compile kernels. */

@@ -46,6 +46,12 @@ extern "C" {
  * line (cmake/jitfit_version.cmake). */
 #define JITFIT_VERSION "0.1.0"
 
+/* The version of the library in use: JITFIT_VERSION as it was when the library was built.
+ * The structs the caller allocates grow between versions and the SONAME does not tell them
+ * apart (docs/API.md, "Conventions"), so a program linked to the shared library can compare
+ * this with the JITFIT_VERSION it was compiled with before anything else. Never NULL. */
+JF_API const char *jf_version(void);
+
 /* Result codes of fallible calls. */
 typedef enum jf_status {
     JF_OK = 0,          /* success */

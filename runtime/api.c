@@ -38,6 +38,8 @@ const char *jf_status_string(int status) {
 
 void jf_free(void *p) { free(p); }
 
+const char *jf_version(void) { return JITFIT_VERSION; }
+
 jf_model_options jf_model_options_default(void) {
     jf_model_options o;
     memset(&o, 0, sizeof o);

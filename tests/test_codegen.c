@@ -390,6 +390,7 @@ static void test_names(void) {
     CHECK_STREQ(jf_backend_name(JF_BACKEND_C), "c");
     CHECK_STREQ(jf_backend_name(JF_BACKEND_CUDA), "cuda");
     CHECK_STREQ(jf_backend_name(42), "?");
+    CHECK_STREQ(jf_version(), JITFIT_VERSION);
     CHECK(jf_emit_num_acc(0) == 1 && jf_emit_num_acc(5) == 21 && jf_emit_num_acc(20) == 231);
 }
 
