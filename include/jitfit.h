@@ -420,7 +420,10 @@ typedef struct jf_fit_result {
  * number of fitted parameters, a starting value outside its bounds, lower >= upper, an
  * invalid option),
  * JF_ERR_DATA (non-finite x, y or sigma, sigma <= 0, or a sigma so small that 1/sigma
- * overflows: subnormal), JF_ERR_UNAVAILABLE (device GPU without one), JF_ERR_NOMEM. On error *out is NULL; if errmsg is not NULL it receives a
+ * overflows: subnormal), JF_ERR_UNAVAILABLE (device GPU without one), JF_ERR_COMPILE (device
+ * GPU whose kernels fail to compile or load; a CPU fit falls back to the interpreter instead),
+ * JF_ERR_LIMIT (parameters held at values written into the model, which then exceeds its node
+ * limit), JF_ERR_NOMEM. On error *out is NULL; if errmsg is not NULL it receives a
  * one-line explanation the caller frees with jf_free. */
 JF_API int jf_fit(const jf_model *m, const jf_data *data, const jf_fit_options *opts,
                   jf_fit_result **out, char **errmsg);
