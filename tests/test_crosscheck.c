@@ -232,10 +232,25 @@ static void check_cuda(const jf_model *m, const dataset *ds, const double *r_ref
                                     sizeof why) == JF_OK)) {
         int bad = 0;
         for (int i = 0; i < NPTS; i++) {
-            bad += !agree(r[i], r_ref[i], tol);
-            for (size_t c = 0; c < np; c++) bad += !agree(J[i * np + c], J_ref[i * np + c], tol);
+            /* column -1: the residual; what disagrees is shown, for the GPU machine's log */
+            for (long c = -1; c < (long)np; c++) {
+                double g = c < 0 ? r[i] : J[i * np + (size_t)c];
+                double want = c < 0 ? r_ref[i] : J_ref[i * np + (size_t)c];
+                if (agree(g, want, tol)) continue;
+                char what[32] = "residual";
+                if (c >= 0) snprintf(what, sizeof what, "J column %ld", c);
+                if (bad++ < 3)
+                    fprintf(stderr, "  CUDA %s at point %d (x0 = %.17g): %.17g, reference %.17g "
+                                    "(relative %.3g, tolerance %.3g)\n",
+                            what, i, ds->x[i], g, want, fabs(g - want) / fmax(fabs(g), fabs(want)),
+                            tol);
+            }
         }
-        CHECK(bad == 0);
+        if (!CHECK(bad == 0)) {
+            char *t = jf_dag_to_text(m->dag, m->f, NULL, NULL);
+            fprintf(stderr, "  model: %s (%d disagreements)\n", t ? t : "?", bad);
+            free(t);
+        }
     }
     if (nf > 0) {
         double acc[MAXACC], want[MAXACC], mag[MAXACC], rr[NPTS], JJ[NPTS * MAXP];
