@@ -747,6 +747,7 @@ static int solve_gpu(const fit_setup *s, jf_problem *prob, jf_gpu_problem *gp,
                  (double)need / 1048576.0, (double)avail / 1048576.0, JF_LM_MATERIALIZE_MAX);
         return FIT_GPU_FALLBACK;
     }
+    double t_upload = now_ms();
     if (need > avail) { /* stream the data through the GPU, or leave them to the CPU */
         code = jf_gpu_problem_init_streamed(gp, prob, s->ck, m->nv, avail);
         if (code == JF_ERR_NOMEM) {
@@ -779,6 +780,7 @@ static int solve_gpu(const fit_setup *s, jf_problem *prob, jf_gpu_problem *gp,
         snprintf(why, n, "%s", gp->why);
         return code;
     }
+    stats->upload_ms = now_ms() - t_upload;
     if (s->o.single_precision) prob->round_rel = 536870912.0; /* 2^29: fp32's ε in fp64's */
     code = jf_lm_solve_cuda(prob, gp, cfg, x, st, stats, why, n);
     if (code == JF_ERR_NOMEM && strstr(why, "device memory")) {
@@ -1110,6 +1112,11 @@ static int run_fit(const fit_setup *s, const jf_data *d, const double *w, const 
                      "; data streamed: %zu chunks of %zu points per pass%s", gp.lay.nchunks,
                      gp.chunk, gp.refused ? " (the GPU refused the data's memory in one piece)" : "");
         }
+        len = strlen(b->device_note);
+        snprintf(b->device_note + len, MSG_LEN - len,
+                 "; host clock: data to the GPU %.3g ms, modules and buffers %.3g ms, loop %.3g ms, "
+                 "finish %.3g ms",
+                 gs.upload_ms, gs.setup_ms, gs.loop_ms, gs.finish_ms);
         r->device_note = b->device_note;
     }
     *out = r;

@@ -21,6 +21,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "../codegen/emit.h"
 #include "../runtime/cublas_api.h"
@@ -827,10 +828,20 @@ static int run_loop(jf_gpu_problem *gp, const loop_mem *lm, jf_loss loss, void *
     return code;
 }
 
+/* Host clock in ms, for jf_gpu_stats' account of where a fit's time went. */
+static double clock_ms(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec * 1e3 + (double)t.tv_nsec * 1e-6;
+}
+
 int jf_lm_solve_cuda(jf_problem *prob, jf_gpu_problem *gp, const jf_lm_config *cfg, double *x,
                      jf_lm_state *st, jf_gpu_stats *stats, char *why, size_t n) {
     memset(st, 0, sizeof *st);
+    double upload_ms = stats->upload_ms; /* the caller's, from jf_gpu_problem_init */
     memset(stats, 0, sizeof *stats);
+    stats->upload_ms = upload_ms;
+    double t0 = clock_ms();
     size_t np = prob->np;
     void *cfn[1] = {NULL};
     char *src = jf_lm_cuda_source(0);
@@ -889,6 +900,8 @@ int jf_lm_solve_cuda(jf_problem *prob, jf_gpu_problem *gp, const jf_lm_config *c
     if (code == JF_OK) code = jf_cuda_alloc(&lm.ws, nws * sizeof(double), why, n);
     if (code == JF_OK) code = jf_cuda_alloc(&lm.iws, niws * sizeof(int), why, n);
     int launched = 0;
+    double t_loop = clock_ms();
+    stats->setup_ms = t_loop - t0;
     if (code == JF_OK && gp->large) {
         char fac[200];
         if (gp->lp_rounds)
@@ -910,6 +923,8 @@ int jf_lm_solve_cuda(jf_problem *prob, jf_gpu_problem *gp, const jf_lm_config *c
         code = run_loop(gp, &lm, prob->loss, NULL, &c, ws, nws, stats, &launched, why, n);
     }
     loop_mem_free(&lm);
+    double t_finish = clock_ms();
+    stats->loop_ms = t_finish - t_loop;
     if (code == JF_OK && c.status == JF_STEP_CONTINUE) {
         snprintf(why, n, "the device loop ended without a status");
         code = JF_ERR_INTERNAL;
@@ -923,6 +938,7 @@ int jf_lm_solve_cuda(jf_problem *prob, jf_gpu_problem *gp, const jf_lm_config *c
     gp->syncs_after = 0;
     code = jf_lmc_finish(prob, cfg, &c, ws, iws, x, st);
     stats->finish_syncs = gp->syncs_after;
+    stats->finish_ms = clock_ms() - t_finish;
     free(ws);
     free(iws);
     if (code == JF_OK && gp->failed) {
