@@ -76,12 +76,16 @@ static const char *bare(const char *reason) {
  * iterations × points × (parameters + 1) × a per-term time on each side, plus, on the GPU, the
  * fixed costs of starting the driver and of copying the data once. The CPU constant is measured
  * (the damped sine's normal_eq pass: 20 ms for 10⁶ points × 5 parameters on one core of the
- * development machine, docs/PERFORMANCE.md); the GPU constants are nominal (a pass bounded by
- * fp64 throughput and memory bandwidth of a datacenter GPU, PCIe copies) and still wait for a
- * measurement on a GPU. */
+ * development machine, docs/PERFORMANCE.md). The GPU's per-term times are those measured on an
+ * H200 (docs/PERFORMANCE.md, "GPU solver", 2026-11-28), put in this formula's terms: a single
+ * fit's warm time less its copies (the damped sine, 10⁷ and 10⁸ points: 1.0 and 1.15·10⁻¹⁰ s,
+ * five times the nominal 2·10⁻¹¹ of a pass bound by fp64 throughput and bandwidth, which the
+ * kernels do not reach yet), and a batch's per fit (5×5 Gaussians, 10⁶ fits: 1.7·10⁻⁹ s; 10⁵
+ * spectra of 1000 points: 3.9·10⁻⁹ s). The fixed cost and the copies stay nominal. */
 #define COST_ITERATIONS 15.0   /* passes over the data in a typical fit */
 #define COST_CPU_TERM_S 4.0e-9 /* seconds per point·(parameter+1) per pass, one core */
-#define COST_GPU_TERM_S 2.0e-11 /* the same on a full-rate fp64 GPU */
+#define COST_GPU_TERM_S 1.1e-10 /* the same for one fit on the GPU */
+#define COST_GPU_BATCH_TERM_S 1.7e-9 /* the same for the fits of a GPU batch */
 #define COST_GPU_FIXED_S 0.25  /* driver start, module load, graph set-up (first fit) */
 #define COST_PCIE_BPS 1.2e10   /* bytes per second host → device */
 /* A fit's cost besides its passes on the CPU (start, polish bookkeeping, covariance, result):
@@ -129,7 +133,8 @@ void jf_device_estimate(const jf_device_request *req, double *t_cpu, double *t_g
     double points = (double)req->npoints * fits;
     double terms = points * (double)(req->nparams + 1);
     *t_cpu = (COST_ITERATIONS * terms * COST_CPU_TERM_S + fits * COST_CPU_FIT_S) / threads;
-    *t_gpu = COST_GPU_FIXED_S + COST_ITERATIONS * terms * COST_GPU_TERM_S +
+    *t_gpu = COST_GPU_FIXED_S +
+             COST_ITERATIONS * terms * (req->nfits > 1 ? COST_GPU_BATCH_TERM_S : COST_GPU_TERM_S) +
              points * 8.0 * (double)(req->nvars + 2) / COST_PCIE_BPS;
     if (req->nfits > 1 && req->columns)
         *t_gpu += fits * (COST_BATCH_HOST_SERIAL_S + COST_BATCH_HOST_PARALLEL_S / threads);
