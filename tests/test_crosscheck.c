@@ -16,6 +16,7 @@
  * option byte and skipped; files that do not compile are counted and passed over): a campaign
  * over the model text the fuzzers found, not a test of its own.
  */
+#include <float.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -440,6 +441,52 @@ static void corpus_model(const char *name, const char *bytes, size_t len, void *
     jf_model_free(m);
 }
 
+/* loss.h where r²/f_scale² overflows (jf_loss_far): the cost term, ρ'(z)·r (= r_scaled·J_scale)
+ * and J_scale against closed forms in u = |r|/f_scale, for residuals on both sides of the
+ * overflow up to the largest double, and f_scale from 1e-150 to 1e150. These were NaN (inf·0)
+ * from |r| ≈ 1.3e154·f_scale on (arctan's J_scale from 0.95 times that). Beyond u ~ 1e20 every loss's ρ' + 2ρ''z is below ε, so J_scale
+ * is its floor √ε = 2^-26; an infinite or NaN residual stays NaN. */
+static void check_loss_far(void) {
+    static const double fss[3] = {1e-150, 1.0, 1e150};
+    static const double us[7] = {1e100, 1e150, 1.3e154, 1.4e154, 1e160, 1e250, 1e300};
+    for (int loss = 1; loss <= 4; loss++)
+        for (int f = 0; f < 3; f++)
+            for (int k = 0; k < 8; k++)
+                for (int sign = -1; sign <= 1; sign += 2) {
+                    double fs = fss[f], fs2 = fs * fs, ifs2 = 1.0 / fs2;
+                    double r = k < 7 ? sign * us[k] * fs : sign * DBL_MAX, a = fabs(r);
+                    if (!(a <= DBL_MAX)) continue; /* 1e300·1e150 */
+                    double lu = log(a) - log(fs); /* ln u, u itself may overflow */
+                    double rs, js, cost = jf_loss_scale(loss, r, fs2, ifs2, &rs, &js);
+                    double want, rho1r; /* closed forms to rounding for u >= 1e100 */
+                    if (loss <= 2) {
+                        want = 2 * fs * a;
+                        rho1r = fs;
+                    } else if (loss == 3) {
+                        want = 2 * fs2 * lu;
+                        rho1r = fs * exp(-lu);
+                    } else {
+                        want = fs2 * 1.5707963267948966;
+                        rho1r = fs * exp(-3 * lu);
+                    }
+                    /* the cost itself may exceed the doubles (2 f_scale |r|); ρ'r below
+                     * 1e-280 f_scale (u^-3 for arctan) may underflow to 0 */
+                    int ok = (isfinite(want) ? fabs(cost - want) <= 1e-13 * want : cost == want) &&
+                             js == 0x1p-26 &&
+                             fabs(rs * js - sign * rho1r) <= 1e-12 * rho1r + 1e-280 * fs;
+                    if (!CHECK(ok))
+                        fprintf(stderr, "  loss %d, f_scale %g, r %g: cost %.17g (want %.17g), "
+                                "js %g, rho'r %g (want %g)\n", loss, fs, r, cost, want, js,
+                                rs * js, sign * rho1r);
+                }
+    for (int loss = 1; loss <= 4; loss++) {
+        double rs, js, cost = jf_loss_scale(loss, INFINITY, 1.0, 1.0, &rs, &js);
+        CHECK(isnan(cost) && isnan(rs) && isnan(js));
+        cost = jf_loss_scale(loss, NAN, 1.0, 1.0, &rs, &js);
+        CHECK(isnan(cost) && isnan(rs) && isnan(js));
+    }
+}
+
 int main(void) {
     char cache[] = "/tmp/jf_test_crosscheck_XXXXXX";
     if (mkdtemp(cache)) setenv("JITFIT_CACHE_DIR", cache, 1);
@@ -448,6 +495,7 @@ int main(void) {
     if (!have_gpu) printf("CUDA part skipped: %s\n", status);
     else printf("CUDA: %s\n", status);
 
+    check_loss_far();
     rng g = {0x853c49e6748fea9bu};
     stats st = {0};
     dataset ds;

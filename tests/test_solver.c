@@ -818,6 +818,61 @@ static void test_soft_l1_small(void) {
     jf_model_free(m);
 }
 
+/* An outlier so far out that r²/f_scale² overflows is what a robust loss is for: its cost term
+ * is finite (cauchy 2 f_scale² ln(|r|/f_scale), arctan f_scale² π/2), and it hardly pulls on the
+ * others. loss.h computed z = r²/f_scale² = inf and then inf·0 = NaN, so points at +1e200 and
+ * -1e300 made the start NONFINITE ("the sums of squares overflow ... rescale the data"; scipy's
+ * least_squares raises there). Now cauchy and arctan end where they end with the outliers at
+ * ±1e20 (no overflow, the same minimum to ~1e-20), at the cost that differs by the outliers'
+ * own closed-form terms. */
+static void test_robust_huge_outlier(void) {
+    enum { N = 30 };
+    double x[N], y[N], y20[N];
+    for (int i = 0; i < N; i++) {
+        x[i] = i / 2.0;
+        y[i] = y20[i] = 2 * x[i] + 1 + 0.05 * sin(7.0 * i);
+    }
+    y[5] += 1e200;
+    y[12] -= 1e300;
+    y20[5] += 1e20;
+    y20[12] -= 1e20;
+    jf_model *m = compile("a*x+b");
+    if (!m) return;
+    const double p0[2] = {1, 1}, fs = 0.1;
+    const jf_loss losses[2] = {JF_LOSS_CAUCHY, JF_LOSS_ARCTAN};
+    for (int l = 0; l < 2; l++) {
+        jf_fit_options o = jf_fit_options_default();
+        o.p0 = p0;
+        o.loss = losses[l];
+        o.f_scale = fs;
+        o.ftol = o.xtol = o.gtol = 1e-12;
+        jf_data d = {N, x, 0, y, NULL}, d20 = {N, x, 0, y20, NULL};
+        jf_fit_result *r = NULL, *r20 = NULL;
+        CHECK(jf_fit(m, &d, &o, &r, NULL) == JF_OK);
+        CHECK(jf_fit(m, &d20, &o, &r20, NULL) == JF_OK);
+        if (!r || !r20) {
+            jf_fit_result_free(r);
+            jf_fit_result_free(r20);
+            continue;
+        }
+        if (!CHECK(r->success && r20->success))
+            fprintf(stderr, "  loss %d: %s / %s\n", l, r->message, r20->message);
+        for (int k = 0; k < 2; k++)
+            if (!CHECK(fabs(r->params[k] - r20->params[k]) <= 1e-9 * fabs(r20->params[k])))
+                fprintf(stderr, "  loss %d: %.17g, with the outliers at 1e20 %.17g\n", l,
+                        r->params[k], r20->params[k]);
+        /* half the outliers' terms: cauchy f_scale² ln(u²) = 2 f_scale² ln u, arctan's the same */
+        double extra = l == 0 ? fs * fs * (log(1e200 / fs) + log(1e300 / fs) - 2 * log(1e20 / fs))
+                              : 0.0;
+        if (!CHECK(fabs(r->cost - (r20->cost + extra)) <= 1e-12 * r->cost))
+            fprintf(stderr, "  loss %d: cost %.17g, want %.17g\n", l, r->cost, r20->cost + extra);
+        CHECK(isfinite(r->std_errors[0]) && isfinite(r->std_errors[1]));
+        jf_fit_result_free(r);
+        jf_fit_result_free(r20);
+    }
+    jf_model_free(m);
+}
+
 /* A robust fit's optimality is MINPACK's cosine with the robust cost's gradient Σ ρ' r J and the
  * unscaled J and r, recomputed here from the answer (at most 1). The iterations' measure
  * divides by the loss-scaled columns, which scipy's rule clips to √ε·J beyond f_scale: on this
@@ -1699,6 +1754,7 @@ int main(void) {
     test_robust_start_outside();
     test_huber_nearly_l1();
     test_robust_optimality();
+    test_robust_huge_outlier();
     test_soft_l1_small();
     test_symmetric_start();
     test_xtol_units();
