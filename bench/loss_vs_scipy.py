@@ -63,6 +63,8 @@ import warnings
 import numpy as np
 from scipy.optimize import curve_fit, least_squares
 
+from random_vs_scipy import bound_arg  # --bounds text, as random_vs_scipy writes it
+
 LOSSES = ("soft_l1", "huber", "cauchy", "arctan")
 FSCALES = (1e-3, 0.1, 1.0, 3.0, 1e3)   # times the noise (of the weighted residuals)
 SAME = 1e-9                            # relative cost difference of one minimum
@@ -272,15 +274,6 @@ def cov_diff(Cj, Cr):
     with np.errstate(all="ignore"):
         e = np.abs(Cj - Cr) / np.where(scale > 0, scale, 1)
     return float(np.max(e))
-
-
-def bound_arg(names, lo, hi):
-    items = []
-    for n, a, b in zip(names, lo, hi):
-        if np.isfinite(a) or np.isfinite(b):
-            items.append(f"{n}={repr(float(a)) if np.isfinite(a) else ''}:"
-                         f"{repr(float(b)) if np.isfinite(b) else ''}")
-    return ",".join(items)
 
 
 def main():
