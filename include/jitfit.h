@@ -382,7 +382,9 @@ typedef struct jf_fit_result {
     double *params;        /* fitted values */
     double *std_errors;    /* standard errors: sqrt(diag(covariance)); inf for a parameter
                               the model does not depend on */
-    double *covariance;    /* s² (JᵀJ)⁻¹, s² = SSR/dof unless absolute_sigma (then 1) */
+    double *covariance;    /* s² (JᵀJ)⁻¹, s² = 2·cost/dof (SSR/dof for the linear loss; a
+                              robust loss: its cost and the loss-scaled J, as scipy's
+                              curve_fit) unless absolute_sigma (then 1) */
     double *correlation;   /* covariance normalised to unit diagonal */
     int *at_bound;         /* -1 at its lower bound, +1 at its upper bound, 0 inside */
     double cost;           /* 0.5 Σ f_scale² rho(z) at the solution (0.5 SSR when linear) */

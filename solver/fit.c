@@ -1112,11 +1112,13 @@ static int run_fit(const fit_setup *s, const jf_data *d, const double *w, const 
                      "; data streamed: %zu chunks of %zu points per pass%s", gp.lay.nchunks,
                      gp.chunk, gp.refused ? " (the GPU refused the data's memory in one piece)" : "");
         }
+        /* the rest of the solve time: the host's own work (checks, R² over y, covariance) */
+        double other = now_ms() - t_solve - gs.upload_ms - gs.setup_ms - gs.loop_ms - gs.finish_ms;
         len = strlen(b->device_note);
         snprintf(b->device_note + len, MSG_LEN - len,
                  "; host clock: data to the GPU %.3g ms, modules and buffers %.3g ms, loop %.3g ms, "
-                 "finish %.3g ms",
-                 gs.upload_ms, gs.setup_ms, gs.loop_ms, gs.finish_ms);
+                 "finish %.3g ms, the rest on the host %.3g ms",
+                 gs.upload_ms, gs.setup_ms, gs.loop_ms, gs.finish_ms, other > 0 ? other : 0.0);
         r->device_note = b->device_note;
     }
     *out = r;
