@@ -6,16 +6,17 @@
 # streamed, its anchors NLSQ and scipy, bench_gpu_batch, bench_gpu_large_p). Every step has its
 # own time limit and the script goes on after a failure, so one run returns what it can.
 # A session has 15 minutes of device time in all, the machine's start (1-2 minutes) included,
-# and one call may run 600 s: so everything runs in ONE call, the steps in three parts, most
-# needed first (the tests: a GPU path that fails makes its timings moot), and a step that
+# and one call may run 600 s: so everything runs in ONE call, the steps in three parts in the
+# order PARTS names them (by default the benchmarks first: the first session, on an H200,
+# showed the GPU path correct, and its tests took 470 s of the 540), and a step that
 # would start after DEADLINE seconds (default 540, counted from the script's start, the
 # unpacking and the library search included) is skipped with a line saying so, and a step that
 # outlives its limit is sent TERM, then KILL 10 s later. Give the call timeout_s 600:
-#   bash scripts/gpu_session.sh                           (PARTS="tests single batch")
+#   bash scripts/gpu_session.sh                           (PARTS="single batch tests")
 # A second call (PARTS=batch, or one part again after a fix) fits only while the machine is
 # warm and enough of the 15 minutes is left.
-# BANDWIDTH and FP64_PEAK (bytes/s, flop/s) set the roofline (default: H100 SXM nominal;
-# H200: BANDWIDTH=4.8e12).
+# BANDWIDTH and FP64_PEAK (bytes/s, flop/s) set the roofline (default: H100 SXM nominal, and
+# BANDWIDTH=4.8e12 where nvidia-smi names an H200).
 # QUICK=1 runs small sizes (a check of this script; with JITFIT_CUDA_EMULATE=1 it runs
 # anywhere). STREAM_2E9=1 adds the issue's 2e9-point streamed-vs-in-memory run (32 GB of host
 # memory for the data, minutes to generate).
@@ -65,8 +66,7 @@ for t in bench_gpu bench_gpu_batch bench_gpu_large_p; do wrap "$t" "$src/build/b
 export JITFIT_CACHE_DIR=${JITFIT_CACHE_DIR:-/tmp/jitfit-gpu-session-cache}
 B=$src/build
 deadline=${DEADLINE:-540}
-parts=" ${PARTS:-tests single batch} "
-part() { [[ $parts == *" $1 "* ]]; }
+parts=" ${PARTS:-single batch tests} "
 step() { # step FILE LIMIT_S COMMAND...: appends the command's output and status to $OUT/FILE
   local file=$1 limit=$2 left=$((deadline - (SECONDS - t0)))
   shift 2
@@ -96,14 +96,18 @@ else
   lp_points=1e6; lp_peaks=2,4,6,8,12,20,40; scipy_max=1e7
 fi
 echo "commit $(cat gpu-bundle/COMMIT 2>/dev/null), parts:$parts" >>"$OUT/env.txt"
-if part tests; then
-  step env.txt 60 nvidia-smi
-  step env.txt 120 "$B/jitfit" doctor
+# what the machine is, whatever the parts (14 s on the H200)
+step env.txt 60 nvidia-smi
+step env.txt 120 "$B/jitfit" doctor
+if [ -z "${BANDWIDTH:-}" ] && nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | grep -q H200; then
+  BANDWIDTH=4.8e12
+fi
+part_tests() {
   (cd "$B/tests" && step tests.txt 300 ./test_gpu)
   (cd "$B/tests" && step tests.txt 200 ./test_crosscheck)
   (cd "$B/tests" && step tests.txt 60 ./test_doctor)
-fi
-if part single; then
+}
+part_single() {
   step bench.txt 240 "$B/bench/bench_gpu" --sizes "$sizes" --reps "$reps" --bandwidth "${BANDWIDTH:-3.35e12}" --fp64-peak "${FP64_PEAK:-6.7e13}"
   step bench.txt 120 "$B/bench/bench_gpu" --sizes "$big" --reps "$reps" --cpu-max 0 --max-gpu-mem "$stream_mem"
   # the anchors on the same data: NLSQ (its wheel from the bundle; JAX is the device's) and scipy
@@ -116,8 +120,8 @@ if part single; then
   step bench.txt 300 env PYTHONPATH="$site" PYTHONUNBUFFERED=1 XLA_PYTHON_CLIENT_PREALLOCATE=false \
     python3 bench/bench_gpu_anchors.py \
     --bench-gpu "$B/bench/bench_gpu" --sizes "$sizes" --scipy-max "$scipy_max"
-fi
-if part batch; then
+}
+part_batch() {
   # shellcheck disable=SC2086
   step bench.txt 240 "$B/bench/bench_gpu_batch" --fits "$fits" --cpu-max 1e6 $spec
   # the largest batch again in one launch (no chunks: what the two-stream pipeline gains)
@@ -134,5 +138,13 @@ if part batch; then
     step bench.txt 300 "$B/bench/bench_gpu" --sizes 2e9 --reps 1 --cpu-max 0
     step bench.txt 300 "$B/bench/bench_gpu" --sizes 2e9 --reps 1 --cpu-max 0 --max-gpu-mem 8e9
   fi
-fi
+}
+# the parts in the order PARTS names them (default: the benchmarks first, which the first
+# session's tests crowded out: they took 470 s of its 540)
+for p in $parts; do
+  case $p in
+  tests | single | batch) "part_$p" ;;
+  *) echo "gpu_session: unknown part '$p' (tests, single, batch)" | tee -a "$OUT/env.txt" ;;
+  esac
+done
 echo "gpu_session: results in $OUT"
