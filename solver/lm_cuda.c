@@ -856,6 +856,7 @@ int jf_lm_solve_cuda(jf_problem *prob, jf_gpu_problem *gp, const jf_lm_config *c
     int code = jf_cuda_module_get(src, solver_names, SOLVER_FNS, NULL, fns, &gp->solver_mod, NULL,
                                   why, n, NULL, 0);
     free(src);
+    stats->modules_ms = clock_ms() - t0;
     if (code != JF_OK) return code;
     gp->fn_step = fns[0];
     gp->fn_lp_zero = fns[1];
@@ -879,6 +880,7 @@ int jf_lm_solve_cuda(jf_problem *prob, jf_gpu_problem *gp, const jf_lm_config *c
             snprintf(stats->note, sizeof stats->note, "no WHILE graph nodes (%s)",
                      csrc ? cwhy : "out of memory");
         free(csrc);
+        stats->modules_ms = clock_ms() - t0;
     }
 
     size_t nh = prob->nheld, nws = jf_lmc_ws_doubles(np, nh), niws = jf_lmc_ws_ints(np);
@@ -901,7 +903,7 @@ int jf_lm_solve_cuda(jf_problem *prob, jf_gpu_problem *gp, const jf_lm_config *c
     if (code == JF_OK) code = jf_cuda_alloc(&lm.iws, niws * sizeof(int), why, n);
     int launched = 0;
     double t_loop = clock_ms();
-    stats->setup_ms = t_loop - t0;
+    stats->setup_ms = t_loop - t0 - stats->modules_ms;
     if (code == JF_OK && gp->large) {
         char fac[200];
         if (gp->lp_rounds)

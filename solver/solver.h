@@ -421,10 +421,11 @@ typedef struct jf_gpu_stats {
     unsigned long long iterations; /* trial steps judged on the device */
     char note[320];             /* why the WHILE form was not used, or "" */
     /* host clock, ms: the data's allocation and copy to the device (jf_gpu_problem_init; the
-     * streamed copies are in the loop), the solver's modules and loop buffers, the loop (its
-     * graphs built, launched and synchronized), the finish. Where a fit's time goes, for the
-     * device note: the solve time divided by the passes mixes them. */
-    double upload_ms, setup_ms, loop_ms, finish_ms;
+     * streamed copies are in the loop), obtaining the solver's modules (NVRTC or the cache: a
+     * compile time, which the result counts as one), the loop's buffers, the loop (its graphs
+     * built, launched and synchronized), the finish. Where a fit's time goes, for the device
+     * note: the solve time divided by the passes mixes them. */
+    double upload_ms, modules_ms, setup_ms, loop_ms, finish_ms;
 } jf_gpu_stats;
 
 /* One fit's data on the device, and the passes the finish runs there (jf_problem_ops). */
