@@ -227,6 +227,22 @@ static int is_comment(const char *q, const char *e, int sep) {
     return !is_missing_word(q, f);
 }
 
+static int next_field(jf_datasep sep, const char **p, const char *e, const char **fs,
+                      const char **fe, int *last);
+
+/* 1 when the comment line [q, e) splits into as many fields as the file has columns: a row whose
+ * first cell starts with '#' (unquoted) rather than a remark, most likely. */
+static int comment_like_row(const jf_datafile *f, const char *q, const char *e) {
+    const char *p = q, *fs, *fe;
+    size_t n = 0;
+    int last = 0, r;
+    while (!last && (r = next_field(f->sep, &p, e, &fs, &fe, &last)) != 0) {
+        if (r < 0) return 0;
+        n++;
+    }
+    return n == f->ncols;
+}
+
 /* Splits off the next field of a line [*p, e) for separator sep: sets [*fs, *fe) to the field
  * without surrounding blanks and advances *p past it and its separator. Returns 0 when there
  * was no field left (only for JF_SEP_BLANKS; CSV/TSV lines always have one more field after a
@@ -726,8 +742,18 @@ static int read_numeric(const jf_datafile *f, const long *slot, jf_table *t, cha
     return 0;
 }
 
-int jf_datafile_read(const jf_datafile *f, const char *const *names, size_t nnames,
-                     jf_table *out, char **err) {
+char *jf_datafile_hash_note(const jf_datafile *f) {
+    if (!f->hash_rows) return NULL;
+    int one = f->hash_rows == 1;
+    return jf_cli_strf("%s:%zu: %zu line%s that start%s with '#' and %s as many fields as the "
+                       "header %s skipped as %s; a cell that starts with '#' is read as data "
+                       "when quoted (\"#1\")",
+                       f->path, f->hash_line, f->hash_rows, one ? "" : "s", one ? "s" : "",
+                       one ? "has" : "have", one ? "was" : "were", one ? "a comment" : "comments");
+}
+
+int jf_datafile_read(jf_datafile *f, const char *const *names, size_t nnames, jf_table *out,
+                     char **err) {
     memset(out, 0, sizeof *out);
     *err = NULL;
     jf_table t;
@@ -771,6 +797,7 @@ int jf_datafile_read(const jf_datafile *f, const char *const *names, size_t nnam
     }
 
     size_t runcap = 0, row = 0, line = f->body_line;
+    f->hash_rows = 0;
     if (f->numeric) {
         rc = read_numeric(f, slot, &t, err);
         row = t.nrows;
@@ -783,7 +810,11 @@ int jf_datafile_read(const jf_datafile *f, const char *const *names, size_t nnam
         const char *e = record_end(f, s, end, &next, &extra);
         const char *q = s;
         while (q < e && is_blank(*q)) q++;
-        if (q == e || is_comment(q, e, f->sep)) continue;
+        if (q == e) continue;
+        if (is_comment(q, e, f->sep)) {
+            if (comment_like_row(f, q, e) && f->hash_rows++ == 0) f->hash_line = line;
+            continue;
+        }
         const char *p = f->sep == JF_SEP_BLANKS ? q : s, *fs, *fe;
         size_t col = 0;
         int last = 0, r;

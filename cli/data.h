@@ -54,6 +54,10 @@ typedef struct jf_datafile {
                                 beyond what a double holds exactly (jf_npy.inexact), 0: none */
     size_t header_numbers; /* cells of the header row that read as numbers (for the hint that
                               a first row of data was taken for a header) */
+    size_t hash_rows;   /* set by jf_datafile_read: lines after the header that start with '#'
+                           and have as many fields as the header, skipped as comments though
+                           they may be rows (a group label "#1" unquoted, as pandas writes it) */
+    size_t hash_line;   /* the 1-based line of the first of them */
 } jf_datafile;
 
 /* Options of jf_datafile_open_ex. All zero is jf_datafile_open's behaviour. */
@@ -112,8 +116,13 @@ size_t jf_datafile_rounded_row(const jf_datafile *f, long col);
  * column the model does not use is harmless. Returns 0, or a jf_status with *err set as for
  * jf_datafile_open, e.g. "data.csv:5: column 2 ('y'): 'abc' is not a number" or "data.csv: no
  * column 'x' (columns: t, y)". On failure *out holds nothing to free. */
-int jf_datafile_read(const jf_datafile *f, const char *const *names, size_t nnames,
-                     jf_table *out, char **err);
+int jf_datafile_read(jf_datafile *f, const char *const *names, size_t nnames, jf_table *out,
+                     char **err);
+
+/* After jf_datafile_read: the note that lines looking like rows were skipped as comments
+ * (f->hash_rows), e.g. "spectra.csv:7: 2 lines that start with '#' and have as many fields
+ * as the header were skipped as comments ...", malloc'd; NULL when there were none. */
+char *jf_datafile_hash_note(const jf_datafile *f);
 
 /* The text of column `name` for every data row, in the row order of jf_datafile_read (for a
  * group column, which may hold labels rather than numbers): quotes are removed, and a .npy

@@ -1028,6 +1028,9 @@ int jf_run_spec(const jf_spec *s, FILE *out, jf_run_summary *sum) {
         }
     }
     c.time_read_ms += now_ms() - t0;
+    char *hash_note = st == 0 ? jf_datafile_hash_note(c.df) : NULL;
+    if (hash_note) fprintf(stderr, "jitfit: note: %s\n", hash_note);
+    free(hash_note);
     if (st != 0) {
         char *hint = err ? response_hint(m, s, c.df, resp) : NULL;
         jf_cli_error("%s%s", err ? err : "out of memory", hint ? hint : "");

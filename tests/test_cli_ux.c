@@ -1803,7 +1803,46 @@ static void test_group_column(void) {
     free(err);
 }
 
+/* Lines that start with '#' are comments; one with as many fields as the header is likely a row
+ * whose first cell starts with '#' (a group label "#1" unquoted, as pandas writes it): skipping
+ * it says so, and the quoted label is data. Remarks (other field counts) pass silently. */
+static void test_hash_rows(void) {
+    char buf[1024], *out = NULL, *err = NULL;
+    snprintf(buf, sizeof buf, "fit --group g --json 'a*x+b' '%s'",
+             tmp(".csv", "g,x,y\n#1,0,1\n#1,1,3\n#1,2,5\n#1,3,7.1\n2,0,2\n2,1,4\n2,2,6.2\n2,3,8\n"));
+    CHECK(jf(buf, &out, &err) == 0);
+    CHECK_CONTAINS(err, ".csv:2: 4 lines that start with '#' and have as many fields as the header "
+                        "were skipped as comments; a cell that starts with '#' is read as data "
+                        "when quoted (\"#1\")\n");
+    CHECK(out && !strstr(out, "\"#1\""));
+    free(out);
+    free(err);
+    snprintf(buf, sizeof buf, "fit --group g --json 'a*x+b' '%s'",
+             tmp(".csv", "g,x,y\n\"#1\",0,1\n\"#1\",1,3\n\"#1\",2,5\n\"#1\",3,7.1\n2,0,2\n2,1,4\n"
+                         "2,2,6.2\n2,3,8\n"));
+    CHECK(jf(buf, &out, &err) == 0);
+    CHECK_CONTAINS(out, "\"group\": \"#1\"");
+    CHECK(err && !strstr(err, "note:"));
+    free(out);
+    free(err);
+    /* a remark above the header or among the rows, with another number of fields: no note */
+    snprintf(buf, sizeof buf, "fit 'a*x+b' '%s'",
+             tmp(".csv", "# by hand\nx,y\n# units: s\n0,1\n1,3\n# a, b, c\n2,5\n3,7\n"));
+    CHECK(jf(buf, &out, &err) == 0);
+    CHECK(err && !strstr(err, "note:"));
+    free(out);
+    free(err);
+    /* one row: the singular, and the line of the first */
+    snprintf(buf, sizeof buf, "fit 'a*x+b' '%s'", tmp(".csv", "x,y\n0,1\n1,3\n#2,5\n3,7\n4,9\n"));
+    CHECK(jf(buf, &out, &err) == 0);
+    CHECK_CONTAINS(err, ".csv:4: 1 line that starts with '#' and has as many fields as the header "
+                        "was skipped as a comment;");
+    free(out);
+    free(err);
+}
+
 int main(void) {
+    test_hash_rows();
     test_group_column();
     test_output_labels();
     test_stdin_once();
