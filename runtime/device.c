@@ -6,6 +6,7 @@
  */
 #include "device.h"
 
+#include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -87,6 +88,18 @@ static const char *bare(const char *reason) {
 #define COST_GPU_TERM_S 1.1e-10 /* the same for one fit on the GPU */
 #define COST_GPU_BATCH_TERM_S 1.7e-9 /* the same for the fits of a GPU batch */
 #define COST_GPU_FIXED_S 0.25  /* driver start, module load, graph set-up (first fit) */
+/* The same once a GPU fit has run in the process (the driver up, the modules loaded): the
+ * H200's warm fit of 10⁵ points took 1.89 ms in all, its first 303 ms. */
+#define COST_GPU_WARM_FIXED_S 2.0e-3
+
+static atomic_int gpu_ran; /* a GPU fit has run in this process */
+
+void jf_device_note_gpu_run(void) { atomic_store(&gpu_ran, 1); }
+
+/* The GPU's fixed cost for the next fit. */
+static double gpu_fixed_s(void) {
+    return atomic_load(&gpu_ran) ? COST_GPU_WARM_FIXED_S : COST_GPU_FIXED_S;
+}
 #define COST_PCIE_BPS 1.2e10   /* bytes per second host → device */
 /* A fit's cost besides its passes on the CPU (start, polish bookkeeping, covariance, result):
  * 5×5-pixel 2-D Gaussians take 21.7 µs each on one core (bench_gpu_batch, docs/PERFORMANCE.md),
@@ -133,7 +146,7 @@ void jf_device_estimate(const jf_device_request *req, double *t_cpu, double *t_g
     double points = (double)req->npoints * fits;
     double terms = points * (double)(req->nparams + 1);
     *t_cpu = (COST_ITERATIONS * terms * COST_CPU_TERM_S + fits * COST_CPU_FIT_S) / threads;
-    *t_gpu = COST_GPU_FIXED_S +
+    *t_gpu = gpu_fixed_s() +
              COST_ITERATIONS * terms * (req->nfits > 1 ? COST_GPU_BATCH_TERM_S : COST_GPU_TERM_S) +
              points * 8.0 * (double)(req->nvars + 2) / COST_PCIE_BPS;
     if (req->nfits > 1 && req->columns)
@@ -167,9 +180,9 @@ int jf_device_choose(const jf_device_request *req, char *why, size_t n) {
     jf_device_estimate(req, &t_cpu, &t_gpu);
     /* AUTO does not probe for a fit the CPU finishes before a GPU could start: the probe
      * (dlopen of libcuda, cuInit) alone costs more. The probe's result is kept by cuda_api.c. */
-    if (req->device == JF_DEVICE_AUTO && t_cpu < COST_GPU_FIXED_S) {
-        snprintf(why, n, "cpu: small fit (estimated %.3g s on the CPU, less than starting a GPU)",
-                 t_cpu);
+    if (req->device == JF_DEVICE_AUTO && t_cpu < gpu_fixed_s()) {
+        snprintf(why, n, "cpu: small fit (estimated %.3g s on the CPU, less than %s)", t_cpu,
+                 atomic_load(&gpu_ran) ? "a GPU fit's fixed cost" : "starting a GPU");
         return JF_DEVICE_CPU;
     }
     if (!jf_device_have_gpu_solver()) {

@@ -97,6 +97,11 @@ typedef struct jf_device_request {
  * a GPU (without compiling: that term is added by jf_device_choose from req->compiles). */
 JF_INTERNAL void jf_device_estimate(const jf_device_request *req, double *t_cpu, double *t_gpu);
 
+/* Tells the cost model that a GPU fit has run in this process: from then on the GPU's fixed
+ * cost is that of a warm fit (milliseconds), not the driver's start (a quarter second), so
+ * repeated fits of a program that embeds the library go to the GPU where it is faster. */
+JF_INTERNAL void jf_device_note_gpu_run(void);
+
 /* Decides where a fit runs. Returns JF_DEVICE_CPU or JF_DEVICE_GPU, with a one-line reason in
  * why ("cpu: no usable GPU (unavailable: libcuda.so.1 not found)", "gpu: estimated 0.31 s on
  * the GPU vs 2.4 s on 2 CPU threads (...)"); or, when the request cannot be met, a negated

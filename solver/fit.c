@@ -1073,6 +1073,7 @@ static int run_fit(const fit_setup *s, const jf_data *d, const double *w, const 
     }
     r->success = r->status >= JF_FIT_FTOL && r->status <= JF_FIT_GTOL;
     r->backend = fallback || pre ? JF_BACKEND_CUDA : (int)jf_kernels_backend(s->k);
+    if (r->backend == JF_BACKEND_CUDA) jf_device_note_gpu_run();
     r->cache = fallback || pre ? s->cuda_cache : (int)jf_kernels_cache_result(s->k);
     r->host_syncs = pre ? 1 : gs.loop_syncs;
     /* the GPU solver's own modules (NVRTC on a cold cache: seconds) are compiled, not solved */

@@ -223,6 +223,25 @@ static void test_choose(const jf_device_info *di) {
     CHECK(gpu_obj > gpu_col + 1e6 * 5e-7 && gpu_col > gpu_one + 1e6 * 1e-7);
     CHECK(cpu_one > 1e-5 / 16 && cpu_one < cpu_col / 1e5);
 
+    /* Once a GPU fit has run in the process the GPU's fixed cost is a warm fit's (ms), not the
+     * driver's start: a fit of 10⁵ points (0.024 s on one CPU thread) is no longer too small
+     * to consider the GPU. (Last here: the state is the process's.) */
+    jf_device_request mid = {JF_DEVICE_AUTO, 100000, 3, 1, JF_BACKEND_C, 1, 1, NULL, NULL, 0};
+    double cpu_cold, gpu_cold, cpu_warm, gpu_warm;
+    jf_device_estimate(&mid, &cpu_cold, &gpu_cold);
+    CHECK(jf_device_choose(&mid, why, sizeof why) == JF_DEVICE_CPU);
+    CHECK_CONTAINS(why, "cpu: small fit (estimated 0.024 s on the CPU, less than starting a GPU)");
+    jf_device_note_gpu_run();
+    jf_device_estimate(&mid, &cpu_warm, &gpu_warm);
+    CHECK(cpu_warm == cpu_cold && gpu_warm > 0 && gpu_warm < gpu_cold - 0.2);
+    int dev = jf_device_choose(&mid, why, sizeof why);
+    CHECK(strstr(why, "small fit") == NULL);
+    if (di->gpu_ok && jf_device_have_gpu_solver()) CHECK(dev == JF_DEVICE_GPU);
+    else CHECK(dev == JF_DEVICE_CPU);
+    mid.npoints = 100; /* 2.4e-5 s: below even a warm GPU fit */
+    CHECK(jf_device_choose(&mid, why, sizeof why) == JF_DEVICE_CPU);
+    CHECK_CONTAINS(why, "less than a GPU fit's fixed cost)");
+
     /* the fp64 rule (device.h): datacenter SM versions are full rate */
     CHECK(jf_device_fp64_ratio(6, 0) == 2);
     CHECK(jf_device_fp64_ratio(7, 0) == 2);
