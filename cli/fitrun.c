@@ -101,6 +101,13 @@ char *jf_run_name_list(const jf_model *m, int vars) {
     return r;
 }
 
+/* 1 when the column named nm plays a role other than a variable's: the response resp, the
+ * sigma column or the group column. */
+static int role_column(const jf_spec *s, const char *resp, const char *nm) {
+    return strcmp(nm, resp) == 0 || (s->sigma && strcmp(nm, s->sigma) == 0) ||
+           (s->group && strcmp(nm, s->group) == 0);
+}
+
 /* For a missing response column that no --y named: how to name it, with the column to name
  * when the data have exactly one the fit does not use otherwise (`time,signal` for
  * `a*exp(-b*time)`: scipy's curve_fit takes the response positionally, jitfit by name, and
@@ -113,7 +120,7 @@ static char *response_hint(const jf_model *m, const jf_spec *s, const jf_datafil
     size_t spare = 0;
     for (size_t i = 0; i < df->ncols; i++) {
         const char *nm = df->names[i];
-        int used = (s->sigma && strcmp(nm, s->sigma) == 0) || (s->group && strcmp(nm, s->group) == 0);
+        int used = role_column(s, resp, nm);
         for (size_t j = 0; j < jf_model_num_vars(m) && !used; j++)
             used = strcmp(nm, jf_model_var_name(m, j)) == 0;
         if (used) continue;
@@ -140,9 +147,7 @@ static void warn_param_columns(const jf_model *m, const jf_spec *s, const jf_dat
     const char *resp = s->ycol ? s->ycol : jf_model_response_name(m);
     for (size_t k = 0; k < jf_model_num_params(m); k++) {
         const char *p = jf_model_param_name(m, k);
-        if (jf_datafile_column(df, p) < 0 || strcmp(p, resp) == 0 ||
-            (s->sigma && strcmp(p, s->sigma) == 0) || (s->group && strcmp(p, s->group) == 0))
-            continue;
+        if (jf_datafile_column(df, p) < 0 || role_column(s, resp, p)) continue;
         char *vars = jf_run_name_list(m, 1);
         if (!vars) continue; /* out of memory: a warning less */
         fprintf(stderr,
@@ -184,9 +189,7 @@ static void note_no_var(const jf_spec *s, const jf_model *m, const jf_datafile *
     size_t unused = 0;
     for (size_t c = 0; c < df->ncols && !df->positional; c++) { /* positional: none unused */
         const char *nm = df->names[c];
-        if (strcmp(nm, resp) == 0 || (s->sigma && strcmp(nm, s->sigma) == 0) ||
-            (s->group && strcmp(nm, s->group) == 0))
-            continue;
+        if (role_column(s, resp, nm)) continue;
         char *shown = strdup(nm);
         if (shown) jf_text_printable(shown, strlen(shown), 0);
         fprintf(stderr, "%s%s", unused++ ? ", " : " (columns not used: ", shown ? shown : "?");
@@ -228,9 +231,7 @@ static jf_model *load_model_named(const jf_spec *s, const jf_datafile *df, const
     }
     for (size_t c = 0; c < df->ncols; c++) {
         const char *nm = df->names[c];
-        if (strcmp(nm, resp) == 0 || (s->sigma && strcmp(nm, s->sigma) == 0) ||
-            (s->group && strcmp(nm, s->group) == 0))
-            continue;
+        if (role_column(s, resp, nm)) continue;
         if (jf_model_param_index(m, nm) >= 0) vars[nv++] = nm;
     }
     jf_model *m2 = nv ? jf_cli_load_model_ex(s->model, text_name, vars, nv, &d2)
