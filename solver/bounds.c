@@ -44,14 +44,17 @@ int jf_bounds_start(const struct jf_model *m, const double *p0, const double *lo
         else if (isfinite(lo[k])) v = lo[k] + 1.0;
         else if (isfinite(hi[k])) v = hi[k] - 1.0;
         else v = 1.0; /* the last four: scipy's _initialize_feasible for p0=None */
+        /* the texts only for a message: a batch checks millions of starts, and the shortest
+         * round-trip text costs up to 17 formats and parses per number */
         char a[40], b[40], c[40];
-        jf_double_text(a, sizeof a, v);
         if (!isfinite(v)) {
+            jf_double_text(a, sizeof a, v);
             snprintf(msg, msglen, "parameter '%s': starting value %s is not finite",
                      m->param_names[k], a);
             return JF_ERR_ARG;
         }
         if (v < lo[k] || v > hi[k]) {
+            jf_double_text(a, sizeof a, v);
             jf_double_text(b, sizeof b, lo[k]);
             jf_double_text(c, sizeof c, hi[k]);
             snprintf(msg, msglen, "parameter '%s': starting value %s is outside its bounds [%s, %s]",
