@@ -62,7 +62,7 @@ wrap() { # wrap NAME DEST: DEST runs build/real/NAME with the bundle's libraries
 }
 wrap jitfit "$src/build/jitfit"
 for t in test_gpu test_crosscheck test_doctor; do wrap "$t" "$src/build/tests/$t"; done
-for t in bench_gpu bench_gpu_batch bench_gpu_large_p; do wrap "$t" "$src/build/bench/$t"; done
+for t in bench_gpu bench_gpu_batch bench_gpu_large_p bench_gpu_copy; do wrap "$t" "$src/build/bench/$t"; done
 export JITFIT_CACHE_DIR=${JITFIT_CACHE_DIR:-/tmp/jitfit-gpu-session-cache}
 B=$src/build
 deadline=${DEADLINE:-540}
@@ -89,10 +89,12 @@ step() { # step FILE LIMIT_S COMMAND...: appends the command's output and status
 }
 if [ "${QUICK:-0}" = 1 ]; then
   sizes=1e4,4e4; big=4e4; stream_mem=4e5; fits=1e3; spec="--spectrum-fits 100"; reps=1
+  fits_cmp=1e3; spec_cmp=100; copy_bytes=1.6e6,1.6e7
   spec3_fits=50; scipy_max=4e4
   lp_points=3000; lp_peaks=2,6
 else
   sizes=1e5,1e6,1e7,1e8; big=1e8; stream_mem=4e8; fits=1e4,1e5,1e6,1e7; spec=""; reps=5
+  fits_cmp=1e5; spec_cmp=1e4; copy_bytes=1.6e7,1.6e8,1.6e9
   lp_points=1e6; lp_peaks=2,4,6,8,12,20,40; scipy_max=1e7
 fi
 echo "commit $(cat gpu-bundle/COMMIT 2>/dev/null), parts:$parts" >>"$OUT/env.txt"
@@ -108,6 +110,8 @@ part_tests() {
   (cd "$B/tests" && step tests.txt 60 ./test_doctor)
 }
 part_single() {
+  # the upload's candidates first (a few seconds): pageable (what a fit does), page-locked, staged
+  step bench.txt 60 "$B/bench/bench_gpu_copy" --bytes "$copy_bytes"
   step bench.txt 240 "$B/bench/bench_gpu" --sizes "$sizes" --reps "$reps" --bandwidth "${BANDWIDTH:-3.35e12}" --fp64-peak "${FP64_PEAK:-6.7e13}"
   step bench.txt 120 "$B/bench/bench_gpu" --sizes "$big" --reps "$reps" --cpu-max 0 --max-gpu-mem "$stream_mem"
   # the anchors on the same data: NLSQ (its wheel from the bundle; JAX is the device's) and scipy
@@ -122,6 +126,13 @@ part_single() {
     --bench-gpu "$B/bench/bench_gpu" --sizes "$sizes" --scipy-max "$scipy_max"
 }
 part_batch() {
+  # the kernels side by side first, at sizes each runs in seconds: the defaults (a thread per
+  # 5x5 fit, a warp per 1000-point spectrum), then the first session's (a warp per 5x5 fit, a
+  # block per spectrum: 2.6e5 and 2.8e3 fits/s on the H200)
+  step bench.txt 120 "$B/bench/bench_gpu_batch" --fits "$fits_cmp" --cpu-max "$fits_cmp" \
+    --spectrum-fits "$spec_cmp"
+  step bench.txt 60 env JITFIT_GPU_BATCH_THREAD=0 JITFIT_GPU_BATCH_BLOCK=512 \
+    "$B/bench/bench_gpu_batch" --fits "$fits_cmp" --cpu-max 0 --spectrum-fits "$spec_cmp"
   # shellcheck disable=SC2086
   step bench.txt 240 "$B/bench/bench_gpu_batch" --fits "$fits" --cpu-max 1e6 $spec
   # the largest batch again in one launch (no chunks: what the two-stream pipeline gains)
