@@ -127,18 +127,21 @@ int main(int argc, char **argv) {
         jf_jit_options jo;
         memset(&jo, 0, sizeof jo);
         src = jf_cuda_model_source(m, &jo, JF_LOSS_LINEAR);
-        printf("  %-42s %8.2f\n", "model kernels (linear loss)", src ? compile_s(src, arch, reps) : -1);
+        printf("  %-52s %8.2f\n", "model kernels (linear loss)", src ? compile_s(src, arch, reps) : -1);
         free(src);
-        for (int single = 0; single < 2; single++) {
-            src = jf_batch_cuda_source(m, JF_LOSS_LINEAR, single);
-            char what[96];
-            snprintf(what, sizeof what, "batch module, %s sums, %s",
-                     jf_batch_cuda_register_sums(m->np) ? "register" : "tiled",
-                     single ? "fp32" : "fp64");
-            printf("  %-42s %8.2f\n", what, src ? compile_s(src, arch, reps) : -1);
-            if (src && ptxas) ptxas_report(src, arch, ptxas);
-            free(src);
-        }
+        int regs = jf_batch_cuda_register_sums(m->np);
+        for (int single = 0; single < 2; single++)
+            for (int kind = 0; kind < (regs ? 3 : 1); kind++) {
+                jf_batch_kernel k = regs ? (jf_batch_kernel)kind : JF_BATCH_BLOCK;
+                static const char *const kinds[] = {"warp", "block", "thread"};
+                src = jf_batch_cuda_source(m, JF_LOSS_LINEAR, single, k);
+                char what[96];
+                snprintf(what, sizeof what, "batch module, %s sums, %s, %s per fit",
+                         regs ? "register" : "tiled", single ? "fp32" : "fp64", kinds[k]);
+                printf("  %-52s %8.2f\n", what, src ? compile_s(src, arch, reps) : -1);
+                if (src && ptxas) ptxas_report(src, arch, ptxas);
+                free(src);
+            }
         jf_model_free(m);
     }
     return 0;

@@ -114,12 +114,14 @@ static double gpu_fixed_s(void) {
 #define COST_BATCH_HOST_OBJ_SERIAL_S 6.0e-7
 #define COST_BATCH_HOST_OBJ_PARALLEL_S 1.3e-6
 /* Compiling a module NVRTC → CUBIN (one host core; measured with NVRTC 13.0 for sm_90 on the
- * development machine, docs/PERFORMANCE.md "GPU kernel resources and compile time"): a model's
- * kernels, the solver module, a batch module with register sums or with tiled sums. Paid only
- * when the kernel cache lacks the module. */
+ * development machine, docs/PERFORMANCE.md "GPU modules: compile time and registers"): a
+ * model's kernels, the solver module, a batch module with register sums or with tiled sums.
+ * Paid only when the kernel cache lacks the module. A register-sum batch module holds one
+ * kernel since 2026-11-28: 9 s for the two it held, times the ratio one kernel / two measured
+ * in one session on a slower machine (20 / 37.5 s). */
 #define COST_COMPILE_MODEL_S 0.15
 #define COST_COMPILE_SOLVER_S 2.6
-#define COST_COMPILE_BATCH_S 9.0
+#define COST_COMPILE_BATCH_S 4.8
 #define COST_COMPILE_BATCH_TILED_S 3.0
 
 /* Seconds of compiling what a GPU run lacks (req->compiles). */

@@ -4,8 +4,9 @@
  * off[f+1])): packed, except x when every fit reads the same columns (pixel or channel
  * coordinates: one copy, fit f's point i is x's row i) and y when the fits' responses already
  * lie one after another; a jf_lmc state and workspace (solver/lm_core.h) per warp or block slot
- * stay in device memory. One launch runs everything: each warp takes a fit (a block, for long
- * fits: see BLOCK_PER_FIT_POINTS and jf_batch_lm_block), its 32 lanes sum the normal equations
+ * stay in device memory. One launch runs everything: each warp takes a fit (a block for long
+ * fits, a thread for short ones: see BLOCK_PER_FIT_POINTS, THREAD_PER_FIT_POINTS and
+ * jf_batch_lm_block, jf_batch_lm_thread), its 32 lanes sum the normal equations
  * over the fit's points (the model's jf_fit_sums, generated with the same point code
  * as normal_eq), a shuffle reduction in fixed order gives lane 0 the totals, and lane 0 runs
  * the very jf_lmc_start / jf_lmc_judge of the single-fit GPU solver and of the host-driven
@@ -47,6 +48,9 @@ extern const char jf_embed_polish_core_h[];
 
 /* Warps per block of the batch kernel. */
 #define WARPS_PER_BLOCK 8
+
+/* Threads per block of the thread-per-fit kernel (its __launch_bounds__ says 128 too). */
+#define THREAD_BLOCK 128
 
 static const char batch_views[] =
     "\n/* ---- batched LM (solver/batch_cuda.c) ---- */\n"
@@ -114,17 +118,14 @@ static const char batch_finish[] =
     "#define JF_FIN_R 3u\n"
     "#define JF_FIN_SUMS (3u + JF_FIT_NP * JF_FIT_NP)\n"
     "/* The triangle of [J | -r] over points begin + first, + step, ... of [begin, end) at p, folded\n"
-    " * by this thread with Givens rotations into R, qb, ex (rest, rounding sum, sum of (f - y)^2);\n"
-    " * then the warp's 32 merged in a fixed tree (lane l takes the rows of lane l + 16, 8, 4, 2, 1,\n"
-    " * a row at a time), so lane 0 holds the warp's. Returns (on lane 0) whether every point's row\n"
-    " * and residual were finite. */\n"
-    "static __device__ int jf_batch_triangle(const double *__restrict__ p,\n"
+    " * by this thread with Givens rotations into R, qb, ex (rest, rounding sum, sum of (f - y)^2).\n"
+    " * Returns whether every point's row and residual were finite. */\n"
+    "static __device__ int jf_batch_fold(const double *__restrict__ p,\n"
     "        const double *__restrict__ x, jf_index ldx, const double *__restrict__ y,\n"
     "        const double *__restrict__ w, jf_index begin, jf_index end, jf_index first,\n"
     "        jf_index step, double *R, double *qb, double *ex)\n"
     "{\n"
     "    const unsigned long long np = JF_FIT_NP;\n"
-    "    const unsigned int lane = threadIdx.x & 31u;\n"
     "    double row[JF_FIT_NP], rw[4];\n"
     "    int fin = 1;\n"
     "    jf_lsq_clear(R, qb, &ex[0], np);\n"
@@ -137,6 +138,20 @@ static const char batch_finish[] =
     "        ex[2] += d * d;\n"
     "        jf_lsq_add_row(R, qb, &ex[0], np, row, -rw[0]);\n"
     "    }\n"
+    "    return fin;\n"
+    "}\n"
+    "/* ... folded by each lane of the warp (jf_batch_fold), then the warp's 32 merged in a fixed tree\n"
+    " * (lane l takes the rows of lane l + 16, 8, 4, 2, 1, a row at a time), so lane 0 holds the\n"
+    " * warp's. Returns (on lane 0) whether every point's row and residual were finite. */\n"
+    "static __device__ int jf_batch_triangle(const double *__restrict__ p,\n"
+    "        const double *__restrict__ x, jf_index ldx, const double *__restrict__ y,\n"
+    "        const double *__restrict__ w, jf_index begin, jf_index end, jf_index first,\n"
+    "        jf_index step, double *R, double *qb, double *ex)\n"
+    "{\n"
+    "    const unsigned long long np = JF_FIT_NP;\n"
+    "    const unsigned int lane = threadIdx.x & 31u;\n"
+    "    double row[JF_FIT_NP], rw[4];\n"
+    "    int fin = jf_batch_fold(p, x, ldx, y, w, begin, end, first, step, R, qb, ex);\n"
     "    for (unsigned int off = 16; off > 0; off >>= 1) {\n"
     "        /* R's rows are rows for another R; the entries left of the diagonal are zeros */\n"
     "        for (unsigned long long k = 0; k < np; k++) {\n"
@@ -463,10 +478,12 @@ static const char batch_finish_block[] =
     "}\n";
 
 /* The kernels, after the model (jf_fit_sums, or for many parameters jf_fit_sums_tiled), step.h,
- * lm_core.h and jf_batch_views. A model with register sums gets the warp-per-fit kernel and
- * jf_batch_block_totals (a block reduction) here; one with tiled sums gets no warp kernel, and
- * its block totals come from the tiles (batch_tiled). Both then get the block-per-fit kernel.
- * (Plain C decides, not the preprocessor: the emulator wraps every kernel in the text.) */
+ * lm_core.h and jf_batch_views; a module holds the one a batch runs (jf_batch_cuda_source), as
+ * NVRTC's time is the kernels' call trees. A model with register sums can have any: the
+ * warp-per-fit kernel here, the thread's (batch_thread) or the block's (batch_block_totals, a
+ * block reduction, then batch_finish_block and batch_block); one with tiled sums only the
+ * block's, its totals from the tiles (batch_tiled). (Plain C decides, not the preprocessor:
+ * the emulator wraps every kernel in the text.) */
 static const char batch_warp[] =
     "/* one warp per fit */\n"
     "extern \"C\" __global__ void __launch_bounds__(32 * " "8" ")\n"
@@ -519,7 +536,11 @@ static const char batch_warp[] =
     "                                stats + (unsigned long long)f * JF_BATCH_STATS(JF_FIT_NP));\n"
     "        __syncwarp(); /* the slot is free for the next fit */\n"
     "    }\n"
-    "}\n"
+    "}\n";
+
+/* The block's totals for the block-per-fit kernel with register sums (with tiled sums
+ * batch_tiled defines them). */
+static const char batch_block_totals[] =
     "/* the block's totals of one fit's points [begin, end) at p, in tot, for every thread */\n"
     "static __device__ void jf_batch_block_totals(const double *__restrict__ p,\n"
     "        const double *__restrict__ x, jf_index ldx, const double *__restrict__ y,\n"
@@ -530,6 +551,101 @@ static const char batch_warp[] =
     "    jf_fit_sums(p, x, ldx, y, w, begin, end, threadIdx.x, blockDim.x, loss, f_scale, a);\n"
     "    jf_block_sums(a, JF_FIT_NACC, tot); /* warp shuffles, then warps in order */\n"
     "    __syncthreads();\n"
+    "}\n";
+
+/* A thread per fit (short fits, register sums). The fit's state and workspace are arrays in the
+ * thread's local memory, sized by JF_BATCH_WS and JF_BATCH_IWS (jf_batch_cuda_source): the
+ * hardware lays local memory out so that word k of a warp's 32 lanes is contiguous, so the 32
+ * fits of a warp, each at the same point of the same code, reach their workspaces in coalesced
+ * accesses — where the slots of global memory the warp and block kernels use lie a workspace
+ * apart — and need no slot memory. No shuffles or barriers: a warp's lanes are different fits,
+ * at different iterations. */
+static const char batch_thread[] =
+    "/* The finish of fit [begin, end) by one thread after its loop (jf_batch_finish's, alone). */\n"
+    "static __device__ void jf_batch_finish_thread(const double *__restrict__ x, jf_index ldx,\n"
+    "        const double *__restrict__ y, const double *__restrict__ w, jf_index begin,\n"
+    "        jf_index end, jf_lmc *c, jf_lmc_views *v, double *fo)\n"
+    "{\n"
+    "    const unsigned long long n = (unsigned long long)(end - begin);\n"
+    "    double R[JF_FIT_NP * JF_FIT_NP], qb[JF_FIT_NP], ex[3], qk[JF_FIT_NP], ek[3];\n"
+    "    jf_pol P;\n"
+    "    int ok = 0, started = 0, go = 1;\n"
+    "    const double *p = v->x;\n"
+    "    while (go) {\n"
+    "        double a[JF_FIT_NACC];\n"
+    "        jf_fit_sums(p, x, ldx, y, w, begin, end, 0, 1, 0, 1.0, a);\n"
+    "        const int fin = jf_batch_fold(p, x, ldx, y, w, begin, end, 0, 1, R, qb, ex);\n"
+    "        go = jf_batch_fin_decide(&P, c, v, started, a, R, qb, ex, fin, n, &ok, qk, ek, fo);\n"
+    "        started = 1;\n"
+    "        p = v->x_try;\n"
+    "    }\n"
+    "    jf_batch_fin_end(&P, ok, c, v, ek, fo);\n"
+    "}\n"
+    "/* A thread's fit [begin, end) into its statistics record st (jf_batch_stats_warp's, alone). */\n"
+    "static __device__ __noinline__ void jf_batch_stats_thread(const jf_lmc *c, jf_lmc_views *v,\n"
+    "        const double *fo, const double *__restrict__ x, jf_index ldx,\n"
+    "        const double *__restrict__ y, const double *__restrict__ w, jf_index begin,\n"
+    "        jf_index end, int abs_sigma, double *st)\n"
+    "{\n"
+    "    const int path = jf_batch_stats_path(c, v, fo);\n"
+    "    const unsigned long long n = (unsigned long long)(end - begin);\n"
+    "    if (path == 2) {\n"
+    "        double e[2];\n"
+    "        jf_batch_plain_sums(v->x, x, ldx, y, w, begin, end, 0, 1, e);\n"
+    "        jf_batch_stats_normal(c, v, e, y + begin, n, abs_sigma, st);\n"
+    "    } else if (path == 1) {\n"
+    "        jf_batch_stats(c, v, fo, y + begin, n, abs_sigma, st);\n"
+    "    } else {\n"
+    "        st[0] = 0.0;\n"
+    "    }\n"
+    "}\n"
+    "/* one thread per fit (128 per block: THREAD_BLOCK); the slot arguments (cs, wss, iwss) are\n"
+    " * unused: local memory instead */\n"
+    "extern \"C\" __global__ void __launch_bounds__(128)\n"
+    "jf_batch_lm_thread(const double *__restrict__ x, jf_index ldx, const double *__restrict__ y,\n"
+    "            const double *__restrict__ w, const jf_index *__restrict__ off, int x_packed,\n"
+    "            unsigned int nfits,\n"
+    "            int loss, double f_scale, const jf_lmc *c0, const double *x0s, const double *sh,\n"
+    "            jf_lmc *cs, double *wss, int *iwss, double *res, unsigned long long fin_max,\n"
+    "            double *fin, double *stats, int abs_sigma)\n"
+    "{\n"
+    "    (void)cs;\n"
+    "    (void)wss;\n"
+    "    (void)iwss;\n"
+    "    const unsigned int nthreads = gridDim.x * blockDim.x;\n"
+    "    jf_lmc cl;\n"
+    "    double wsl[JF_BATCH_WS];\n"
+    "    int iwsl[JF_BATCH_IWS];\n"
+    "    for (unsigned int f = blockIdx.x * blockDim.x + threadIdx.x; f < nfits; f += nthreads) {\n"
+    "        jf_lmc *c = &cl;\n"
+    "        jf_lmc_views v;\n"
+    "        jf_lmc_views_init(&v, wsl, iwsl, JF_FIT_NP, c0->nheld);\n"
+    "        /* fit f's points off[f] ..: x's row i - off[f] when every fit reads the same x (as\n"
+    "         * the warp kernel's) */\n"
+    "        const jf_index npts = off[f + 1] - off[f];\n"
+    "        const double *xf = x_packed ? x\n"
+    "            : (const double *)((unsigned long long)x - off[f] * sizeof(double));\n"
+    "        jf_batch_begin(c, c0, &v, x0s + (unsigned long long)f * (JF_FIT_NP + c0->nheld), sh);\n"
+    "        double a[JF_FIT_NACC];\n"
+    "        const double *p = v.x;\n"
+    "        int more = 1, started = 0;\n"
+    "        while (more) {\n"
+    "            jf_fit_sums(p, xf, ldx, y, w, off[f], off[f + 1], 0, 1, loss, f_scale, a);\n"
+    "            more = started ? jf_lmc_judge(c, &v, a) : jf_lmc_start(c, &v, a);\n"
+    "            started = 1;\n"
+    "            p = v.x_try;\n"
+    "        }\n"
+    "        double *fo = fin != nullptr ? fin + (unsigned long long)f * jf_batch_fin_doubles(JF_FIT_NP) : nullptr;\n"
+    "        if (fo != nullptr && c->status != JF_LMC_NONFINITE &&\n"
+    "            (unsigned long long)npts * JF_FIT_NP <= fin_max)\n"
+    "            jf_batch_finish_thread(xf, ldx, y, w, off[f], off[f + 1], c, &v, fo);\n"
+    "        else if (fo != nullptr)\n"
+    "            fo[0] = 0.0;\n"
+    "        jf_batch_end(c, &v, res + (unsigned long long)f * jf_batch_res_doubles(JF_FIT_NP));\n"
+    "        if (stats != nullptr)\n"
+    "            jf_batch_stats_thread(c, &v, fo, xf, ldx, y, w, off[f], off[f + 1], abs_sigma,\n"
+    "                                  stats + (unsigned long long)f * JF_BATCH_STATS(JF_FIT_NP));\n"
+    "    }\n"
     "}\n";
 
 /* Many parameters: the tiles' totals, and no finish on the device (the kernel gets no fin). */
@@ -603,17 +719,48 @@ static const char batch_block[] =
     "    }\n"
     "}\n";
 
+/* How many fits run at once decides a batch's speed more than how fast a pass over one fit's
+ * points is: the step logic between passes is one thread's serial, latency-bound work. The H200
+ * (docs/PERFORMANCE.md, "GPU solver") ran 5x5-pixel fits with a warp each at 2.6e5 fits/s, no
+ * more than 16 CPU cores, and 1000-point spectra with a block each 13x slower than those cores.
+ * At the batch kernels' 128 registers a multiprocessor holds 512 threads: 512 fits with a thread
+ * each, 16 with a warp each, 2 with a block each.
+ *
+ * Mean points per fit up to which each fit gets a thread of its own (jf_batch_lm_thread): one
+ * thread then sums all the fit's points, 64 of them about the instructions of one step.
+ * $JITFIT_GPU_BATCH_THREAD overrides it (points; 0: never). Not measured on a GPU. */
+#define THREAD_PER_FIT_POINTS 64
+
 /* Mean points per fit from which a block (JF_CUDA_BLOCK threads) runs each fit instead of a warp:
- * a warp would go round its fit's points 16 times or more per pass. Not yet measured on a GPU;
- * $JITFIT_GPU_BATCH_BLOCK overrides it (points; 1 makes every batch use blocks). */
-#define BLOCK_PER_FIT_POINTS 512
+ * a warp would go round its fit's points 128 times or more per pass. 512 before the H200's
+ * spectra (a warp would have gone round 32 times, a block held 8x fewer fits at once). Not
+ * measured on a GPU since; $JITFIT_GPU_BATCH_BLOCK overrides it (points; 1 makes every batch use
+ * blocks). */
+#define BLOCK_PER_FIT_POINTS 4096
 
 int jf_batch_cuda_supported(size_t np) { return jf_emit_cuda_batch_ok(np); }
 
 int jf_batch_cuda_register_sums(size_t np) { return jf_emit_num_acc(np) <= JF_CUDA_REGISTER_SUMS; }
 static int register_sums(size_t np) { return jf_batch_cuda_register_sums(np); }
 
-char *jf_batch_cuda_source(const struct jf_model *m, int loss, int single_precision) {
+jf_batch_kernel jf_batch_cuda_kernel(size_t np, size_t nfits, size_t total) {
+    if (!register_sums(np)) return JF_BATCH_BLOCK;
+    const char *e = getenv("JITFIT_GPU_BATCH_BLOCK");
+    double from = e && *e ? strtod(e, NULL) : BLOCK_PER_FIT_POINTS;
+    if ((double)total >= from * (double)nfits) return JF_BATCH_BLOCK;
+    e = getenv("JITFIT_GPU_BATCH_THREAD");
+    double upto = e && *e ? strtod(e, NULL) : THREAD_PER_FIT_POINTS;
+    return (double)total <= upto * (double)nfits ? JF_BATCH_THREAD : JF_BATCH_WARP;
+}
+
+const char *jf_batch_cuda_kernel_name(jf_batch_kernel kind) {
+    return kind == JF_BATCH_BLOCK ? "jf_batch_lm_block"
+           : kind == JF_BATCH_THREAD ? "jf_batch_lm_thread" : "jf_batch_lm";
+}
+
+char *jf_batch_cuda_source(const struct jf_model *m, int loss, int single_precision,
+                           jf_batch_kernel kind) {
+    if (!register_sums(m->np)) kind = JF_BATCH_BLOCK;
     jf_emit_options eo = jf_emit_options_default(JF_EMIT_CUDA);
     eo.cuda_batch = 1;
     eo.cuda_loss = loss;
@@ -630,12 +777,21 @@ char *jf_batch_cuda_source(const struct jf_model *m, int loss, int single_precis
         jf_buf_puts(&b, jf_embed_lsq_core_h);
         jf_buf_puts(&b, jf_embed_polish_core_h);
         jf_buf_puts(&b, batch_finish);
-        jf_buf_puts(&b, batch_warp);
-        jf_buf_puts(&b, batch_finish_block);
+        if (kind == JF_BATCH_WARP) jf_buf_puts(&b, batch_warp);
+        if (kind == JF_BATCH_THREAD) {
+            /* the thread kernel's local workspace: its size is the model's */
+            jf_buf_printf(&b, "#define JF_BATCH_WS %lluu\n#define JF_BATCH_IWS %lluu\n",
+                          jf_lmc_ws_doubles(m->np, m->nheld), jf_lmc_ws_ints(m->np));
+            jf_buf_puts(&b, batch_thread);
+        }
+        if (kind == JF_BATCH_BLOCK) {
+            jf_buf_puts(&b, batch_block_totals);
+            jf_buf_puts(&b, batch_finish_block);
+        }
     } else {
         jf_buf_puts(&b, batch_tiled);
     }
-    jf_buf_puts(&b, batch_block);
+    if (kind == JF_BATCH_BLOCK) jf_buf_puts(&b, batch_block);
     return jf_buf_take(&b);
 }
 
@@ -665,11 +821,12 @@ typedef struct batch_sizes {
     size_t np, nh, nv, nres, nfin, nst, nws, niws; /* nh: held values after each fit's start */
     size_t per_fit, per_point; /* bytes */
     size_t fits_per_block, most_blocks;
-    int x_packed, y_direct, weighted, block_per_fit;
+    int x_packed, y_direct, weighted, block_per_fit, thread_per_fit;
 } batch_sizes;
 
 /* Bytes of the slots (states and workspaces) of a launch of nf fits. */
 static size_t slot_bytes(const batch_sizes *z, size_t nf) {
+    if (z->thread_per_fit) return 0; /* the thread kernel's are in local memory */
     size_t blocks = (nf + z->fits_per_block - 1) / z->fits_per_block;
     if (blocks > z->most_blocks) blocks = z->most_blocks;
     return blocks * z->fits_per_block *
@@ -786,9 +943,9 @@ static int batch_buf_init(const batch_run *r, batch_buf *b, size_t cf, size_t cp
     if (code == JF_OK && z->weighted) code = jf_cuda_alloc(&b->w, cp * sizeof(double), why, n);
     if (code == JF_OK) code = jf_cuda_alloc(&b->off, (cf + 1) * sizeof(unsigned long long), why, n);
     if (code == JF_OK) code = jf_cuda_alloc(&b->x0, cf * (z->np + z->nh) * sizeof(double), why, n);
-    if (code == JF_OK) code = jf_cuda_alloc(&b->cs, slots * sizeof(jf_lmc), why, n);
-    if (code == JF_OK) code = jf_cuda_alloc(&b->ws, slots * z->nws * sizeof(double), why, n);
-    if (code == JF_OK) code = jf_cuda_alloc(&b->iws, slots * z->niws * sizeof(int), why, n);
+    if (code == JF_OK && slots) code = jf_cuda_alloc(&b->cs, slots * sizeof(jf_lmc), why, n);
+    if (code == JF_OK && slots) code = jf_cuda_alloc(&b->ws, slots * z->nws * sizeof(double), why, n);
+    if (code == JF_OK && slots) code = jf_cuda_alloc(&b->iws, slots * z->niws * sizeof(int), why, n);
     if (code == JF_OK) code = jf_cuda_alloc(&b->res, cf * z->nres * sizeof(double), why, n);
     if (code == JF_OK && z->nfin) code = jf_cuda_alloc(&b->fin, cf * z->nfin * sizeof(double), why, n);
     if (code == JF_OK && z->nst) code = jf_cuda_alloc(&b->st, cf * z->nst * sizeof(double), why, n);
@@ -934,9 +1091,10 @@ int jf_batch_cuda_run(const struct jf_model *m, const jf_jit_options *jo, jf_los
                       double f_scale, size_t nfits, const jf_batch_fit *fits,
                       const jf_lm_config *cfg, size_t max_mem, jf_batch_out *out, int stats,
                       int abs_sigma, jf_batch_chunk_fn done, void *done_ctx, size_t *launches,
-                      char *why, size_t n) {
+                      const char **per_fit, char *why, size_t n) {
     size_t np = m->np, nv = m->nv, total = 0, maxn = 0;
     *launches = 0;
+    *per_fit = "a warp";
     if (!jf_batch_cuda_supported(np)) {
         snprintf(why, n, "a GPU batch's per-fit sums of %zu parameters do not fit a block's shared "
                          "memory", np);
@@ -970,10 +1128,11 @@ int jf_batch_cuda_run(const struct jf_model *m, const jf_jit_options *jo, jf_los
     /* a warp per fit, or a block for long fits (decided for the whole batch: how its chunks
      * fall does not change a fit's sums); the grid, and with it the slots (a state and a
      * workspace each, reused by the fits a warp or block runs one after another) */
-    const char *e = getenv("JITFIT_GPU_BATCH_BLOCK");
-    double from = e && *e ? strtod(e, NULL) : BLOCK_PER_FIT_POINTS;
-    z.block_per_fit = !regs || (double)total >= from * (double)nfits;
-    z.fits_per_block = z.block_per_fit ? 1 : WARPS_PER_BLOCK;
+    jf_batch_kernel kind = jf_batch_cuda_kernel(np, nfits, total);
+    z.block_per_fit = kind == JF_BATCH_BLOCK;
+    z.thread_per_fit = kind == JF_BATCH_THREAD;
+    z.fits_per_block = z.block_per_fit ? 1 : z.thread_per_fit ? THREAD_BLOCK : WARPS_PER_BLOCK;
+    *per_fit = z.block_per_fit ? "a block" : z.thread_per_fit ? "a thread" : "a warp";
     jf_cuda_gpu_facts gf;
     char fwhy[256];
     z.most_blocks = 65535;
@@ -982,6 +1141,9 @@ int jf_batch_cuda_run(const struct jf_model *m, const jf_jit_options *jo, jf_los
 
     /* the plan: one launch, or chunks on two streams ($JITFIT_GPU_BATCH_CHUNK: fits per chunk;
      * as many as the batch's or more: one launch whenever the memory allows) */
+    /* (not counted: the kernels' local memory, which the driver reserves at a launch for every
+     * thread the GPU can hold, as for any kernel — ≈0.7 GB for the thread kernel's 2.7 KB frames
+     * on 132 multiprocessors, 0.16 GB for the warp kernel's 0.6 KB) */
     size_t fixed = (nx_shared + 3 * np) * sizeof(double) + sizeof(jf_lmc);
     size_t avail = jf_gpu_usable_memory(max_mem), cf, cp, need;
     const char *ce = getenv("JITFIT_GPU_BATCH_CHUNK");
@@ -1005,18 +1167,16 @@ int jf_batch_cuda_run(const struct jf_model *m, const jf_jit_options *jo, jf_los
     const char *pe = getenv("JITFIT_GPU_BATCH_PINNED");
     int pin = !(pe && strcmp(pe, "0") == 0);
 
-    char *src = jf_batch_cuda_source(m, (int)loss, jo ? jo->single_precision : 0);
+    char *src = jf_batch_cuda_source(m, (int)loss, jo ? jo->single_precision : 0, kind);
     if (!src) {
         snprintf(why, n, "out of memory");
         free(at);
         return JF_ERR_NOMEM;
     }
-    static const char *const names[] = {"jf_batch_lm", "jf_batch_lm_block"};
-    static const char *const names_tiled[] = {"jf_batch_lm_block"};
-    void *fns[2] = {NULL, NULL};
+    const char *names[1] = {jf_batch_cuda_kernel_name(kind)};
+    void *fns[1] = {NULL};
     struct jf_cache_entry *held = NULL; /* keeps fns loaded until the last chunk is collected */
-    int code = jf_cuda_module_get(src, regs ? names : names_tiled, regs ? 2 : 1, jo, fns, &held,
-                                  NULL, why, n, NULL, 0);
+    int code = jf_cuda_module_get(src, names, 1, jo, fns, &held, NULL, why, n, NULL, 0);
     free(src);
     if (code != JF_OK) {
         free(at);
@@ -1026,8 +1186,9 @@ int jf_batch_cuda_run(const struct jf_model *m, const jf_jit_options *jo, jf_los
     batch_run r = {.fits = fits, .z = z, .ldx_same = ldx_same, .loss = (int)loss,
                    .abs_sigma = abs_sigma, .f_scale = f_scale, .out = out, .done = done,
                    .done_ctx = done_ctx};
-    r.fn = z.block_per_fit && regs ? fns[1] : fns[0];
-    r.block_threads = z.block_per_fit ? JF_CUDA_BLOCK : 32 * WARPS_PER_BLOCK;
+    r.fn = fns[0];
+    r.block_threads = z.block_per_fit ? JF_CUDA_BLOCK
+                      : z.thread_per_fit ? THREAD_BLOCK : 32 * WARPS_PER_BLOCK;
     batch_buf bufs[2];
     memset(bufs, 0, sizeof bufs);
     /* what every chunk shares: the settings, bounds and scales (the template state lays them

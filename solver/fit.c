@@ -238,7 +238,7 @@ static int setup_gpu_kernels(fit_setup *s, char *why, size_t n) {
  * kernel cache has it. The sources are those the run would build. */
 typedef struct compiles_ctx {
     const fit_setup *s;
-    size_t nfits;
+    size_t nfits, total; /* total: the fits' points in all (the batch kernel's choice) */
 } compiles_ctx;
 
 static void gpu_compiles(void *ctx, jf_device_compiles *out) {
@@ -250,7 +250,8 @@ static void gpu_compiles(void *ctx, jf_device_compiles *out) {
     out->model = !src || !jf_cuda_module_cached(src, &jo);
     free(src);
     if (c->nfits > 1) {
-        src = jf_batch_cuda_source(s->m, (int)s->o.loss, jo.single_precision);
+        src = jf_batch_cuda_source(s->m, (int)s->o.loss, jo.single_precision,
+                                   jf_batch_cuda_kernel(s->m->np, c->nfits, c->total));
         int missing = !src || !jf_cuda_module_cached(src, &jo);
         if (jf_batch_cuda_register_sums(s->m->np)) out->batch = missing;
         else out->batch_tiled = missing;
@@ -262,9 +263,10 @@ static void gpu_compiles(void *ctx, jf_device_compiles *out) {
 }
 
 /* Checks what all fits of a call share, decides the device and obtains the kernels. npoints
- * and nfits size the device choice; columns: a batch's results go into arrays. */
+ * (the longest fit's) and nfits size the device choice, total (all fits' points) says which
+ * batch kernel would run; columns: a batch's results go into arrays. */
 static int setup_init(fit_setup *s, const jf_model *m, const jf_fit_options *opts, size_t npoints,
-                      size_t nfits, int columns, char **errmsg) {
+                      size_t nfits, size_t total, int columns, char **errmsg) {
     memset(s, 0, sizeof *s);
     s->m = m;
     s->o = opts ? *opts : jf_fit_options_default();
@@ -321,7 +323,7 @@ static int setup_init(fit_setup *s, const jf_model *m, const jf_fit_options *opt
 
     /* Where to run (docs/SOLVER.md, "Device choice"). The cuda backend means the GPU. */
     jf_device want = o->backend == JF_BACKEND_CUDA ? JF_DEVICE_GPU : o->device;
-    compiles_ctx cc = {s, nfits};
+    compiles_ctx cc = {s, nfits, total};
     jf_device_request req = {want, npoints, np, nfits, o->backend, m->nv,
                              jf_threads_resolve(o->nthreads), gpu_compiles, &cc, 0};
     /* a GPU batch into arrays whose device computes the fits' statistics: the host only
@@ -938,6 +940,11 @@ static int run_fit(const fit_setup *s, const jf_data *d, const double *w, const 
         if (pre && pre->finished) { /* the device's final pass: Σ (f − y)², and SSR = 2F */
             sums[0] = pre->ssr_plain;
             sums[1] = 2.0 * st.cost;
+        } else if (fallback && prob.loss == JF_LOSS_LINEAR && !w && !st.R && !st.J && !st.polish) {
+            /* the GPU loop's kept pass at the solution summed r² = (f − y)² by the very pass a
+             * statistics pass would run (the same kernel at the same point: the same bits), and
+             * its cost is half that: no pass and no host synchronization more */
+            sums[0] = sums[1] = 2.0 * st.cost;
         } else if (st.R && !w && !prob.ops) {
             /* the polish's last pass summed r² = (f − y)² at the solution (no weights), chunk
              * by chunk as jf_problem_residual_sums does: the same sums without another pass
@@ -1056,6 +1063,9 @@ static int run_fit(const fit_setup *s, const jf_data *d, const double *w, const 
         }
     }
     if (solved) jf_lm_state_free(&st);
+    /* the blocking calls after the loop: the finish's and the statistics' (weights, a robust
+     * loss, a zero column) */
+    if (fallback) gs.finish_syncs = gp.syncs_after;
     if (fallback && gp.failed && code == JF_OK) {
         code = gp.failed;
         fail(errmsg, code, "GPU fit failed: %s", gp.why);
@@ -1163,7 +1173,7 @@ static int fit_model(const jf_model *m, const jf_data *data, const jf_fit_option
     memset(&s, 0, sizeof s);
     s.m = m;
     int st = check_data(&s, data, &w, errmsg, 0);
-    if (st == JF_OK) st = setup_init(&s, m, opts, data->n, 1, 0, errmsg);
+    if (st == JF_OK) st = setup_init(&s, m, opts, data->n, 1, data->n, 0, errmsg);
     s.fx = fx;
     if (st == JF_OK) {
         x0 = malloc(m->np * sizeof *x0);
@@ -1452,7 +1462,8 @@ static void gpu_chunk_done(void *vctx, size_t f0, size_t f1, const double *st) {
  * The host's passes run on pool's threads. JF_OK, FIT_GPU_FALLBACK (not enough GPU memory:
  * reason in fallback; no fit is done then) or an error with the reason in why. */
 static int batch_gpu_fits(batch_ctx *bc, jf_batch_out *pre, double *store, jf_pool *pool,
-                          size_t *written, size_t *launches, char *why, size_t n, char *fallback) {
+                          size_t *written, size_t *launches, const char **per_fit, char *why,
+                          size_t n, char *fallback) {
     const fit_setup *s = bc->s;
     const struct jf_model *m = s->m;
     const jf_data *data = bc->data;
@@ -1499,7 +1510,7 @@ static int batch_gpu_fits(batch_ctx *bc, jf_batch_out *pre, double *store, jf_po
         g.nok = nok;
         code = jf_batch_cuda_run(m, &jo, s->o.loss, s->o.f_scale, nok, fits, &cfg, s->o.max_gpu_mem,
                                  outs, cols != NULL, s->o.absolute_sigma, gpu_chunk_done, &g,
-                                 launches, why, n);
+                                 launches, per_fit, why, n);
         if (code == JF_ERR_NOMEM && strstr(why, "GPU memory")) {
             snprintf(fallback, MSG_LEN, "%s", why);
             code = FIT_GPU_FALLBACK;
@@ -1532,13 +1543,14 @@ static void batch_forget(batch_ctx *c) {
 }
 
 /* The device_note's account of a GPU batch that ran: how it was launched, where the finish ran. */
-static void batch_note(fit_setup *s, const jf_batch_out *pre, size_t nfits, size_t launches) {
+static void batch_note(fit_setup *s, const jf_batch_out *pre, size_t nfits, size_t launches,
+                       const char *per_fit) {
     size_t len = strlen(s->device_note), ndev = 0;
     for (size_t i = 0; i < nfits; i++)
         ndev += pre[i].status == PRE_WRITTEN || (pre[i].status != -1 && pre[i].finished);
-    char how[64];
-    if (launches == 1) snprintf(how, sizeof how, "one launch");
-    else snprintf(how, sizeof how, "%zu launches on two streams", launches);
+    char how[96];
+    if (launches == 1) snprintf(how, sizeof how, "one launch, %s per fit", per_fit);
+    else snprintf(how, sizeof how, "%zu launches on two streams, %s per fit", launches, per_fit);
     if (ndev == 0)
         snprintf(s->device_note + len, sizeof s->device_note - len,
                  "; batch: %s, then the finish on the CPU", how);
@@ -1797,10 +1809,12 @@ static int batch_fits(const jf_model *m, size_t nfits, const jf_data *data, cons
     if (jf_fixed_any(m, opts)) return batch_fixed(m, nfits, data, p0, opts, results, errmsgs, cols);
     fit_setup s;
     char *setup_err = NULL;
-    size_t maxn = 0;
-    for (size_t i = 0; data && i < nfits; i++)
+    size_t maxn = 0, total = 0;
+    for (size_t i = 0; data && i < nfits; i++) {
         if (data[i].n > maxn) maxn = data[i].n;
-    int st = setup_init(&s, m, opts, maxn, nfits, cols != NULL, &setup_err);
+        total += data[i].n;
+    }
+    int st = setup_init(&s, m, opts, maxn, nfits, total, cols != NULL, &setup_err);
     s.fx = fx;
     /* a GPU batch finishes fits on the host as their chunks come back (and falls back to the
      * CPU): the CPU kernels come first */
@@ -1828,11 +1842,12 @@ static int batch_fits(const jf_model *m, size_t nfits, const jf_data *data, cons
         size_t np = m->np;
         char why[MSG_LEN] = "", fallback[MSG_LEN] = "";
         size_t launches = 0;
+        const char *per_fit = "";
         pre = calloc(nfits, sizeof *pre);
         store = malloc(nfits * (2 * np * np + 2 * np) * sizeof *store);
         c.pre = pre;
-        st = pre && store ? batch_gpu_fits(&c, pre, store, pool, &written, &launches, why,
-                                           sizeof why, fallback)
+        st = pre && store ? batch_gpu_fits(&c, pre, store, pool, &written, &launches, &per_fit,
+                                           why, sizeof why, fallback)
                           : JF_ERR_NOMEM;
         if (st == FIT_GPU_FALLBACK) { /* the CPU runs the batch */
             char note[MSG_LEN];
@@ -1845,7 +1860,7 @@ static int batch_fits(const jf_model *m, size_t nfits, const jf_data *data, cons
             c.pre = NULL;
             st = JF_OK;
         } else if (st == JF_OK) {
-            batch_note(&s, pre, nfits, launches);
+            batch_note(&s, pre, nfits, launches, per_fit);
             /* the results made as their chunks came back, before the batch's note was complete */
             for (size_t i = 0; results && i < nfits; i++)
                 if (pre[i].status == PRE_FINISHED && results[i]) {

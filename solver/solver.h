@@ -533,10 +533,19 @@ JF_INTERNAL int jf_batch_cuda_supported(size_t np);
 /* 1 when the batch of np-parameter fits keeps its sums in registers (a warp or block per fit,
  * the finish on the device), 0 when it tiles them (a block per fit). */
 JF_INTERNAL int jf_batch_cuda_register_sums(size_t np);
-/* The CUDA source of m's batch module: its kernels with jf_fit_sums, step.h, lm_core.h and the
- * warp- and block-per-fit kernels jf_batch_lm, jf_batch_lm_block (beyond 8 parameters the
- * latter only, over jf_fit_sums_tiled); malloc'd, NULL when out of memory. For test_ptx too. */
-JF_INTERNAL char *jf_batch_cuda_source(const struct jf_model *m, int loss, int single_precision);
+/* What runs each fit of a GPU batch: a warp, a block (long fits; every fit beyond 8
+ * parameters) or a thread (short fits). */
+typedef enum { JF_BATCH_WARP, JF_BATCH_BLOCK, JF_BATCH_THREAD } jf_batch_kernel;
+/* The kernel a batch of nfits fits of np parameters and total points in all runs (the
+ * thresholds in batch_cuda.c; $JITFIT_GPU_BATCH_BLOCK and $JITFIT_GPU_BATCH_THREAD move them). */
+JF_INTERNAL jf_batch_kernel jf_batch_cuda_kernel(size_t np, size_t nfits, size_t total);
+/* Its entry point's name: jf_batch_lm, jf_batch_lm_block or jf_batch_lm_thread. */
+JF_INTERNAL const char *jf_batch_cuda_kernel_name(jf_batch_kernel kind);
+/* The CUDA source of m's batch module for kernel `kind` (JF_BATCH_BLOCK whatever kind beyond 8
+ * parameters, over jf_fit_sums_tiled): the model's kernels with jf_fit_sums, step.h, lm_core.h
+ * and that one entry point; malloc'd, NULL when out of memory. For test_ptx too. */
+JF_INTERNAL char *jf_batch_cuda_source(const struct jf_model *m, int loss, int single_precision,
+                                       jf_batch_kernel kind);
 /* Called by jf_batch_cuda_run as the fits [f0, f1) of a launch are done, in order: out[f0..f1)
  * is filled for the fits without a statistics record; st (valid during the call) holds the
  * chunk's (f1 − f0) × JF_BATCH_STATS(np) records, NULL when none were asked for. */
@@ -544,7 +553,8 @@ typedef void (*jf_batch_chunk_fn)(void *ctx, size_t f0, size_t f1, const double 
 
 /* Runs the device loops of nfits fits (see batch_cuda.c): in one launch, or when the batch is
  * larger than a chunk (about 256 MiB of device memory, or half of what is usable) in chunks of
- * consecutive fits pipelined on two streams; *launches receives the launches made, and done
+ * consecutive fits pipelined on two streams; *launches receives the launches made, *per_fit
+ * what runs each fit ("a thread", "a warp" or "a block", static text), and done
  * (if not NULL) each chunk's results as it comes back, while the next chunks run. With stats,
  * the device also computes each fit's statistics as the host would (covariance scaled unless
  * abs_sigma; register sums only, up to 8 parameters), and out[f] is filled only for the fits
@@ -556,7 +566,7 @@ JF_INTERNAL int jf_batch_cuda_run(const struct jf_model *m, const jf_jit_options
                                   const jf_batch_fit *fits, const jf_lm_config *cfg,
                                   size_t max_mem, jf_batch_out *out, int stats, int abs_sigma,
                                   jf_batch_chunk_fn done, void *done_ctx, size_t *launches,
-                                  char *why, size_t n);
+                                  const char **per_fit, char *why, size_t n);
 
 /* The CUDA source of the solver module (which 0: step.h, lm_core.h and the start/judge
  * kernels) or of the WHILE condition kernel (which 1), malloc'd; for the tests that compile it

@@ -108,8 +108,10 @@ static void test_batch_nist(void) {
     jf_model *m;
     double worst = 0, worst_se = 0;
     int finished = 0, total = 0;
+    /* a warp per fit, a block per fit, a thread per fit (forced: the defaults choose by length) */
+    static const char *const kinds[] = {"a warp", "a block", "a thread"};
     while ((m = nist_next(tsv, dir, &prob, idx)) != NULL)
-        for (int block = 0; block < 2; block++) { /* a warp per fit, then a block per fit */
+        for (int block = 0; block < 3; block++) {
         double p0[2 * MAXP];
         for (int s = 0; s < 2; s++)
             for (size_t k = 0; k < prob.np; k++) p0[s * prob.np + idx[k]] = prob.start[s][k];
@@ -119,11 +121,18 @@ static void test_batch_nist(void) {
         o.device = JF_DEVICE_CPU;
         CHECK(jf_fit_batch(m, 2, d, p0, &o, rc, NULL) == JF_OK);
         o.device = JF_DEVICE_GPU;
-        if (block) setenv("JITFIT_GPU_BATCH_BLOCK", "1", 1);
+        setenv("JITFIT_GPU_BATCH_BLOCK", block == 1 ? "1" : "1e9", 1);
+        setenv("JITFIT_GPU_BATCH_THREAD", block == 2 ? "1e9" : "0", 1);
         CHECK(jf_fit_batch(m, 2, d, p0, &o, rg, NULL) == JF_OK);
         unsetenv("JITFIT_GPU_BATCH_BLOCK");
+        unsetenv("JITFIT_GPU_BATCH_THREAD");
         for (int s = 0; s < 2; s++) {
             if (!CHECK(rc[s] && rg[s])) continue;
+            char kind[64];
+            /* beyond register sums (ENSO's 9 parameters) only the block kernel exists */
+            snprintf(kind, sizeof kind, "%s per fit",
+                     jf_batch_cuda_register_sums(prob.np) ? kinds[block] : "a block");
+            CHECK_CONTAINS(rg[s]->device_note, kind);
             total++;
             finished += strstr(rg[s]->device_note, "finish (polish, J's triangle) included") != NULL;
             /* standard errors over √cost: Lanczos1's residuals are rounding noise (certified RSS
@@ -135,7 +144,7 @@ static void test_batch_nist(void) {
             }
             if (e > 1e-10 || es > 1e-10 || rg[s]->status != rc[s]->status)
                 printf("  %s start %d (%s): parameters %.2g, standard errors %.2g, status %d/%d, nfev %zu/%zu\n",
-                       prob.name, s + 1, block ? "block" : "warp", e, es, rg[s]->status,
+                       prob.name, s + 1, kinds[block], e, es, rg[s]->status,
                        rc[s]->status, rg[s]->nfev, rc[s]->nfev);
             worst = fmax(worst, e);
             worst_se = fmax(worst_se, es);
@@ -145,7 +154,7 @@ static void test_batch_nist(void) {
             jf_fit_result_free(rc[s]);
             jf_fit_result_free(rg[s]);
         }
-        if (block) jf_model_free(m);
+        if (block == 2) jf_model_free(m);
     }
     fclose(tsv);
     printf("NIST problems as GPU batches (%d fits, %d finished on the device): max rel. diff from "
@@ -287,6 +296,20 @@ static void test_sine(int large) {
     jf_fit_result *a = NULL, *b = NULL;
     if (CHECK(jf_fit(m, &db, &o, &a, NULL) == JF_OK && jf_fit(m, &db, &o, &b, NULL) == JF_OK))
         CHECK(memcmp(a->params, b->params, 5 * sizeof(double)) == 0 && a->cost == b->cost);
+    /* an unpolished least-squares fit without weights takes its statistics from the loop's
+     * last pass (SSR = 2·cost): no blocking call after the loop; with weights the unweighted
+     * sum needs a pass, and the note counts it */
+    if (a && !large) {
+        CHECK(a->ssr == 2.0 * a->cost);
+        CHECK_CONTAINS(a->device_note, "(0 blocking calls after");
+        jf_data dw = {BIG, x, 0, y, sg};
+        jf_fit_result *aw = NULL;
+        if (CHECK(jf_fit(m, &dw, &o, &aw, NULL) == JF_OK)) {
+            CHECK(strstr(aw->device_note, "(0 blocking calls after") == NULL);
+            printf("big fit with sigma: %s\n", strstr(aw->device_note, "device loop"));
+        }
+        jf_fit_result_free(aw);
+    }
     jf_fit_result_free(a);
     jf_fit_result_free(b);
     if (large) { /* streamed through the many-parameter path, with and without sigma */
@@ -824,9 +847,17 @@ static void test_batch_chunks(void) {
         setenv("JITFIT_CUDA_EMULATE_FAIL", "alloc>20000", 1);
         o.max_gpu_mem = 0;
         check_chunked(m, NF, d, p0, &o, r1, "allocations over 20000 bytes refused");
+        /* (a warp per fit: a thread's workspace is local memory, no allocation, and a chunk of
+         * one fit needs less than 1000 bytes then) */
+        const char *th = getenv("JITFIT_GPU_BATCH_THREAD");
+        char *keep = th ? strdup(th) : NULL;
+        setenv("JITFIT_GPU_BATCH_THREAD", "0", 1);
         setenv("JITFIT_CUDA_EMULATE_FAIL", "alloc>1000", 1);
         CHECK(jf_fit_batch(m, NF, d, p0, &o, rk, NULL) == JF_OK);
         unsetenv("JITFIT_CUDA_EMULATE_FAIL");
+        if (keep) setenv("JITFIT_GPU_BATCH_THREAD", keep, 1);
+        else unsetenv("JITFIT_GPU_BATCH_THREAD");
+        free(keep);
         for (int f = 0; f < NF; f++) {
             if (!CHECK(r1[f] && rk[f])) continue;
             if (f == 0)
@@ -1455,7 +1486,8 @@ static void test_cli(void) {
     snprintf(args, sizeof args, grp, JF_SOURCE_DIR, JF_SOURCE_DIR, JF_SOURCE_DIR);
     snprintf(cmd, sizeof cmd, "'%s' %s --device gpu --json", jf_test_cli(), args);
     CHECK(jf_test_run(cmd, &out, NULL) == 0);
-    CHECK_CONTAINS(out, "batch: one launch, the finish (polish, J's triangle) included");
+    CHECK_CONTAINS(out, "batch: one launch, a warp per fit, the finish (polish, J's triangle) "
+                        "included");
     free(out);
     snprintf(cmd, sizeof cmd, "'%s' %s --device cpu", jf_test_cli(), args);
     CHECK(jf_test_run(cmd, &cpu, NULL) == 0);
@@ -1562,6 +1594,19 @@ int main(int argc, char **argv) {
         test_batch_chunks();
         return jf_test_finish();
     }
+    /* `test_gpu batch-thread`: the batch tests again with a thread per fit whatever the fits'
+     * lengths (by default only fits of up to 64 points get one) */
+    if (argc > 1 && strcmp(argv[1], "batch-thread") == 0) {
+        setenv("JITFIT_GPU_BATCH_THREAD", "1e9", 1);
+        test_batch();
+        test_batch_chunks();
+        test_batch_unused();
+        test_batch_vanished();
+        test_batch_normal_stats();
+        test_batch_layouts();
+        test_fixed();
+        return jf_test_finish();
+    }
     if (argc > 1 && strcmp(argv[1], "limits") == 0) {
         if (jf_cuda_emulated()) test_limits();
         return jf_test_finish();
@@ -1571,7 +1616,8 @@ int main(int argc, char **argv) {
         return jf_test_finish();
     }
     if (argc > 1) {
-        fprintf(stderr, "test_gpu: unknown test '%s' (known: batch-chunks, limits, fixed)\n",
+        fprintf(stderr, "test_gpu: unknown test '%s' (known: batch-chunks, batch-thread, limits, "
+                        "fixed)\n",
                 argv[1]);
         return 2;
     }

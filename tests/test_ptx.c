@@ -159,9 +159,9 @@ static void check_solver_module(const char *tmpdir) {
     }
     free(src);
     free(cond);
-    /* the batch module (model kernels + jf_fit_sums + lm_core + the warp- and block-per-fit
-     * kernels, with the finish on the device), for the damped sine and the 2D Gaussian of
-     * issue 6, fp64 and fp32, linear and any loss */
+    /* the batch modules (model kernels + jf_fit_sums + lm_core + the warp-, block- or
+     * thread-per-fit kernel, with the finish on the device), for the damped sine and the 2D
+     * Gaussian of issue 6, fp64 and fp32, linear and any loss: each kernel in its module */
     static const char *const batch_models[] = {
         "a*exp(-b*x)*sin(c*x+d)+e", "A*exp(-((x-x0)^2+(y-y0)^2)/(2*s^2))+b",
         /* 8 parameters: the most that keep their sums in registers */
@@ -172,20 +172,34 @@ static void check_solver_module(const char *tmpdir) {
         jf_model *m = compile_vars(batch_models[i], i == 1);
         if (!CHECK(m != NULL)) continue;
         CHECK(jf_batch_cuda_supported(jf_model_num_params(m)));
-        for (int single = 0; single < 2; single++) {
-            char *bsrc = jf_batch_cuda_source(m, single ? -1 : 0, single);
-            if (CHECK(bsrc != NULL)) {
-                CHECK_CONTAINS(bsrc, "jf_fit_sums");
-                /* register sums: the finish on the device, in both kernels (ptxas assembles all) */
-                if (i < 3) CHECK_CONTAINS(bsrc, "jf_batch_finish_block(xf, ldx, yf, wf, 0, npts");
-                if (i < 3) CHECK_CONTAINS(bsrc, "jf_batch_finish(xf, ldx, y, w, off[f], off[f + 1]");
-                /* ... and the statistics for results as columns */
-                if (i < 3) CHECK_CONTAINS(bsrc, "__noinline__ void jf_batch_stats(");
-                ptx_and_assemble_entry(bsrc, 90, batch_models[i], tmpdir,
-                                       i == 3 ? "jf_batch_lm_block" : "jf_batch_lm");
+        for (int single = 0; single < 2; single++)
+            for (int kind = 0; kind < (i < 3 ? 3 : 1); kind++) {
+                jf_batch_kernel k = i < 3 ? (jf_batch_kernel)kind : JF_BATCH_BLOCK;
+                char *bsrc = jf_batch_cuda_source(m, single ? -1 : 0, single, k);
+                const char *entry = jf_batch_cuda_kernel_name(k);
+                if (CHECK(bsrc != NULL)) {
+                    CHECK_CONTAINS(bsrc, "jf_fit_sums");
+                    /* the one kernel: a module compiles only what its batch runs */
+                    static const char *const entries[] = {"jf_batch_lm(", "jf_batch_lm_block(",
+                                                          "jf_batch_lm_thread("};
+                    for (int e = 0; e < 3; e++)
+                        CHECK((strstr(bsrc, entries[e]) != NULL) == (e == (int)k));
+                    /* register sums: the finish on the device, in every kernel */
+                    if (i < 3 && k == JF_BATCH_BLOCK)
+                        CHECK_CONTAINS(bsrc, "jf_batch_finish_block(xf, ldx, yf, wf, 0, npts");
+                    if (i < 3 && k == JF_BATCH_WARP)
+                        CHECK_CONTAINS(bsrc, "jf_batch_finish(xf, ldx, y, w, off[f], off[f + 1]");
+                    if (i < 3 && k == JF_BATCH_THREAD) {
+                        CHECK_CONTAINS(bsrc, "jf_batch_finish_thread(xf, ldx, y, w, off[f], off[f + "
+                                             "1]");
+                        CHECK_CONTAINS(bsrc, "#define JF_BATCH_WS "); /* its workspace, sized */
+                    }
+                    /* ... and the statistics for results as columns */
+                    if (i < 3) CHECK_CONTAINS(bsrc, "__noinline__ void jf_batch_stats(");
+                    ptx_and_assemble_entry(bsrc, 90, batch_models[i], tmpdir, entry);
+                }
+                free(bsrc);
             }
-            free(bsrc);
-        }
         jf_model_free(m);
     }
     /* register sums up to 8 parameters, tiled sums up to what a block's shared memory holds */
