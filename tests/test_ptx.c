@@ -188,10 +188,11 @@ static void check_solver_module(const char *tmpdir) {
                     if (i < 3 && k == JF_BATCH_BLOCK)
                         CHECK_CONTAINS(bsrc, "jf_batch_finish_block(xf, ldx, yf, wf, 0, npts");
                     if (i < 3 && k == JF_BATCH_WARP)
-                        CHECK_CONTAINS(bsrc, "jf_batch_finish(xf, ldx, y, w, off[f], off[f + 1]");
+                        CHECK_CONTAINS(bsrc, "jf_batch_finish(xf, ldx, y, w, off[f], off[f + 1], "
+                                             "lane, 32");
                     if (i < 3 && k == JF_BATCH_THREAD) {
-                        CHECK_CONTAINS(bsrc, "jf_batch_finish_thread(xf, ldx, y, w, off[f], off[f + "
-                                             "1]");
+                        CHECK_CONTAINS(bsrc, "jf_batch_finish(xf, ldx, y, w, off[f], off[f + 1], "
+                                             "0, 1");
                         CHECK_CONTAINS(bsrc, "#define JF_BATCH_WS "); /* its workspace, sized */
                     }
                     /* ... and the statistics for results as columns */
