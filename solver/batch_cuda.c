@@ -800,12 +800,13 @@ typedef struct batch_sizes {
     size_t np, nh, nv, nres, nfin, nst, nws, niws; /* nh: held values after each fit's start */
     size_t per_fit, per_point; /* bytes */
     size_t fits_per_block, most_blocks;
-    int x_packed, y_direct, weighted, block_per_fit, thread_per_fit;
+    int x_packed, y_direct, weighted;
+    jf_batch_kernel kind; /* what runs each fit */
 } batch_sizes;
 
 /* Bytes of the slots (states and workspaces) of a launch of nf fits. */
 static size_t slot_bytes(const batch_sizes *z, size_t nf) {
-    if (z->thread_per_fit) return 0; /* the thread kernel's are in local memory */
+    if (z->kind == JF_BATCH_THREAD) return 0; /* the thread kernel's are in local memory */
     size_t blocks = (nf + z->fits_per_block - 1) / z->fits_per_block;
     if (blocks > z->most_blocks) blocks = z->most_blocks;
     return blocks * z->fits_per_block *
@@ -1073,7 +1074,6 @@ int jf_batch_cuda_run(const struct jf_model *m, const jf_jit_options *jo, jf_los
                       const char **per_fit, char *why, size_t n) {
     size_t np = m->np, nv = m->nv, total = 0, maxn = 0;
     *launches = 0;
-    *per_fit = "a warp";
     if (!jf_batch_cuda_supported(np)) {
         snprintf(why, n, "a GPU batch's per-fit sums of %zu parameters do not fit a block's shared "
                          "memory", np);
@@ -1104,14 +1104,14 @@ int jf_batch_cuda_run(const struct jf_model *m, const jf_jit_options *jo, jf_los
     z.nst = stats ? JF_BATCH_STATS(np) : 0;
     z.per_fit = (np + z.nh + z.nres + z.nfin + z.nst) * sizeof(double) + sizeof(unsigned long long);
     z.per_point = (1 + (size_t)z.weighted + (z.x_packed ? nv : 0)) * sizeof(double);
-    /* a warp per fit, or a block for long fits (decided for the whole batch: how its chunks
-     * fall does not change a fit's sums); the grid, and with it the slots (a state and a
-     * workspace each, reused by the fits a warp or block runs one after another) */
-    jf_batch_kernel kind = jf_batch_cuda_kernel(np, nfits, total);
-    z.block_per_fit = kind == JF_BATCH_BLOCK;
-    z.thread_per_fit = kind == JF_BATCH_THREAD;
-    z.fits_per_block = z.block_per_fit ? 1 : z.thread_per_fit ? THREAD_BLOCK : WARPS_PER_BLOCK;
-    *per_fit = z.block_per_fit ? "a block" : z.thread_per_fit ? "a thread" : "a warp";
+    /* a warp, a block (long fits) or a thread (short ones) per fit (decided for the whole
+     * batch: how its chunks fall does not change a fit's sums); the grid, and with it the slots
+     * (a state and a workspace each, reused by the fits a warp or block runs one after another) */
+    jf_batch_kernel kind = z.kind = jf_batch_cuda_kernel(np, nfits, total);
+    static const size_t fits_per_block[] = {WARPS_PER_BLOCK, 1, THREAD_BLOCK};
+    static const char *const who[] = {"a warp", "a block", "a thread"};
+    z.fits_per_block = fits_per_block[kind];
+    *per_fit = who[kind];
     jf_cuda_gpu_facts gf;
     char fwhy[256];
     z.most_blocks = 65535;
@@ -1166,8 +1166,8 @@ int jf_batch_cuda_run(const struct jf_model *m, const jf_jit_options *jo, jf_los
                    .abs_sigma = abs_sigma, .f_scale = f_scale, .out = out, .done = done,
                    .done_ctx = done_ctx};
     r.fn = fns[0];
-    r.block_threads = z.block_per_fit ? JF_CUDA_BLOCK
-                      : z.thread_per_fit ? THREAD_BLOCK : 32 * WARPS_PER_BLOCK;
+    static const unsigned block_threads[] = {32 * WARPS_PER_BLOCK, JF_CUDA_BLOCK, THREAD_BLOCK};
+    r.block_threads = block_threads[kind];
     batch_buf bufs[2];
     memset(bufs, 0, sizeof bufs);
     /* what every chunk shares: the settings, bounds and scales (the template state lays them
