@@ -25,6 +25,8 @@ static size_t emu_total;
 static size_t emu_used;
 static int emu_fail_while; /* JITFIT_CUDA_EMULATE_FAIL=while: refuse WHILE nodes (a driver that
                               cannot build them), to test the fallback */
+static unsigned long emu_ulps; /* JITFIT_CUDA_EMULATE_ULPS: device math rounds unlike the host's
+                                  libm, the value seeding which way (0: off) */
 static pthread_mutex_t emu_mu = PTHREAD_MUTEX_INITIALIZER;
 
 static void emu_read_env(void) {
@@ -33,6 +35,9 @@ static void emu_read_env(void) {
     emu_total = (size_t)4 << 30;
     const char *f = getenv("JITFIT_CUDA_EMULATE_FAIL");
     emu_fail_while = f && strcmp(f, "while") == 0;
+    const char *u = getenv("JITFIT_CUDA_EMULATE_ULPS");
+    emu_ulps = u && *u ? strtoul(u, NULL, 10) : 0;
+    if (u && *u && emu_ulps == 0 && strcmp(u, "0") != 0) emu_ulps = 1;
     const char *m = getenv("JITFIT_CUDA_EMULATE_MEM");
     if (m && *m) {
         char *end;
@@ -222,6 +227,10 @@ int jf_emu_module_load(const void *image, void **module, char *why, size_t n) {
     *module = NULL;
     const char *src = image;
     jf_buf b = {0};
+    pthread_mutex_lock(&emu_mu);
+    unsigned long ulps = emu_ulps;
+    pthread_mutex_unlock(&emu_mu);
+    if (ulps) jf_buf_printf(&b, "#define JF_EMU_ULPS %luul\n", ulps);
     jf_buf_puts(&b, jf_embed_cuda_emu_device_h);
     jf_buf_puts(&b, src);
     jf_buf_puts(&b, "\n/* ---- emulator entry points ---- */\n");

@@ -12,11 +12,14 @@
  * (the newest ready node first), so a missing dependency changes the result; WHILE nodes loop
  * while their condition is set, the condition being reset to 0 at each launch.
  * JITFIT_CUDA_EMULATE_FAIL=while makes it refuse WHILE nodes, as a driver might, so that the
- * fallback to unrolled graphs is tested.
+ * fallback to unrolled graphs is tested. JITFIT_CUDA_EMULATE_ULPS=N (N > 0) makes the device's
+ * double-precision math functions round differently from the host's libm, within CUDA's
+ * documented error bounds, N choosing which way (see cuda_emu_device.h), for tests of
+ * agreement between backends.
  *
  * It checks logic, not speed: the emulated GPU is orders of magnitude slower than the CPU
- * solver, its math is the host's libm, and it has no concurrency (a race on a real GPU is not
- * seen here). Results report "CUDA emulator" as the GPU's name. Nothing here prints.
+ * solver, its math is the host's libm (moved by a few ulps with JITFIT_CUDA_EMULATE_ULPS), and
+ * it has no concurrency (a race on a real GPU is not seen here). Results report "CUDA emulator" as the GPU's name. Nothing here prints.
  */
 #ifndef JF_CUDA_EMU_H
 #define JF_CUDA_EMU_H

@@ -229,4 +229,65 @@ template <class... A> static size_t jf_emu_arg_sizes(void (*)(A...), const size_
     return sizeof...(A);
 }
 
+#ifdef JF_EMU_ULPS
+/* JITFIT_CUDA_EMULATE_ULPS: double-precision functions that round like another libm. A GPU's
+ * libm is not glibc's: CUDA documents up to 1 or 2 ulps for most functions (5 for erfc), so a
+ * value that depends sharply on one of them (a comparison of cos(acos(x)) with x, tan near a
+ * pole) differs between the backends, and the host's libm alone never shows it. Here each result
+ * moves by a whole number of ulps in [-k, k], k the function's documented bound, picked by a hash
+ * of the function, its arguments and N: the same call gives the same value wherever it is made
+ * (jacobian_row and normal_eq agree with each other, as on a GPU). Integers, zero and non-finite
+ * results stay as they are, as a real libm's exact cases do; fp32 calls are left alone. */
+static double jf_emu_moved(double v, int k, uint64_t h) {
+    if (!isfinite(v) || v == floor(v)) return v;
+    h *= 0xD6E8FEB86659FD93ull;
+    h ^= h >> 32;
+    h *= 0xD6E8FEB86659FD93ull;
+    h ^= h >> 29;
+    for (int m = (int)(h % (uint64_t)(2 * k + 1)) - k; m != 0; m += m > 0 ? -1 : 1)
+        v = nextafter(v, m > 0 ? INFINITY : -INFINITY);
+    return v;
+}
+template <class... A> static float jf_emu_round(float v, int, int, A...) { return v; }
+template <class... A> static double jf_emu_round(double v, int k, int id, A... a) {
+    const double args[] = {(double)a...};
+    uint64_t h = (uint64_t)id << 56 ^ JF_EMU_ULPS, u;
+    for (double x : args) {
+        memcpy(&u, &x, sizeof u);
+        h = (h ^ u) * 0x9E3779B97F4A7C15ull;
+    }
+    return jf_emu_moved(v, k, h);
+}
+#define JF_EMU_ULP_FN(name, k, id)                                                              \
+    template <class... A> static auto jf_emu_##name(A... a)->decltype(name(a...)) {             \
+        return jf_emu_round(name(a...), k, id, a...);                                           \
+    }
+JF_EMU_ULP_FN(exp, 1, 1) JF_EMU_ULP_FN(log, 1, 2) JF_EMU_ULP_FN(log10, 1, 3)
+JF_EMU_ULP_FN(log1p, 1, 4) JF_EMU_ULP_FN(cbrt, 1, 5) JF_EMU_ULP_FN(sin, 2, 6)
+JF_EMU_ULP_FN(cos, 2, 7) JF_EMU_ULP_FN(tan, 2, 8) JF_EMU_ULP_FN(asin, 2, 9)
+JF_EMU_ULP_FN(acos, 2, 10) JF_EMU_ULP_FN(atan, 2, 11) JF_EMU_ULP_FN(sinh, 2, 12)
+JF_EMU_ULP_FN(cosh, 1, 13) JF_EMU_ULP_FN(tanh, 1, 14) JF_EMU_ULP_FN(erf, 2, 15)
+JF_EMU_ULP_FN(erfc, 5, 16) JF_EMU_ULP_FN(pow, 2, 17) JF_EMU_ULP_FN(atan2, 2, 18)
+JF_EMU_ULP_FN(hypot, 2, 19)
+#define exp(...) jf_emu_exp(__VA_ARGS__)
+#define log(...) jf_emu_log(__VA_ARGS__)
+#define log10(...) jf_emu_log10(__VA_ARGS__)
+#define log1p(...) jf_emu_log1p(__VA_ARGS__)
+#define cbrt(...) jf_emu_cbrt(__VA_ARGS__)
+#define sin(...) jf_emu_sin(__VA_ARGS__)
+#define cos(...) jf_emu_cos(__VA_ARGS__)
+#define tan(...) jf_emu_tan(__VA_ARGS__)
+#define asin(...) jf_emu_asin(__VA_ARGS__)
+#define acos(...) jf_emu_acos(__VA_ARGS__)
+#define atan(...) jf_emu_atan(__VA_ARGS__)
+#define sinh(...) jf_emu_sinh(__VA_ARGS__)
+#define cosh(...) jf_emu_cosh(__VA_ARGS__)
+#define tanh(...) jf_emu_tanh(__VA_ARGS__)
+#define erf(...) jf_emu_erf(__VA_ARGS__)
+#define erfc(...) jf_emu_erfc(__VA_ARGS__)
+#define pow(...) jf_emu_pow(__VA_ARGS__)
+#define atan2(...) jf_emu_atan2(__VA_ARGS__)
+#define hypot(...) jf_emu_hypot(__VA_ARGS__)
+#endif
+
 /* ---- the module's source follows ---- */

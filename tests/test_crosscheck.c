@@ -9,7 +9,10 @@
  * - value and gradient (jacobian_row) and residual agree between interpreter and C to 1e-12
  *   relative where finite, and non-finite results agree in kind;
  * - normal_eq's sums equal the sums built from jacobian_row's r and J (with and without weights,
- *   for every loss, scaled with loss.h as scipy does), on both backends.
+ *   for every loss, scaled with loss.h as scipy does), on both backends;
+ * - on the GPU, r and J agree with the interpreter's to the same tolerances, widened where the
+ *   value is sensitive to the last ulps of libm results (a GPU's libm rounds unlike glibc; see
+ *   libm_sensitivity), and normal_eq's sums equal those of its own rows.
  *
  * With $JITFIT_CROSSCHECK_CORPUS set to a directory (a fuzzer's corpus, e.g. fuzz_fit's), it
  * checks the models of its files instead (a leading byte below ' ' is taken as fuzz_fit's
@@ -25,7 +28,10 @@
 #include <unistd.h>
 
 #include "codegen/emit.h"
+#include "codegen/interp.h"
 #include "codegen/loss.h"
+#include "codegen/prelude.h"
+#include "codegen/schedule.h"
 #include "runtime/cuda_api.h"
 #include "runtime/jit_nvrtc.h"
 #include "runtime/kernels.h"
@@ -211,9 +217,115 @@ typedef struct stats {
     size_t finite_points; /* points with finite value and gradient */
     size_t sum_checks;    /* normal_eq comparisons made */
     size_t cuda_models;   /* models checked on the GPU */
+    size_t cuda_values;   /* GPU residuals and J entries compared */
+    size_t cuda_widened;  /* of those, compared within their libm sensitivity */
+    size_t cuda_rounding; /* not compared: decided by rounding (a comparison that can flip) */
 } stats;
 
+/* ---- libm sensitivity --------------------------------------------------------------------- */
+
+/* The GPU's libm is not the host's: each function may return a different double, up to CUDA's
+ * documented error plus glibc's (a few ulps). Where a model's value depends sharply on such a
+ * result (tan near a pole, cos(acos(x)) >= x, which rounding decides), two correct backends
+ * disagree by far more than a fixed tolerance; the emulator shows it with
+ * JITFIT_CUDA_EMULATE_ULPS. So each GPU value is compared within the spread the reference
+ * itself shows when every libm result moves by that much. */
+static double libm_ulps(jf_op op) {
+    switch (op) {
+    case JF_OP_EXP: case JF_OP_LOG: case JF_OP_LOG10: case JF_OP_CBRT: case JF_OP_COSH:
+    case JF_OP_TANH: return 3;
+    case JF_OP_SIN: case JF_OP_COS: case JF_OP_TAN: case JF_OP_ASIN: case JF_OP_ACOS:
+    case JF_OP_ATAN: case JF_OP_SINH: case JF_OP_ERF: case JF_OP_POW: case JF_OP_ATAN2:
+    case JF_OP_HYPOT: return 4;
+    case JF_OP_ERFC: return 10;
+    default: return 0; /* IEEE operations (+ - * / sqrt) and ours: the same bits everywhere */
+    }
+}
+
+/* The schedule s of {f, df...} at p, x, each libm result moved by a random fraction of its
+ * bound (g NULL: exactly). Integer powers take jf_powi, exact multiplications: not moved. */
+static void eval_moved(const jf_schedule *s, const double *p, const double *x, double *sc,
+                       double *out, rng *g) {
+    const jf_dag *d = s->dag;
+    for (size_t i = 0; i < s->n; i++) {
+        const jf_node *nd = jf_dag_node(d, s->nodes[i]);
+        const uint32_t *ap = &s->argpos[3 * i];
+        double v, k = libm_ulps((jf_op)nd->op);
+        switch ((jf_op)nd->op) {
+        case JF_OP_CONST: v = nd->value; break;
+        case JF_OP_PARAM: v = p[nd->index]; break;
+        case JF_OP_VAR: v = x[nd->index]; break;
+        case JF_OP_POW:
+            if (jf_dag_node(d, nd->arg[1])->op == JF_OP_CONST) {
+                double e = sc[ap[1]];
+                v = jf_interp_op(JF_OP_POW, sc[ap[0]], e, 0.0);
+                if (e == floor(e) && fabs(e) <= JF_POWI_MAX) k = 0;
+            } else {
+                v = pow(sc[ap[0]], sc[ap[1]]);
+            }
+            break;
+        default:
+            v = jf_interp_op((jf_op)nd->op, sc[ap[0]], nd->arity > 1 ? sc[ap[1]] : 0.0,
+                             nd->arity > 2 ? sc[ap[2]] : 0.0);
+            break;
+        }
+        if (g && k > 0) v *= 1 + k * 0x1p-52 * (2 * uni(g) - 1);
+        sc[i] = v;
+    }
+    for (size_t r = 0; r < s->nroots; r++) out[r] = sc[s->rootpos[r]];
+}
+
+enum { SENS_TRIALS = 64 };
+
+/* sens[i * (np + 1) + c]: the largest relative change of the weighted residual (c = 0) or of
+ * J column c - 1 at point i of ds over SENS_TRIALS moved evaluations; infinite where a finite
+ * value can become inf or NaN. */
+static void libm_sensitivity(const jf_model *m, const dataset *ds, double *sens) {
+    size_t np = m->np, nr = np + 1;
+    jf_ref roots[MAXP + 1];
+    roots[0] = m->f;
+    for (size_t k = 0; k < np; k++) roots[k + 1] = m->df[k];
+    for (size_t q = 0; q < NPTS * nr; q++) sens[q] = INFINITY; /* unless measured */
+    jf_schedule *s = jf_schedule_build(m->dag, roots, nr);
+    double *sc = s ? malloc((s->n ? s->n : 1) * sizeof *sc) : NULL;
+    if (!CHECK(sc != NULL)) {
+        jf_schedule_free(s);
+        return;
+    }
+    rng g = {0x9e3779b97f4a7c15u};
+    for (int i = 0; i < NPTS; i++) {
+        double x[3] = {ds->x[i], ds->x[NPTS + i], ds->x[2 * NPTS + i]}, v0[MAXP + 1], v[MAXP + 1];
+        double *si = &sens[(size_t)i * nr];
+        eval_moved(s, ds->p, x, sc, v0, NULL);
+        v0[0] = ds->w[i] * (v0[0] - ds->y[i]);
+        for (size_t c = 0; c < nr; c++) si[c] = 0;
+        for (int t = 0; t < SENS_TRIALS; t++) {
+            eval_moved(s, ds->p, x, sc, v, &g);
+            v[0] = ds->w[i] * (v[0] - ds->y[i]);
+            for (size_t c = 0; c < nr; c++) {
+                if (v[c] == v0[c] || (isnan(v[c]) && isnan(v0[c]))) continue;
+                double rel = isfinite(v[c]) && isfinite(v0[c])
+                                 ? fabs(v[c] - v0[c]) / fmax(fabs(v[c]), fabs(v0[c]))
+                                 : INFINITY;
+                si[c] = fmax(si[c], rel);
+            }
+        }
+    }
+    free(sc);
+    jf_schedule_free(s);
+}
+
 static int have_gpu;
+
+/* The GPU comparisons' counts; most values must have been compared, and only a few of them
+ * need more than the fixed tolerance (or the sensitivity would hide a wrong kernel). */
+static void report_cuda(const stats *st) {
+    if (!have_gpu) return;
+    printf("GPU: %zu values compared, %zu of them within their libm sensitivity; %zu decided by "
+           "rounding, not compared\n",
+           st->cuda_values, st->cuda_widened, st->cuda_rounding);
+    CHECK(st->cuda_rounding <= st->cuda_values / 50 && st->cuda_widened <= st->cuda_values / 20);
+}
 
 static void check_cuda(const jf_model *m, const dataset *ds, const double *r_ref,
                        const double *J_ref, const double *xs, const double *ys, const double *ws,
@@ -228,7 +340,8 @@ static void check_cuda(const jf_model *m, const dataset *ds, const double *r_ref
         fprintf(stderr, "CUDA kernels: %s\n", why);
         return;
     }
-    double r[NPTS], J[NPTS * MAXP];
+    double r[NPTS], J[NPTS * MAXP], sens[NPTS * (MAXP + 1)];
+    libm_sensitivity(m, ds, sens);
     if (CHECK(jf_cuda_jacobian_rows(ck, ds->p, ds->x, NPTS, ds->y, ds->w, NPTS, r, J, why,
                                     sizeof why) == JF_OK)) {
         int bad = 0;
@@ -237,14 +350,22 @@ static void check_cuda(const jf_model *m, const dataset *ds, const double *r_ref
             for (long c = -1; c < (long)np; c++) {
                 double g = c < 0 ? r[i] : J[i * np + (size_t)c];
                 double want = c < 0 ? r_ref[i] : J_ref[i * np + (size_t)c];
-                if (agree(g, want, tol)) continue;
+                /* 8x the spread seen: the trials sample the ulps, they do not bound them */
+                double t = fmax(tol, 8 * sens[(size_t)i * (np + 1) + (size_t)(c + 1)]);
+                if (!(t < 0.5)) { /* a value rounding decides (or may make non-finite) */
+                    st->cuda_rounding++;
+                    continue;
+                }
+                st->cuda_values++;
+                st->cuda_widened += t > tol;
+                if (agree(g, want, t)) continue;
                 char what[32] = "residual";
                 if (c >= 0) snprintf(what, sizeof what, "J column %ld", c);
                 if (bad++ < 3)
                     fprintf(stderr, "  CUDA %s at point %d (x0 = %.17g): %.17g, reference %.17g "
                                     "(relative %.3g, tolerance %.3g)\n",
                             what, i, ds->x[i], g, want, fabs(g - want) / fmax(fabs(g), fabs(want)),
-                            tol);
+                            t);
             }
         }
         if (!CHECK(bad == 0)) {
@@ -507,6 +628,7 @@ int main(void) {
                "finite points, %zu normal_eq comparisons, %zu on the GPU\n",
                corpus, c.files, c.compiled, st.models, st.compiled, st.finite_points,
                st.sum_checks, st.cuda_models);
+        report_cuda(&st);
         printf("disagreements: %d in kind, %d in value, %d in sums\n", nkinds_bad, nvalues_bad,
                nsums_bad);
         CHECK(nkinds_bad == 0 && nvalues_bad == 0 && nsums_bad == 0);
@@ -536,6 +658,7 @@ int main(void) {
     printf("%zu fixed and %zu random model checks (%zu compiled to C), %zu finite points, "
            "%zu normal_eq comparisons, %zu on the GPU\n",
            nfixed, nrandom, st.compiled, st.finite_points, st.sum_checks, st.cuda_models);
+    report_cuda(&st);
     printf("disagreements: %d in kind, %d in value, %d in sums\n", nkinds_bad, nvalues_bad,
            nsums_bad);
     CHECK(nrandom >= 200);

@@ -11,7 +11,10 @@
  *   memory;
  * - graphs: a WHILE node loops while a kernel sets its condition (reset at each launch);
  *   two nodes with no edge between them run newest first, with an edge in order; argument
- *   values are copied when a node is added.
+ *   values are copied when a node is added;
+ * - JITFIT_CUDA_EMULATE_ULPS=N: double-precision libm results move by at most the function's
+ *   bound, some do, the same call twice gives the same value, exact (integer) results and fp32
+ *   stay, and another N moves them another way.
  * Under ASan the coroutine switches make ASan warn once that it ignores
  * __asan_handle_no_return (the emulated threads' stacks are not the thread's); harmless here.
  */
@@ -194,6 +197,92 @@ static void test_graphs(void *const *fn) {
     jf_cuda_free(slot);
 }
 
+/* One thread per input: exp, cos, erfc, pow and expf of it. */
+static const char math_source[] =
+    "extern \"C\" __global__ void math_k(const double *in, double *out, float *fout)\n"
+    "{\n"
+    "    unsigned int t = threadIdx.x;\n"
+    "    double x = in[t];\n"
+    "    out[5 * t] = exp(x);\n"
+    "    out[5 * t + 1] = cos(x);\n"
+    "    out[5 * t + 2] = erfc(x);\n"
+    "    out[5 * t + 3] = pow(x + 4.0, 1.3);\n"
+    "    out[5 * t + 4] = exp(x);\n"
+    "    fout[t] = expf((float)x);\n"
+    "}\n";
+
+enum { NMATH = 256 };
+
+/* math_k's results on the inputs h with JITFIT_CUDA_EMULATE_ULPS=ulps ("" for off); each
+ * setting is a different source text, so that the module cache builds it anew. */
+static int run_math(const char *ulps, const double *h, double *r, float *fr) {
+    char why[512], src[sizeof math_source + 64];
+    setenv("JITFIT_CUDA_EMULATE_ULPS", ulps, 1);
+    jf_cuda_emulate_reread();
+    snprintf(src, sizeof src, "%s/* ulps %s */\n", math_source, ulps);
+    const char *name = "math_k";
+    void *fn = NULL;
+    jf_jit_options jo;
+    memset(&jo, 0, sizeof jo);
+    jo.no_cache = 1;
+    struct jf_cache_entry *held = NULL;
+    int st = jf_cuda_module_get(src, &name, 1, &jo, &fn, &held, NULL, why, sizeof why, NULL, 0);
+    unsetenv("JITFIT_CUDA_EMULATE_ULPS");
+    jf_cuda_emulate_reread();
+    if (!CHECK(st == JF_OK)) {
+        fprintf(stderr, "math module: %s\n", why);
+        return 0;
+    }
+    jf_devptr in = 0, out = 0, fout = 0;
+    int ok = jf_cuda_alloc(&in, NMATH * sizeof *h, why, sizeof why) == JF_OK &&
+             jf_cuda_alloc(&out, 5 * NMATH * sizeof *r, why, sizeof why) == JF_OK &&
+             jf_cuda_alloc(&fout, NMATH * sizeof *fr, why, sizeof why) == JF_OK &&
+             jf_cuda_to_device(in, h, NMATH * sizeof *h, why, sizeof why) == JF_OK;
+    void *a[] = {&in, &out, &fout};
+    ok = ok && jf_cuda_launch(fn, 1, NMATH, 0, a, why, sizeof why) == JF_OK &&
+         jf_cuda_to_host(r, out, 5 * NMATH * sizeof *r, why, sizeof why) == JF_OK &&
+         jf_cuda_to_host(fr, fout, NMATH * sizeof *fr, why, sizeof why) == JF_OK;
+    if (!CHECK(ok)) fprintf(stderr, "math kernel: %s\n", why);
+    jf_cuda_free(in);
+    jf_cuda_free(out);
+    jf_cuda_free(fout);
+    jf_cuda_module_release(held);
+    return ok;
+}
+
+/* Whole ulps from a to b (same sign, finite). */
+static long ulps_apart(double a, double b) {
+    long n = 0;
+    for (double v = a; v != b && n < 100; n++) v = nextafter(v, b);
+    return n;
+}
+
+static void test_ulps(void) {
+    double h[NMATH], host[5 * NMATH], m7[5 * NMATH], m8[5 * NMATH];
+    float fhost[NMATH], f7[NMATH], f8[NMATH];
+    for (int i = 0; i < NMATH; i++) h[i] = i == 0 ? 0.0 : -3.0 + 6.0 * i / NMATH + 1e-3 / i;
+    if (!run_math("", h, host, fhost) || !run_math("7", h, m7, f7) || !run_math("8", h, m8, f8))
+        return;
+    static const long bound[5] = {1, 2, 5, 2, 1};
+    int over = 0, moved = 0, differ = 0, unstable = 0, exact = 0, fp32 = 0;
+    for (int i = 0; i < NMATH; i++) {
+        for (int c = 0; c < 5; c++) {
+            size_t q = (size_t)(5 * i + c);
+            over += ulps_apart(host[q], m7[q]) > bound[c] || ulps_apart(host[q], m8[q]) > bound[c];
+            moved += m7[q] != host[q];
+            differ += m7[q] != m8[q];
+        }
+        unstable += m7[5 * i] != m7[5 * i + 4]; /* exp(x) twice */
+        fp32 += f7[i] != fhost[i];
+    }
+    exact = m7[0] == 1.0 && m7[1] == 1.0 && m8[0] == 1.0; /* exp(0), cos(0) */
+    if (!CHECK(over == 0 && moved > NMATH && differ > NMATH && unstable == 0 && exact &&
+               fp32 == 0))
+        fprintf(stderr, "  ulps: %d beyond the bound, %d moved, %d differ between seeds, %d "
+                        "unstable, exact %d, %d fp32 moved\n",
+                over, moved, differ, unstable, exact, fp32);
+}
+
 static void test_memory(void) {
     char why[512];
     size_t fr, tot;
@@ -228,6 +317,7 @@ int main(void) {
     test_kernels(fn);
     test_graphs(fn);
     test_memory();
+    test_ulps();
     jf_cuda_module_release(held);
     return jf_test_finish();
 }
