@@ -1,8 +1,8 @@
 /* `jitfit fit MODEL DATA --group COL`: one independent fit per distinct value of COL, all in one
  * jf_fit_batch call (the library spreads the fits over threads).
  *
- * Groups are numbered in order of first appearance, found with a small hash table (labels are
- * text: "A", "sample 3", "12.5"). Each group's rows are copied into one block of its own in
+ * Groups are numbered in order of first appearance, found with a small open-addressing table
+ * keyed by XXH3 (labels are text: "A", "sample 3", "12.5"). Each group's rows are copied into one block of its own in
  * jf_data's column layout, so groups of any length may be interleaved in the file. Output: one
  * table row per group (or a JSON array of the usual fit objects with "group" set), and the
  * progress counter on a terminal only.
@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <xxhash.h>
 
 #include "../runtime/text.h"
 #include "fitrun.h"
@@ -66,18 +67,18 @@ static int band_pinv(const jf_fitctx *c, const groups *g, jf_fit_result *const *
     return rc;
 }
 
-static uint64_t hash(const char *s) {
-    uint64_t h = 1469598103934665603ull; /* FNV-1a */
-    for (; *s; s++) h = (h ^ (unsigned char)*s) * 1099511628211ull;
+/* The slot that holds label, or the empty one where it would go (the table is never full). */
+static size_t group_slot(const groups *g, const char *label) {
+    size_t h = (size_t)XXH3_64bits(label, strlen(label)) & (g->nslots - 1);
+    while (g->slot[h] && strcmp(g->label[g->slot[h] - 1], label) != 0)
+        h = (h + 1) & (g->nslots - 1);
     return h;
 }
 
 /* The id of label, or (size_t)-1. */
 static size_t group_find(const groups *g, const char *label) {
-    for (size_t h = hash(label) & (g->nslots - 1);; h = (h + 1) & (g->nslots - 1)) {
-        if (!g->slot[h]) return (size_t)-1;
-        if (strcmp(g->label[g->slot[h] - 1], label) == 0) return g->slot[h] - 1;
-    }
+    size_t h = group_slot(g, label);
+    return g->slot[h] ? g->slot[h] - 1 : (size_t)-1;
 }
 
 /* Groups the rows by their keys, then adds the labels of extra (the rows --nan-policy omit
@@ -95,9 +96,7 @@ static int group_rows(groups *g, char **keys, size_t nrows, char **extra, size_t
     for (size_t i = 0; i < nall; i++) {
         char *key = i < nrows ? keys[i] : extra[i - nrows];
         if (i >= nrows && !*key) continue;
-        size_t h = hash(key) & (g->nslots - 1);
-        while (g->slot[h] && strcmp(g->label[g->slot[h] - 1], key) != 0)
-            h = (h + 1) & (g->nslots - 1);
+        size_t h = group_slot(g, key);
         if (!g->slot[h]) {
             g->label[g->n] = key;
             g->slot[h] = ++g->n;
