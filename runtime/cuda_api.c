@@ -57,6 +57,10 @@ static void *drv_module_function(void *module, const char *name, char *why, size
     snprintf(why, n, "%s", no_headers);
     return NULL;
 }
+static size_t drv_local_reserve(void *fn) {
+    (void)fn;
+    return 0;
+}
 static int drv_alloc(jf_devptr *p, size_t bytes, char *why, size_t n) {
     (void)bytes;
     *p = 0;
@@ -236,7 +240,8 @@ static int drv_graph_wait_mark(jf_cuda_graph *g, jf_cuda_graph *other, int slot,
     X(cuEventCreate, 2000)                                                                         \
     X(cuEventRecord, 2000)                                                                         \
     X(cuEventDestroy, 4000)                                                                        \
-    X(cuStreamWaitEvent, 3020)
+    X(cuStreamWaitEvent, 3020)                                                                     \
+    X(cuFuncGetAttribute, 2020)
 
 /* Each pinned ABI is the one the calls are written for (cuda.h's prototype of the name). */
 #define JF_CU_CHECK(name, ver)                                                                     \
@@ -258,6 +263,8 @@ static struct {
     char why[256];    /* "unavailable: <reason>" when not ok */
     char gpu_name[256]; /* the GPU's name */
     int major, minor; /* its compute capability */
+    int sm_count;     /* its multiprocessors */
+    int sm_threads;   /* the threads a multiprocessor holds */
     CUcontext ctx;    /* the primary context of device 0 */
     int loaded;       /* 1 when every entry point above resolved */
     int version;      /* cuDriverGetVersion */
@@ -354,6 +361,11 @@ static void load_driver(void) {
         r = cu.cuDeviceGetAttribute(&cu.major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, dev);
     if (r == CUDA_SUCCESS)
         r = cu.cuDeviceGetAttribute(&cu.minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, dev);
+    if (r == CUDA_SUCCESS)
+        r = cu.cuDeviceGetAttribute(&cu.sm_count, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, dev);
+    if (r == CUDA_SUCCESS)
+        r = cu.cuDeviceGetAttribute(&cu.sm_threads,
+                                    CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR, dev);
     if (r == CUDA_SUCCESS) r = cu.cuDevicePrimaryCtxRetain(&cu.ctx, dev);
     if (r != CUDA_SUCCESS) {
         snprintf(cu.why, sizeof cu.why, "unavailable: %s", cu_err(r));
@@ -471,6 +483,16 @@ static void *drv_module_function(void *module, const char *name, char *why, size
         return NULL;
     }
     return fn;
+}
+
+static size_t drv_local_reserve(void *fn) {
+    int per_thread = 0;
+    if (!cu.ok || !fn ||
+        cu.cuFuncGetAttribute(&per_thread, CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES, (CUfunction)fn) !=
+            CUDA_SUCCESS ||
+        per_thread <= 0 || cu.sm_count <= 0 || cu.sm_threads <= 0)
+        return 0;
+    return (size_t)per_thread * (size_t)cu.sm_count * (size_t)cu.sm_threads;
 }
 
 static int drv_alloc(jf_devptr *p, size_t bytes, char *why, size_t n) {
@@ -809,6 +831,9 @@ void jf_cuda_module_unload(void *module) {
 void *jf_cuda_module_function(void *module, const char *name, char *why, size_t n) {
     return jf_cuda_emulated() ? jf_emu_module_function(module, name, why, n)
                               : drv_module_function(module, name, why, n);
+}
+size_t jf_cuda_local_reserve(void *fn) {
+    return jf_cuda_emulated() ? jf_emu_local_reserve(fn) : drv_local_reserve(fn);
 }
 int jf_cuda_alloc(jf_devptr *p, size_t bytes, char *why, size_t n) {
     return jf_cuda_emulated() ? jf_emu_alloc(p, bytes, why, n) : drv_alloc(p, bytes, why, n);

@@ -63,6 +63,10 @@ JF_INTERNAL int jf_cuda_module_load(const void *image, void **module, char *why,
 JF_INTERNAL void jf_cuda_module_unload(void *module);
 /* The kernel called name in module, or NULL (reason in why). */
 JF_INTERNAL void *jf_cuda_module_function(void *module, const char *name, char *why, size_t n);
+/* Bytes of device memory a launch of kernel fn takes as local memory: the driver reserves its
+ * per-thread local size (stack frame, spills, local arrays) for every thread the GPU can hold,
+ * whatever the grid. 0 when it has none or the driver does not say. */
+JF_INTERNAL size_t jf_cuda_local_reserve(void *fn);
 
 /* Device memory and copies (synchronous: complete on return, whichever stream reads the data
  * next). JF_OK or JF_ERR_UNAVAILABLE / JF_ERR_NOMEM with the

@@ -25,6 +25,7 @@ static size_t emu_total;
 static size_t emu_used;
 static int emu_fail_while; /* JITFIT_CUDA_EMULATE_FAIL=while: refuse WHILE nodes (a driver that
                               cannot build them), to test the fallback */
+static size_t emu_local; /* JITFIT_CUDA_EMULATE_LOCAL: local bytes per thread a kernel reports */
 static unsigned long emu_ulps; /* JITFIT_CUDA_EMULATE_ULPS: device math rounds unlike the host's
                                   libm, the value seeding which way (0: off) */
 static pthread_mutex_t emu_mu = PTHREAD_MUTEX_INITIALIZER;
@@ -35,6 +36,8 @@ static void emu_read_env(void) {
     emu_total = (size_t)4 << 30;
     const char *f = getenv("JITFIT_CUDA_EMULATE_FAIL");
     emu_fail_while = f && strcmp(f, "while") == 0;
+    const char *lb = getenv("JITFIT_CUDA_EMULATE_LOCAL");
+    emu_local = lb && *lb ? (size_t)strtoull(lb, NULL, 10) : 0;
     const char *u = getenv("JITFIT_CUDA_EMULATE_ULPS");
     emu_ulps = u && *u ? strtoul(u, NULL, 10) : 0;
     if (u && *u && emu_ulps == 0 && strcmp(u, "0") != 0) emu_ulps = 1;
@@ -275,6 +278,14 @@ int jf_emu_module_load(const void *image, void **module, char *why, size_t n) {
     }
     *module = m;
     return JF_OK;
+}
+
+size_t jf_emu_local_reserve(void *fn) {
+    (void)fn;
+    pthread_mutex_lock(&emu_mu);
+    size_t b = emu_local * 2048;
+    pthread_mutex_unlock(&emu_mu);
+    return b;
 }
 
 void jf_emu_module_unload(void *module) {

@@ -42,6 +42,9 @@ JF_INTERNAL int jf_emu_gpu_facts_get(int ordinal, jf_cuda_gpu_facts *out, char *
 JF_INTERNAL int jf_emu_module_load(const void *image, void **module, char *why, size_t n);
 JF_INTERNAL void jf_emu_module_unload(void *module);
 JF_INTERNAL void *jf_emu_module_function(void *module, const char *name, char *why, size_t n);
+/* $JITFIT_CUDA_EMULATE_LOCAL bytes per thread (default 0: the emulator has no frames to
+ * measure) for the 2048 threads of its one multiprocessor, whatever fn. */
+JF_INTERNAL size_t jf_emu_local_reserve(void *fn);
 JF_INTERNAL int jf_emu_alloc(jf_devptr *p, size_t bytes, char *why, size_t n);
 JF_INTERNAL void jf_emu_free(jf_devptr p);
 JF_INTERNAL int jf_emu_launch(void *fn, unsigned grid, unsigned block, void **args, char *why,

@@ -387,25 +387,29 @@ static const char batch_finish[] =
     "    if (c->status == JF_LMC_NONFINITE || jf_batch_zero_column(c, v)) return 0;\n"
     "    return fo != nullptr && fo[0] != 0.0 ? 1 : 2;\n"
     "}\n"
-    "/* A warp's fit [begin, end) into its statistics record st (lane 0 decides; the warp sums). */\n"
-    "static __device__ __noinline__ void jf_batch_stats_warp(const jf_lmc *c, jf_lmc_views *v,\n"
+    "/* Fit [begin, end) into its statistics record st, by a warp (lanes 32: lane 0 decides, the\n"
+    " * warp sums) or by a thread (lanes 1, lane 0: the thread kernel's; no shuffles). */\n"
+    "static __device__ __noinline__ void jf_batch_stats_fit(const jf_lmc *c, jf_lmc_views *v,\n"
     "        const double *fo, const double *__restrict__ x, jf_index ldx,\n"
     "        const double *__restrict__ y, const double *__restrict__ w, jf_index begin,\n"
-    "        jf_index end, unsigned int lane, int abs_sigma, double *st)\n"
+    "        jf_index end, unsigned int lane, unsigned int lanes, int abs_sigma, double *st)\n"
     "{\n"
-    "    const int path = __shfl_sync(0xffffffffu, lane == 0 ? jf_batch_stats_path(c, v, fo) : 0, 0);\n"
+    "    const int mine = lane == 0 ? jf_batch_stats_path(c, v, fo) : 0;\n"
+    "    const int path = lanes > 1 ? __shfl_sync(0xffffffffu, mine, 0) : mine;\n"
     "    const unsigned long long n = (unsigned long long)(end - begin);\n"
     "    if (path == 2) {\n"
     "        double e[2];\n"
-    "        jf_batch_plain_sums(v->x, x, ldx, y, w, begin, end, lane, 32, e);\n"
-    "        e[0] = jf_warp_sum(e[0]);\n"
-    "        e[1] = jf_warp_sum(e[1]);\n"
+    "        jf_batch_plain_sums(v->x, x, ldx, y, w, begin, end, lane, lanes, e);\n"
+    "        if (lanes > 1) {\n"
+    "            e[0] = jf_warp_sum(e[0]);\n"
+    "            e[1] = jf_warp_sum(e[1]);\n"
+    "        }\n"
     "        if (lane == 0) jf_batch_stats_normal(c, v, e, y + begin, n, abs_sigma, st);\n"
     "    } else if (lane == 0) {\n"
     "        if (path == 1) jf_batch_stats(c, v, fo, y + begin, n, abs_sigma, st);\n"
     "        else st[0] = 0.0;\n"
     "    }\n"
-    "    __syncwarp();\n"
+    "    if (lanes > 1) __syncwarp();\n"
     "}\n";
 
 /* ... and the block's (after jf_batch_block_totals). */
@@ -541,8 +545,8 @@ static const char batch_warp[] =
     "            fo[0] = 0.0;\n"
     "        if (lane == 0) jf_batch_end(c, &v, res + (unsigned long long)f * jf_batch_res_doubles(JF_FIT_NP));\n"
     "        if (stats != nullptr)\n"
-    "            jf_batch_stats_warp(c, &v, fo, xf, ldx, y, w, off[f], off[f + 1], lane, abs_sigma,\n"
-    "                                stats + (unsigned long long)f * JF_BATCH_STATS(JF_FIT_NP));\n"
+    "            jf_batch_stats_fit(c, &v, fo, xf, ldx, y, w, off[f], off[f + 1], lane, 32, abs_sigma,\n"
+    "                               stats + (unsigned long long)f * JF_BATCH_STATS(JF_FIT_NP));\n"
     "        __syncwarp(); /* the slot is free for the next fit */\n"
     "    }\n"
     "}\n";
@@ -570,24 +574,6 @@ static const char batch_block_totals[] =
  * apart — and need no slot memory. No shuffles or barriers: a warp's lanes are different fits,
  * at different iterations. */
 static const char batch_thread[] =
-    "/* A thread's fit [begin, end) into its statistics record st (jf_batch_stats_warp's, alone). */\n"
-    "static __device__ __noinline__ void jf_batch_stats_thread(const jf_lmc *c, jf_lmc_views *v,\n"
-    "        const double *fo, const double *__restrict__ x, jf_index ldx,\n"
-    "        const double *__restrict__ y, const double *__restrict__ w, jf_index begin,\n"
-    "        jf_index end, int abs_sigma, double *st)\n"
-    "{\n"
-    "    const int path = jf_batch_stats_path(c, v, fo);\n"
-    "    const unsigned long long n = (unsigned long long)(end - begin);\n"
-    "    if (path == 2) {\n"
-    "        double e[2];\n"
-    "        jf_batch_plain_sums(v->x, x, ldx, y, w, begin, end, 0, 1, e);\n"
-    "        jf_batch_stats_normal(c, v, e, y + begin, n, abs_sigma, st);\n"
-    "    } else if (path == 1) {\n"
-    "        jf_batch_stats(c, v, fo, y + begin, n, abs_sigma, st);\n"
-    "    } else {\n"
-    "        st[0] = 0.0;\n"
-    "    }\n"
-    "}\n"
     "/* one thread per fit (128 per block: THREAD_BLOCK); the slot arguments (cs, wss, iwss) are\n"
     " * unused: local memory instead */\n"
     "extern \"C\" __global__ void __launch_bounds__(128)\n"
@@ -627,8 +613,8 @@ static const char batch_thread[] =
     "            fo[0] = 0.0;\n"
     "        jf_batch_end(c, &v, res + (unsigned long long)f * jf_batch_res_doubles(JF_FIT_NP));\n"
     "        if (stats != nullptr)\n"
-    "            jf_batch_stats_thread(c, &v, fo, xf, ldx, y, w, off[f], off[f + 1], abs_sigma,\n"
-    "                                  stats + (unsigned long long)f * JF_BATCH_STATS(JF_FIT_NP));\n"
+    "            jf_batch_stats_fit(c, &v, fo, xf, ldx, y, w, off[f], off[f + 1], 0, 1, abs_sigma,\n"
+    "                               stats + (unsigned long long)f * JF_BATCH_STATS(JF_FIT_NP));\n"
     "    }\n"
     "}\n";
 
@@ -872,6 +858,16 @@ static size_t plan_batch(const batch_sizes *z, const jf_batch_fit *fits, size_t 
     }
     *need = fixed + (nchunks > 1 ? 2 : 1) * chunk_bytes(z, *cf, *cp);
     return nchunks;
+}
+
+/* The error of a batch whose smallest plan needs more than the usable device memory. */
+static void batch_too_big(size_t need, size_t local, size_t avail, char *why, size_t n) {
+    char of[96] = "";
+    if (local)
+        snprintf(of, sizeof of, " (%.1f MiB of it the kernel's local memory)",
+                 (double)local / 1048576.0);
+    snprintf(why, n, "the batch needs %.1f MiB of GPU memory%s, %.1f MiB are usable",
+             (double)need / 1048576.0, of, (double)avail / 1048576.0);
 }
 
 /* One chunk's buffers on the device, its host staging (one block, page-locked when the batch is
@@ -1120,9 +1116,6 @@ int jf_batch_cuda_run(const struct jf_model *m, const jf_jit_options *jo, jf_los
 
     /* the plan: one launch, or chunks on two streams ($JITFIT_GPU_BATCH_CHUNK: fits per chunk;
      * as many as the batch's or more: one launch whenever the memory allows) */
-    /* (not counted: the kernels' local memory, which the driver reserves at a launch for every
-     * thread the GPU can hold, as for any kernel — ≈0.7 GB for the thread kernel's 2.7 KB frames
-     * on 132 multiprocessors, 0.16 GB for the warp kernel's 0.6 KB) */
     size_t fixed = (nx_shared + 3 * np) * sizeof(double) + sizeof(jf_lmc);
     size_t avail = jf_gpu_usable_memory(max_mem), cf, cp, need;
     const char *ce = getenv("JITFIT_GPU_BATCH_CHUNK");
@@ -1134,8 +1127,7 @@ int jf_batch_cuda_run(const struct jf_model *m, const jf_jit_options *jo, jf_los
     }
     size_t nchunks = plan_batch(&z, fits, nfits, total, fixed, avail, chunk_fits, at, &cf, &cp, &need);
     if (need > avail) { /* a single fit is more than half of what is usable */
-        snprintf(why, n, "the batch needs %.1f MiB of GPU memory, %.1f MiB are usable",
-                 (double)need / 1048576.0, (double)avail / 1048576.0);
+        batch_too_big(need, 0, avail, why, n);
         free(at);
         return JF_ERR_NOMEM;
     }
@@ -1160,6 +1152,21 @@ int jf_batch_cuda_run(const struct jf_model *m, const jf_jit_options *jo, jf_los
     if (code != JF_OK) {
         free(at);
         return code;
+    }
+    /* the kernel's local memory, which the driver reserves at the launch for every thread the
+     * GPU can hold (a thread kernel's frame of ≈2.8 KB: ≈0.75 GB on an H200), is the chunks'
+     * as much as their buffers */
+    size_t local = jf_cuda_local_reserve(fns[0]);
+    if (local) {
+        fixed += local;
+        nchunks = plan_batch(&z, fits, nfits, total, fixed, avail, chunk_fits, at, &cf, &cp, &need);
+        nbuf = nchunks > 1 ? 2 : 1;
+        if (need > avail) {
+            batch_too_big(need, local, avail, why, n);
+            free(at);
+            jf_cuda_module_release(held);
+            return JF_ERR_NOMEM;
+        }
     }
 
     batch_run r = {.fits = fits, .z = z, .ldx_same = ldx_same, .loss = (int)loss,

@@ -870,6 +870,30 @@ static void test_batch_chunks(void) {
             jf_fit_result_free(rk[f]);
         }
     }
+    /* the kernel's local memory, which the driver reserves for every thread the GPU holds,
+     * counts against the limit: chunks when the rest does not hold the batch, the CPU when it
+     * is more than the limit (on the emulator, which says how much: JITFIT_CUDA_EMULATE_LOCAL
+     * bytes per thread, 2048 threads) */
+    if (jf_cuda_emulated()) {
+        o.max_gpu_mem = 1000000;
+        CHECK(jf_fit_batch(m, NF, d, p0, &o, rk, NULL) == JF_OK);
+        if (CHECK(rk[0])) CHECK_CONTAINS(rk[0]->device_note, "batch: one launch");
+        for (int f = 0; f < NF; f++) jf_fit_result_free(rk[f]);
+        setenv("JITFIT_CUDA_EMULATE_LOCAL", "450", 1); /* 0.92 MB */
+        jf_cuda_emulate_reread();
+        check_chunked(m, NF, d, p0, &o, r1, "a 1e6-byte limit, 921600 bytes of it local memory");
+        setenv("JITFIT_CUDA_EMULATE_LOCAL", "500", 1); /* 1.02 MB */
+        jf_cuda_emulate_reread();
+        CHECK(jf_fit_batch(m, NF, d, p0, &o, rk, NULL) == JF_OK);
+        unsetenv("JITFIT_CUDA_EMULATE_LOCAL");
+        jf_cuda_emulate_reread();
+        for (int f = 0; f < NF; f++) {
+            if (!CHECK(r1[f] && rk[f])) continue;
+            if (f == 0) CHECK_CONTAINS(rk[f]->device_note, "(1.0 MiB of it the kernel's local memory)");
+            CHECK(rk[f]->backend != JF_BACKEND_CUDA && rk[f]->status == r1[f]->status);
+            jf_fit_result_free(rk[f]);
+        }
+    }
     o.max_gpu_mem = 4000;
     CHECK(jf_fit_batch(m, NF, d, p0, &o, rk, NULL) == JF_OK);
     for (int f = 0; f < NF; f++) {
