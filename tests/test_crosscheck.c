@@ -14,6 +14,8 @@
  *   value is sensitive to the last ulps of libm results (a GPU's libm rounds unlike glibc; see
  *   libm_sensitivity), and normal_eq's sums equal those of its own rows.
  *
+ * $JITFIT_CROSSCHECK_SEED (a nonzero number) draws other random models, for campaigns.
+ *
  * With $JITFIT_CROSSCHECK_CORPUS set to a directory (a fuzzer's corpus, e.g. fuzz_fit's), it
  * checks the models of its files instead (a leading byte below ' ' is taken as fuzz_fit's
  * option byte and skipped; files that do not compile are counted and passed over): a campaign
@@ -618,6 +620,8 @@ int main(void) {
 
     check_loss_far();
     rng g = {0x853c49e6748fea9bu};
+    const char *seed = getenv("JITFIT_CROSSCHECK_SEED"); /* other random models: a campaign */
+    if (seed && strtoull(seed, NULL, 0)) g.s = strtoull(seed, NULL, 0);
     stats st = {0};
     dataset ds;
     const char *corpus = getenv("JITFIT_CROSSCHECK_CORPUS");
