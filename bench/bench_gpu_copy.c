@@ -9,16 +9,20 @@
  *   pageable   cuMemcpyHtoD from ordinary (malloc'd, touched) memory: what a fit does now
  *   pin        cuMemHostAlloc of the size (what page-locking costs, per call)
  *   memcpy     the host's memcpy of the size into that page-locked memory
+ *   memcpy xT  the same split over --threads threads (default: the CPUs): whether a staged
+ *              upload whose host side is threaded could keep up with the pinned copy
  *   pinned     cuMemcpyHtoD from the page-locked memory
  *   staged     pageable memory through two page-locked buffers of --stage bytes on two streams:
  *              the host copies one chunk in while the other goes up
  * as ms and GB/s. Without a GPU it says so and exits 0. Not a test: it asserts nothing.
  *
- * usage: bench_gpu_copy [--bytes 1.6e7,1.6e8,1.6e9] [--reps 3] [--stage 3.2e7]
+ * usage: bench_gpu_copy [--bytes 1.6e7,1.6e8,1.6e9] [--reps 3] [--stage 3.2e7] [--threads T]
  */
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "../runtime/cuda_api.h"
 #include "bench_util.h"
@@ -31,6 +35,36 @@ static int cmp_double(const void *a, const void *b) {
 static double median(double *t, int n) {
     qsort(t, (size_t)n, sizeof *t, cmp_double);
     return t[n / 2];
+}
+
+typedef struct part {
+    char *dst;
+    const char *src;
+    size_t len;
+} part;
+
+static void *copy_part(void *arg) {
+    part *p = arg;
+    memcpy(p->dst, p->src, p->len);
+    return NULL;
+}
+
+/* memcpy over nt threads (the caller's among them), in contiguous page-aligned slices; a slice
+ * whose thread cannot start is copied by the caller. */
+static void par_memcpy(char *dst, const char *src, size_t bytes, int nt) {
+    pthread_t th[64];
+    part pa[64];
+    int started[64];
+    size_t slice = ((bytes + (size_t)nt - 1) / (size_t)nt + 4095) & ~(size_t)4095;
+    for (int t = 0; t < nt; t++) {
+        size_t off = (size_t)t * slice < bytes ? (size_t)t * slice : bytes;
+        pa[t] = (part){dst + off, src + off, bytes - off < slice ? bytes - off : slice};
+        started[t] = t > 0 && pa[t].len && pthread_create(&th[t], NULL, copy_part, &pa[t]) == 0;
+        if (t > 0 && !started[t]) copy_part(&pa[t]);
+    }
+    copy_part(&pa[0]);
+    for (int t = 1; t < nt; t++)
+        if (started[t]) pthread_join(th[t], NULL);
 }
 
 /* src → dst through the two staging buffers st[2] of `stage` bytes and their streams q[2]. */
@@ -51,7 +85,7 @@ static int staged(jf_devptr dst, const char *src, size_t bytes, char *st[2], siz
 
 int main(int argc, char **argv) {
     double sizes[16] = {1.6e7, 1.6e8, 1.6e9};
-    int nsizes = 3, reps = 3;
+    int nsizes = 3, reps = 3, threads = (int)sysconf(_SC_NPROCESSORS_ONLN);
     size_t stage = (size_t)32 << 20;
     for (int i = 1; i + 1 < argc; i += 2) {
         if (!strcmp(argv[i], "--bytes")) {
@@ -60,6 +94,7 @@ int main(int argc, char **argv) {
                 sizes[nsizes++] = strtod(t, NULL);
         } else if (!strcmp(argv[i], "--reps")) reps = atoi(argv[i + 1]);
         else if (!strcmp(argv[i], "--stage")) stage = (size_t)strtod(argv[i + 1], NULL);
+        else if (!strcmp(argv[i], "--threads")) threads = atoi(argv[i + 1]);
         else {
             fprintf(stderr, "unknown option %s\n", argv[i]);
             return 2;
@@ -67,6 +102,8 @@ int main(int argc, char **argv) {
     }
     if (reps < 1 || reps > 64) reps = 3;
     if (stage < 4096) stage = 4096;
+    if (threads < 1) threads = 1;
+    if (threads > 64) threads = 64;
     char why[512];
     if (jf_cuda_init(why, sizeof why) != JF_OK) {
         printf("bench_gpu_copy: no GPU (%s)\n", why);
@@ -74,7 +111,8 @@ int main(int argc, char **argv) {
     }
     char status[512];
     jf_cuda_status(status, sizeof status);
-    printf("%s; staging buffers 2 x %.3g MB\n", status, (double)stage / 1e6);
+    printf("%s; staging buffers 2 x %.3g MB; memcpy xT: %d threads\n", status, (double)stage / 1e6,
+           threads);
     char *st[2] = {NULL, NULL};
     jf_cuda_graph *q[2] = {NULL, NULL};
     for (int b = 0; b < 2; b++)
@@ -83,8 +121,8 @@ int main(int argc, char **argv) {
             printf("bench_gpu_copy: %s\n", why);
             return 1;
         }
-    printf("%12s %10s %22s %10s %10s %22s %22s\n", "bytes", "alloc ms", "pageable ms (GB/s)",
-           "pin ms", "memcpy ms", "pinned ms (GB/s)", "staged ms (GB/s)");
+    printf("%12s %10s %22s %10s %10s %22s %22s %22s\n", "bytes", "alloc ms", "pageable ms (GB/s)",
+           "pin ms", "memcpy ms", "memcpy xT ms (GB/s)", "pinned ms (GB/s)", "staged ms (GB/s)");
     for (int s = 0; s < nsizes; s++) {
         size_t bytes = (size_t)sizes[s];
         char *host = malloc(bytes);
@@ -93,7 +131,8 @@ int main(int argc, char **argv) {
             continue;
         }
         memset(host, 1, bytes); /* the pages exist, as a fit's data do */
-        double t_alloc[64], t_page[64], t_pin[64], t_cpy[64], t_pinned[64], t_staged[64];
+        double t_alloc[64], t_page[64], t_pin[64], t_cpy[64], t_par[64], t_pinned[64],
+            t_staged[64];
         int ok = 1;
         for (int r = 0; r < reps && ok; r++) {
             jf_devptr dev = 0;
@@ -116,6 +155,9 @@ int main(int argc, char **argv) {
                 memcpy(pin, host, bytes);
                 t_cpy[r] = now_ms() - t0;
                 t0 = now_ms();
+                par_memcpy(pin, host, bytes, threads);
+                t_par[r] = now_ms() - t0;
+                t0 = now_ms();
                 ok = jf_cuda_to_device(dev, pin, bytes, why, sizeof why) == JF_OK;
                 t_pinned[r] = now_ms() - t0;
                 jf_cuda_host_free(pin);
@@ -131,10 +173,13 @@ int main(int argc, char **argv) {
             continue;
         }
         double a = median(t_alloc, reps), pg = median(t_page, reps), pn = median(t_pin, reps),
-               cp = median(t_cpy, reps), pd = median(t_pinned, reps), sg = median(t_staged, reps);
-        printf("%12.3g %10.2f %11.2f (%8.2f) %10.2f %10.2f %11.2f (%8.2f) %11.2f (%8.2f)\n",
-               (double)bytes, a, pg, (double)bytes / pg / 1e6, pn, cp, pd,
-               (double)bytes / pd / 1e6, sg, (double)bytes / sg / 1e6);
+               cp = median(t_cpy, reps), pc = median(t_par, reps), pd = median(t_pinned, reps),
+               sg = median(t_staged, reps);
+        printf("%12.3g %10.2f %11.2f (%8.2f) %10.2f %10.2f %11.2f (%8.2f) %11.2f (%8.2f) "
+               "%11.2f (%8.2f)\n",
+               (double)bytes, a, pg, (double)bytes / pg / 1e6, pn, cp, pc,
+               (double)bytes / pc / 1e6, pd, (double)bytes / pd / 1e6, sg,
+               (double)bytes / sg / 1e6);
         fflush(stdout);
     }
     for (int b = 0; b < 2; b++) {
