@@ -158,9 +158,7 @@ static int read_p0_file(const jf_fitctx *c, const groups *g, double *p0, size_t 
         names[nn++] = df->names[col];
     }
     if (jf_datafile_read(df, names, nn, &t, &err) != 0) goto fail;
-    char *hash_note = jf_datafile_hash_note(df);
-    if (hash_note) fprintf(stderr, "jitfit: note: %s\n", hash_note);
-    free(hash_note);
+    jf_run_note_hash_rows(df);
     if (jf_datafile_read_text(df, df->names[gcol], &labels, &nl, &err) != 0) goto fail;
     for (size_t i = 0; i < nl; i++) {
         size_t id = group_find(g, labels[i]);

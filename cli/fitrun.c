@@ -88,6 +88,12 @@ static char *join_names(const char *const *names, size_t n, const char *sep) {
     return r;
 }
 
+void jf_run_note_hash_rows(const jf_datafile *df) {
+    char *note = jf_datafile_hash_note(df);
+    if (note) fprintf(stderr, "jitfit: note: %s\n", note);
+    free(note);
+}
+
 /* "a, b, c": the model's parameter (vars = 0) or variable names, for messages; malloc'd, NULL
  * when out of memory. */
 char *jf_run_name_list(const jf_model *m, int vars) {
@@ -1029,9 +1035,7 @@ int jf_run_spec(const jf_spec *s, FILE *out, jf_run_summary *sum) {
         }
     }
     c.time_read_ms += now_ms() - t0;
-    char *hash_note = st == 0 ? jf_datafile_hash_note(c.df) : NULL;
-    if (hash_note) fprintf(stderr, "jitfit: note: %s\n", hash_note);
-    free(hash_note);
+    if (st == 0) jf_run_note_hash_rows(c.df);
     if (st != 0) {
         char *hint = err ? response_hint(m, s, c.df, resp) : NULL;
         jf_cli_error("%s%s", err ? err : "out of memory", hint ? hint : "");

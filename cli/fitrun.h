@@ -115,4 +115,8 @@ int jf_batch_run(jf_fitctx *c, FILE *out, jf_run_summary *sum);
  * message; malloc'd, NULL when memory ran out. */
 char *jf_run_name_list(const jf_model *m, int vars);
 
+/* After a successful jf_datafile_read of df: prints the note that rows starting with '#' were
+ * skipped as comments (jf_datafile_hash_note), if any, to stderr. */
+void jf_run_note_hash_rows(const jf_datafile *df);
+
 #endif
