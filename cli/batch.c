@@ -2,10 +2,10 @@
  * jf_fit_batch call (the library spreads the fits over threads).
  *
  * Groups are numbered in order of first appearance, found with a small open-addressing table
- * keyed by XXH3 (labels are text: "A", "sample 3", "12.5"). Each group's rows are copied into one block of its own in
- * jf_data's column layout, so groups of any length may be interleaved in the file. Output: one
- * table row per group (or a JSON array of the usual fit objects with "group" set), and the
- * progress counter on a terminal only.
+ * keyed by XXH3 (labels are text: "A", "sample 3", "12.5"). Each group's rows are copied into
+ * one block of its own in jf_data's column layout, so groups of any length may be interleaved in
+ * the file. Output: one table row per group (or a JSON array of the usual fit objects with
+ * "group" set), and the progress counter on a terminal only.
  */
 #include <math.h>
 #include <stdint.h>

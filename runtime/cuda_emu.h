@@ -19,7 +19,8 @@
  *
  * It checks logic, not speed: the emulated GPU is orders of magnitude slower than the CPU
  * solver, its math is the host's libm (moved by a few ulps with JITFIT_CUDA_EMULATE_ULPS), and
- * it has no concurrency (a race on a real GPU is not seen here). Results report "CUDA emulator" as the GPU's name. Nothing here prints.
+ * it has no concurrency (a race on a real GPU is not seen here). Results report "CUDA emulator"
+ * as the GPU's name. Nothing here prints.
  */
 #ifndef JF_CUDA_EMU_H
 #define JF_CUDA_EMU_H
