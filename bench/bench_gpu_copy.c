@@ -6,14 +6,16 @@
  * upload of x and y (16 bytes per point) from pageable memory is one candidate. For each size
  * in --bytes this times, median of --reps:
  *   alloc      cuMemAlloc + cuMemFree of the size (each fit allocates its data's buffers)
- *   pageable   cuMemcpyHtoD from ordinary (malloc'd, touched) memory: what a fit does now
+ *   pageable   cuMemcpyHtoD from ordinary (malloc'd, touched) memory: what a fit did before
+ *              the staged upload, and does below 4 MiB or with $JITFIT_GPU_UPLOAD=direct
  *   pin        cuMemHostAlloc of the size (what page-locking costs, per call)
  *   memcpy     the host's memcpy of the size into that page-locked memory
  *   memcpy xT  the same split over --threads threads (default: the CPUs): whether a staged
  *              upload whose host side is threaded could keep up with the pinned copy
  *   pinned     cuMemcpyHtoD from the page-locked memory
- *   staged     pageable memory through two page-locked buffers of --stage bytes on two streams:
- *              the host copies one chunk in while the other goes up
+ *   staged     what a fit does from 4 MiB on (jf_gpu_upload, solver/gpu_upload.c): pageable
+ *              memory through two page-locked buffers of --stage bytes on two streams, the
+ *              host copying one chunk in (on up to 8 threads) while the other goes up
  * as ms and GB/s. Without a GPU it says so and exits 0. Not a test: it asserts nothing.
  *
  * usage: bench_gpu_copy [--bytes 1.6e7,1.6e8,1.6e9] [--reps 3] [--stage 3.2e7] [--threads T]
@@ -25,6 +27,7 @@
 #include <unistd.h>
 
 #include "../runtime/cuda_api.h"
+#include "../solver/solver.h"
 #include "bench_util.h"
 
 static int cmp_double(const void *a, const void *b) {
@@ -67,22 +70,6 @@ static void par_memcpy(char *dst, const char *src, size_t bytes, int nt) {
         if (started[t]) pthread_join(th[t], NULL);
 }
 
-/* src → dst through the two staging buffers st[2] of `stage` bytes and their streams q[2]. */
-static int staged(jf_devptr dst, const char *src, size_t bytes, char *st[2], size_t stage,
-                  jf_cuda_graph *q[2], char *why, size_t n) {
-    int code = JF_OK;
-    for (size_t off = 0, k = 0; code == JF_OK && off < bytes; off += stage, k++) {
-        size_t len = bytes - off < stage ? bytes - off : stage;
-        int b = (int)(k & 1);
-        if (k >= 2) code = jf_cuda_graph_sync(q[b], why, n); /* its last chunk is up */
-        if (code != JF_OK) break;
-        memcpy(st[b], src + off, len);
-        code = jf_cuda_graph_to_device(q[b], dst + off, st[b], len, why, n);
-    }
-    for (int b = 0; b < 2 && code == JF_OK; b++) code = jf_cuda_graph_sync(q[b], why, n);
-    return code;
-}
-
 int main(int argc, char **argv) {
     double sizes[16] = {1.6e7, 1.6e8, 1.6e9};
     int nsizes = 3, reps = 3, threads = (int)sysconf(_SC_NPROCESSORS_ONLN);
@@ -111,16 +98,15 @@ int main(int argc, char **argv) {
     }
     char status[512];
     jf_cuda_status(status, sizeof status);
-    printf("%s; staging buffers 2 x %.3g MB; memcpy xT: %d threads\n", status, (double)stage / 1e6,
-           threads);
-    char *st[2] = {NULL, NULL};
-    jf_cuda_graph *q[2] = {NULL, NULL};
-    for (int b = 0; b < 2; b++)
-        if (jf_cuda_host_alloc((void **)&st[b], stage, why, sizeof why) != JF_OK ||
-            jf_cuda_graph_new(&q[b], NULL, why, sizeof why) != JF_OK) {
-            printf("bench_gpu_copy: %s\n", why);
-            return 1;
-        }
+    char sz[64];
+    snprintf(sz, sizeof sz, "%zu", stage);
+    setenv("JITFIT_GPU_STAGE", sz, 0); /* before the staging buffers exist; the caller's wins */
+    printf("%s; staging buffers 2 x %.3g MB (jf_gpu_upload); memcpy xT: %d threads\n", status,
+           (double)stage / 1e6, threads);
+    if (jf_gpu_upload_stage_bytes() == 0) { /* sets the staging buffers up, untimed */
+        printf("bench_gpu_copy: no page-locked staging buffers\n");
+        return 1;
+    }
     printf("%12s %10s %22s %10s %10s %22s %22s %22s\n", "bytes", "alloc ms", "pageable ms (GB/s)",
            "pin ms", "memcpy ms", "memcpy xT ms (GB/s)", "pinned ms (GB/s)", "staged ms (GB/s)");
     for (int s = 0; s < nsizes; s++) {
@@ -163,7 +149,9 @@ int main(int argc, char **argv) {
                 jf_cuda_host_free(pin);
             }
             t0 = now_ms();
-            if (ok) ok = staged(dev, host, bytes, st, stage, q, why, sizeof why) == JF_OK;
+            int how = 0;
+            if (ok) ok = jf_gpu_upload(dev, host, bytes, JF_UPLOAD_STAGED, &how, why,
+                                       sizeof why) == JF_OK && how == JF_UPLOAD_STAGED;
             t_staged[r] = now_ms() - t0;
             jf_cuda_free(dev);
         }
@@ -181,10 +169,6 @@ int main(int argc, char **argv) {
                (double)bytes / pc / 1e6, pd, (double)bytes / pd / 1e6, sg,
                (double)bytes / sg / 1e6);
         fflush(stdout);
-    }
-    for (int b = 0; b < 2; b++) {
-        jf_cuda_graph_free(q[b]);
-        jf_cuda_host_free(st[b]);
     }
     return 0;
 }

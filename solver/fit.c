@@ -1129,9 +1129,11 @@ static int run_fit(const fit_setup *s, const jf_data *d, const double *w, const 
                        gs.loop_ms - gs.finish_ms;
         len = strlen(b->device_note);
         snprintf(b->device_note + len, MSG_LEN - len,
-                 "; host clock: data to the GPU %.3g ms, solver modules %.3g ms, buffers %.3g ms, "
-                 "loop %.3g ms, finish %.3g ms, the rest on the host %.3g ms",
-                 gs.upload_ms, gs.modules_ms, gs.setup_ms, gs.loop_ms, gs.finish_ms,
+                 "; host clock: data to the GPU %.3g ms (%s), solver modules %.3g ms, "
+                 "buffers %.3g ms, loop %.3g ms, finish %.3g ms, the rest on the host %.3g ms",
+                 gs.upload_ms,
+                 gp.chunk ? "page-locked copy" : gp.upload_staged ? "staged" : "direct",
+                 gs.modules_ms, gs.setup_ms, gs.loop_ms, gs.finish_ms,
                  other > 0 ? other : 0.0);
         r->device_note = b->device_note;
     }

@@ -543,15 +543,21 @@ int jf_gpu_problem_init(jf_gpu_problem *gp, jf_problem *prob, const jf_cuda_kern
     begin_init(gp, prob, k);
     gp->grid = grid_for(n);
     const jf_data_view *d = &prob->view;
+    int mode = jf_gpu_upload_mode(), how = JF_UPLOAD_DIRECT;
     int st = jf_cuda_alloc(&gp->p, (np + gp->nheld) * sizeof(double), why, wn);
     if (st == JF_OK && nv) st = jf_cuda_alloc(&gp->x, nv * n * sizeof(double), why, wn);
     for (size_t j = 0; st == JF_OK && j < nv; j++) /* columns packed with ldx = n */
-        st = jf_cuda_to_device(gp->x + j * n * sizeof(double), d->x + j * d->ldx,
-                               n * sizeof(double), why, wn);
+        st = jf_gpu_upload(gp->x + j * n * sizeof(double), d->x + j * d->ldx,
+                           n * sizeof(double), mode, &how, why, wn);
+    gp->upload_staged = how == JF_UPLOAD_STAGED;
     if (st == JF_OK) st = jf_cuda_alloc(&gp->y, n * sizeof(double), why, wn);
-    if (st == JF_OK) st = jf_cuda_to_device(gp->y, d->y, n * sizeof(double), why, wn);
+    if (st == JF_OK) st = jf_gpu_upload(gp->y, d->y, n * sizeof(double), mode, &how, why, wn);
+    gp->upload_staged += how == JF_UPLOAD_STAGED;
     if (st == JF_OK && d->w) st = jf_cuda_alloc(&gp->w, n * sizeof(double), why, wn);
-    if (st == JF_OK && d->w) st = jf_cuda_to_device(gp->w, d->w, n * sizeof(double), why, wn);
+    if (st == JF_OK && d->w) {
+        st = jf_gpu_upload(gp->w, d->w, n * sizeof(double), mode, &how, why, wn);
+        gp->upload_staged += how == JF_UPLOAD_STAGED;
+    }
     if (st == JF_OK)
         st = jf_cuda_alloc(&gp->partial, (size_t)gp->grid * gp->nacc * sizeof(double), why, wn);
     if (st == JF_OK) st = jf_cuda_alloc(&gp->acc, gp->nacc * sizeof(double), why, wn);

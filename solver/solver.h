@@ -442,6 +442,7 @@ typedef struct jf_gpu_problem {
     jf_devptr r, J;              /* residuals and Jacobian (polish only; allocated on use) */
     size_t chunk;                /* streaming: points per chunk; 0 when the data are resident */
     int refused;                 /* streaming because the GPU refused the resident arrays */
+    int upload_staged;           /* resident: arrays uploaded through the staging buffers */
     jf_stream_layout lay;        /* streaming: the chunk layout */
     int weighted;                /* the fit has weights (1/sigma) */
     double *pinned;              /* streaming: page-locked chunk-major copy of the data */
@@ -468,6 +469,24 @@ typedef struct jf_gpu_problem {
     int failed;                  /* first error of an op (a jf_status), or 0 */
     char why[512];               /* its reason */
 } jf_gpu_problem;
+
+/* ---- gpu_upload.c --------------------------------------------------------------------------- */
+
+/* How jf_gpu_upload copies: AUTO stages copies of at least 4 MiB and sends smaller ones
+ * directly; $JITFIT_GPU_UPLOAD=direct|staged forces one way for every fit (jf_gpu_upload_mode). */
+enum { JF_UPLOAD_AUTO = 0, JF_UPLOAD_DIRECT = 1, JF_UPLOAD_STAGED = 2 };
+/* The mode $JITFIT_GPU_UPLOAD asks for (JF_UPLOAD_AUTO when unset or not a mode's name). */
+JF_INTERNAL int jf_gpu_upload_mode(void);
+/* Copies bytes from ordinary host memory src to device memory dst, complete on return. STAGED
+ * goes through the process's two page-locked buffers (allocated on first use and kept), the host
+ * copy of one chunk on a pool of threads overlapping the device copy of the other; DIRECT is
+ * cuMemcpyHtoD. A staged copy falls back to a direct one when page-locked memory is refused or
+ * another thread's staged upload holds the buffers. *how (if not NULL) receives the way taken.
+ * JF_OK or an error with the driver's message in why. */
+JF_INTERNAL int jf_gpu_upload(jf_devptr dst, const void *src, size_t bytes, int mode, int *how,
+                              char *why, size_t n);
+/* Bytes per staging buffer (set up now if it was not), 0 when the buffers cannot be had. */
+JF_INTERNAL size_t jf_gpu_upload_stage_bytes(void);
 
 /* Device memory a fit may use: 90 % of what is free now, or limit bytes (jf_fit_options.
  * max_gpu_mem; 0: none) or $JITFIT_MAX_GPU_MEM (bytes, or with --max-gpu-mem's units) if smaller (SIZE_MAX when the driver

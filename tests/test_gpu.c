@@ -16,8 +16,10 @@
  * 60-parameter sum of peaks equals the CPU fit to 1e-10 (through the many-parameter path:
  * J in chunks, cuBLAS, p×p factorizations by cuSOLVER or by the kernel), as do the NIST
  * problems and the damped sine with that path forced (one cuSOLVER round per pass), streamed
- * too (with and without sigma).
+ * too (with and without sigma). The staged upload (solver/gpu_upload.c) delivers what was sent
+ * and gives the direct upload's fit bit for bit.
  */
+#include <pthread.h>
 #include <stdlib.h>
 
 #include "runtime/cuda_api.h"
@@ -27,6 +29,104 @@
 #include "tests/nist_data.h"
 
 static int have_while;
+static void sine(size_t n, double *x, double *y, double *sig);
+
+/* One upload of bytes (a pattern seeded by seed) in the given mode, read back: 1 when what
+ * arrived is what was sent, *how the way it took. No CHECKs: threads call it. */
+static int upload_round_trip(size_t bytes, int mode, unsigned seed, int *how) {
+    char why[256];
+    unsigned char *h = malloc(bytes + 1), *back = malloc(bytes + 1);
+    jf_devptr d = 0;
+    int ok = h && back && jf_cuda_alloc(&d, bytes + 1, why, sizeof why) == JF_OK;
+    if (ok) {
+        for (size_t i = 0; i < bytes; i++) h[i] = (unsigned char)((i * 2654435761u + seed) >> 13);
+        ok = jf_gpu_upload(d, h, bytes, mode, how, why, sizeof why) == JF_OK &&
+             jf_cuda_to_host(back, d, bytes, why, sizeof why) == JF_OK &&
+             memcmp(h, back, bytes) == 0;
+        jf_cuda_free(d);
+    }
+    if (!ok) printf("upload of %zu bytes (mode %d) failed or arrived changed\n", bytes, mode);
+    free(h);
+    free(back);
+    return ok;
+}
+
+typedef struct upload_arg {
+    size_t bytes;
+    unsigned seed;
+    int ok;
+} upload_arg;
+
+static void *upload_thread(void *arg) {
+    upload_arg *a = arg;
+    char why[256];
+    int how;
+    a->ok = jf_cuda_init(why, sizeof why) == JF_OK &&
+            upload_round_trip(a->bytes, JF_UPLOAD_STAGED, a->seed, &how);
+    return NULL;
+}
+
+/* The fit's upload through the page-locked staging buffers (solver/gpu_upload.c): what arrives is
+ * what was sent, from chunks of the staging buffers' size and its odd ends, from two threads at
+ * once (the second staged or direct), and a fit whose data go up staged equals the direct one
+ * bit for bit. `test_gpu upload` runs it with 4 KiB buffers (JITFIT_GPU_STAGE). */
+static void test_upload(void) {
+    size_t sb = jf_gpu_upload_stage_bytes();
+    if (!CHECK(sb >= 4096)) return;
+    printf("upload: staging buffers of %zu bytes\n", sb);
+    size_t sizes[] = {1, 4095, sb, 2 * sb, 3 * sb + 8, 7 * sb / 2 + 5};
+    int how = -1;
+    for (size_t k = 0; k < sizeof sizes / sizeof *sizes; k++) {
+        CHECK(upload_round_trip(sizes[k], JF_UPLOAD_STAGED, (unsigned)k, &how));
+        CHECK(how == JF_UPLOAD_STAGED);
+        CHECK(upload_round_trip(sizes[k], JF_UPLOAD_DIRECT, (unsigned)k + 100, &how));
+        CHECK(how == JF_UPLOAD_DIRECT);
+    }
+    CHECK(upload_round_trip(1000, JF_UPLOAD_AUTO, 7, &how) && how == JF_UPLOAD_DIRECT);
+    pthread_t th[2];
+    upload_arg ua[2] = {{5 * sb + 3, 11, 0}, {4 * sb + 1, 12, 0}};
+    int started[2];
+    for (int t = 0; t < 2; t++)
+        started[t] = pthread_create(&th[t], NULL, upload_thread, &ua[t]) == 0;
+    for (int t = 0; t < 2; t++)
+        if (CHECK(started[t])) {
+            pthread_join(th[t], NULL);
+            CHECK(ua[t].ok);
+        }
+
+    jf_model *m = NULL;
+    if (!CHECK(jf_model_compile("a*exp(-b*x)*sin(c*x+d)+e", (size_t)-1, NULL, &m, NULL) == JF_OK))
+        return;
+    size_t n = 3 * sb / sizeof(double) + 77; /* x and y: 3 buffers and some each */
+    double *x = malloc(n * sizeof *x), *y = malloc(n * sizeof *y), *sg = malloc(n * sizeof *sg);
+    double p0[5] = {2, 0.25, 1.6, 0.3, 0.4};
+    jf_fit_options o = jf_fit_options_default();
+    o.p0 = p0;
+    o.device = JF_DEVICE_GPU;
+    sine(n, x, y, sg);
+    jf_data d = {n, x, 0, y, sg};
+    jf_fit_result *a = NULL, *b = NULL;
+    setenv("JITFIT_GPU_UPLOAD", "staged", 1);
+    int ok = CHECK(jf_fit(m, &d, &o, &a, NULL) == JF_OK);
+    setenv("JITFIT_GPU_UPLOAD", "direct", 1);
+    ok = CHECK(jf_fit(m, &d, &o, &b, NULL) == JF_OK) && ok;
+    unsetenv("JITFIT_GPU_UPLOAD");
+    if (ok) {
+        CHECK_CONTAINS(a->device_note, "data to the GPU");
+        CHECK_CONTAINS(a->device_note, " ms (staged)");
+        CHECK_CONTAINS(b->device_note, " ms (direct)");
+        CHECK(a->backend == JF_BACKEND_CUDA && a->cost == b->cost && a->nfev == b->nfev);
+        CHECK(memcmp(a->params, b->params, 5 * sizeof(double)) == 0);
+        printf("upload: %zu points with sigma, staged and direct: the same fit (cost %.17g)\n", n,
+               a->cost);
+    }
+    jf_fit_result_free(a);
+    jf_fit_result_free(b);
+    free(x);
+    free(y);
+    free(sg);
+    jf_model_free(m);
+}
 
 /* CPU and GPU fits of the same problem; tol: parameter agreement (relative), or negative for
  * the unpolished comparison. */
@@ -1642,13 +1742,22 @@ int main(int argc, char **argv) {
         test_fixed();
         return jf_test_finish();
     }
+    if (argc > 1 && strcmp(argv[1], "upload") == 0) {
+        setenv("JITFIT_GPU_STAGE", "4096", 1); /* before the staging buffers exist */
+        test_upload();
+        return jf_test_finish();
+    }
     if (argc > 1) {
         fprintf(stderr, "test_gpu: unknown test '%s' (known: batch-chunks, batch-thread, limits, "
-                        "fixed)\n",
+                        "fixed, upload)\n",
                 argv[1]);
         return 2;
     }
     test_auto_compile();
+    /* staging buffers small enough for the emulator's fit of 3 of them (a second per 10⁵ points
+     * and pass there) and for many chunks on a GPU */
+    setenv("JITFIT_GPU_STAGE", jf_cuda_emulated() ? "65536" : "1048576", 1);
+    test_upload();
     for (int mode = 0; mode < 2; mode++) {
         if (mode == 1) setenv("JITFIT_GPU_NO_WHILE", "1", 1);
         have_while = mode == 0 && jf_cuda_cond_nodes();

@@ -1,0 +1,154 @@
+/* A fit's data to the GPU: one copy from the caller's (pageable) memory, complete on return.
+ *
+ * cuMemcpyHtoD from pageable memory makes the driver copy the data through its own small
+ * page-locked buffer on one host thread, and the H200's one session measured a fit's time
+ * linear in its points at ≈ 11 ns per point from 10⁶ points on (docs/PERFORMANCE.md, "GPU
+ * solver"): 16 bytes per point at ≈ 1.5 GB/s, far below what the loop needs. A staged upload
+ * page-locks nothing per call: two page-locked buffers of JF_GPU_STAGE_BYTES, allocated on
+ * first use and kept for the process (cuMemHostAlloc costs milliseconds), each with its own
+ * stream; threads of a process-wide pool copy one chunk of the data into a buffer while the
+ * other buffer's chunk goes up. Whether it beats the driver's copy is a measurement
+ * (bench_gpu_copy's "staged" column, bench_gpu with $JITFIT_GPU_UPLOAD=direct); the rule below
+ * is the expectation until then.
+ */
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "solver.h"
+
+/* Bytes per staging buffer; $JITFIT_GPU_STAGE (bytes, 4096 to 1 GiB, read once) overrides. */
+#define JF_GPU_STAGE_BYTES ((size_t)32 << 20)
+/* Smaller copies go straight to cuMemcpyHtoD: below a few chunks the pipeline has nothing to
+ * overlap, and the driver's own staging is as good. */
+#define JF_GPU_STAGE_MIN ((size_t)4 << 20)
+/* Most threads copying into a staging buffer: a few saturate a socket's memory bandwidth;
+ * $JITFIT_GPU_STAGE_THREADS (1 to 64, read once) sets the number instead. */
+#define JF_GPU_STAGE_THREADS 8
+/* Bytes per task of the host copy (a multiple of the page). */
+#define JF_GPU_STAGE_SLICE ((size_t)1 << 20)
+
+/* The process's staging buffers, their streams and the copying threads. */
+typedef struct stage {
+    pthread_mutex_t mu; /* one staged upload at a time; others copy directly */
+    int tried;          /* set-up attempted (failed == 0: usable) */
+    int failed;
+    size_t bytes;       /* per buffer */
+    char *buf[2];
+    jf_cuda_graph *q[2];
+    jf_pool *pool;
+} stage;
+
+static stage g_stage = {.mu = PTHREAD_MUTEX_INITIALIZER};
+
+/* The staging buffers and streams; 0 when page-locked memory or a stream is refused (then
+ * every upload is direct). Called with g_stage.mu held. */
+static int stage_ready(void) {
+    stage *s = &g_stage;
+    if (s->tried) return !s->failed;
+    s->tried = 1;
+    s->bytes = JF_GPU_STAGE_BYTES;
+    const char *e = getenv("JITFIT_GPU_STAGE");
+    if (e && *e) {
+        double v = strtod(e, NULL);
+        if (v >= 4096.0 && v <= 1073741824.0) s->bytes = ((size_t)v + 4095) & ~(size_t)4095;
+    }
+    char why[256];
+    for (int b = 0; b < 2; b++)
+        if (jf_cuda_host_alloc((void **)&s->buf[b], s->bytes, why, sizeof why) != JF_OK ||
+            jf_cuda_graph_new(&s->q[b], NULL, why, sizeof why) != JF_OK)
+            s->failed = 1;
+    if (s->failed) {
+        for (int b = 0; b < 2; b++) {
+            jf_cuda_graph_free(s->q[b]);
+            jf_cuda_host_free(s->buf[b]);
+            s->q[b] = NULL;
+            s->buf[b] = NULL;
+        }
+        return 0;
+    }
+    int nt = jf_threads_resolve(0), cap = JF_GPU_STAGE_THREADS;
+    const char *t = getenv("JITFIT_GPU_STAGE_THREADS");
+    if (t && *t) {
+        long v = strtol(t, NULL, 10);
+        if (v >= 1 && v <= 64) nt = cap = (int)v;
+    }
+    s->pool = jf_pool_create(nt < cap ? nt : cap);
+    return 1;
+}
+
+/* One chunk's host copy, split in slices for the pool. */
+typedef struct copy_job {
+    char *dst;
+    const char *src;
+    size_t len;
+} copy_job;
+
+static void copy_slice(void *ctx, size_t t, int worker) {
+    (void)worker;
+    const copy_job *j = ctx;
+    size_t off = t * JF_GPU_STAGE_SLICE;
+    size_t len = j->len - off < JF_GPU_STAGE_SLICE ? j->len - off : JF_GPU_STAGE_SLICE;
+    memcpy(j->dst + off, j->src + off, len);
+}
+
+/* src → dst through the staging buffers: the host fills buffer k & 1 while the other's chunk
+ * is copied up, and waits for a buffer's last copy before refilling it. */
+static int staged(jf_devptr dst, const char *src, size_t bytes, char *why, size_t n) {
+    stage *s = &g_stage;
+    int code = JF_OK;
+    for (size_t off = 0, k = 0; code == JF_OK && off < bytes; off += s->bytes, k++) {
+        int b = (int)(k & 1);
+        if (k >= 2) code = jf_cuda_graph_sync(s->q[b], why, n);
+        if (code != JF_OK) break;
+        copy_job j = {s->buf[b], src + off, bytes - off < s->bytes ? bytes - off : s->bytes};
+        jf_pool_run(s->pool, (j.len + JF_GPU_STAGE_SLICE - 1) / JF_GPU_STAGE_SLICE, copy_slice, &j);
+        code = jf_cuda_graph_to_device(s->q[b], dst + off, s->buf[b], j.len, why, n);
+    }
+    /* both streams drained even after an error: no copy may read a buffer the next upload
+     * refills */
+    for (int b = 0; b < 2; b++) {
+        char w2[256];
+        int c = jf_cuda_graph_sync(s->q[b], w2, sizeof w2);
+        if (code == JF_OK && c != JF_OK) {
+            code = c;
+            snprintf(why, n, "%s", w2);
+        }
+    }
+    return code;
+}
+
+size_t jf_gpu_upload_stage_bytes(void) {
+    pthread_mutex_lock(&g_stage.mu);
+    size_t b = stage_ready() ? g_stage.bytes : 0;
+    pthread_mutex_unlock(&g_stage.mu);
+    return b;
+}
+
+int jf_gpu_upload_mode(void) {
+    const char *e = getenv("JITFIT_GPU_UPLOAD");
+    if (e && !strcmp(e, "direct")) return JF_UPLOAD_DIRECT;
+    if (e && !strcmp(e, "staged")) return JF_UPLOAD_STAGED;
+    return JF_UPLOAD_AUTO;
+}
+
+int jf_gpu_upload(jf_devptr dst, const void *src, size_t bytes, int mode, int *how, char *why,
+                  size_t n) {
+    if (how) *how = JF_UPLOAD_DIRECT;
+    if (mode == JF_UPLOAD_AUTO) mode = bytes >= JF_GPU_STAGE_MIN ? JF_UPLOAD_STAGED
+                                                                 : JF_UPLOAD_DIRECT;
+    if (mode == JF_UPLOAD_STAGED && bytes > 0 && pthread_mutex_trylock(&g_stage.mu) == 0) {
+        int code = JF_OK, done = 0;
+        if (stage_ready()) {
+            code = staged(dst, src, bytes, why, n);
+            done = 1;
+        }
+        pthread_mutex_unlock(&g_stage.mu);
+        if (done) {
+            if (how) *how = JF_UPLOAD_STAGED;
+            return code;
+        }
+    }
+    return jf_cuda_to_device(dst, src, bytes, why, n);
+}
