@@ -24,7 +24,10 @@
  *   jf_normal_eq(p, x, ldx, y, w, begin, end, loss, f_scale, partial)
  *       launched with JF_CUDA_BLOCK threads per block; block b writes its sums (acc layout,
  *       jf_emit_num_acc(np) values) to partial[b*nacc ..]
- *   jf_reduce_blocks(partial, nblocks, acc)  acc[q] = Σ_b partial[b*nacc + q], b ascending
+ *   jf_reduce_blocks(partial, nblocks, acc)  acc[q] = Σ_b partial[b*nacc + q]
+ *       launched with JF_CUDA_BLOCK threads per block, best one block per sum (grid nacc; any
+ *       grid is right): thread t adds rows b ≡ t (mod JF_CUDA_BLOCK) ascending, then the warp
+ *       and the block reduce in a fixed order
  */
 #ifndef JF_EMIT_H
 #define JF_EMIT_H

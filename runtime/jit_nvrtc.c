@@ -616,7 +616,8 @@ int jf_cuda_normal_eq(const jf_cuda_kernels *k, const double *p, const double *x
         unsigned int nb = grid;
         jf_devptr nostop = 0;
         void *args[] = {&dpart, &nb, &dacc, &nostop};
-        st = jf_cuda_launch(k->mod->fn[JF_CUDA_REDUCE_BLOCKS], 1, JF_CUDA_BLOCK, 0, args, why, n);
+        st = jf_cuda_launch(k->mod->fn[JF_CUDA_REDUCE_BLOCKS], (unsigned)nacc, JF_CUDA_BLOCK, 0,
+                           args, why, n);
     }
     if (st == JF_OK) st = jf_cuda_to_host(acc, dacc, nacc * sizeof(double), why, n);
     jf_cuda_free(dpart);

@@ -388,7 +388,8 @@ static int pass(jf_gpu_problem *gp, const double *p, jf_loss loss, int weighted,
     }
     unsigned int nb = gp->grid * (unsigned)(gp->chunk ? gp->lay.nchunks : 1);
     void *rargs[] = {&gp->partial, &nb, &gp->acc, &nostop};
-    st = blocking(gp, jf_cuda_launch(gp->fn_reduce, 1, JF_CUDA_BLOCK, 0, rargs, why, wn));
+    st = blocking(gp, jf_cuda_launch(gp->fn_reduce, (unsigned)gp->nacc, JF_CUDA_BLOCK, 0, rargs,
+                                     why, wn));
     if (st != JF_OK) return st;
     return blocking(gp, jf_cuda_to_host(acc, gp->acc, gp->nacc * sizeof(double), why, wn));
 }
@@ -689,12 +690,14 @@ static int add_iteration(jf_cuda_graph *g, jf_gpu_problem *gp, const loop_mem *l
         nb = gp->grid * (unsigned)gp->lay.nchunks;
         st = add_streamed_pass(g, gp, p, loss, stop, rdeps, why, n);
         if (st == JF_OK)
-            st = jf_cuda_graph_kernel_deps(g, gp->fn_reduce, 1, JF_CUDA_BLOCK, rargs, rdeps,
-                                           (int)gp->lay.nchunks, NULL, why, n);
+            st = jf_cuda_graph_kernel_deps(g, gp->fn_reduce, (unsigned)gp->nacc, JF_CUDA_BLOCK,
+                                           rargs, rdeps, (int)gp->lay.nchunks, NULL, why, n);
     } else {
         void *args[] = {&p, &gp->x, &ldx, &gp->y, &gp->w, &begin, &end, &loss_, &fs, &gp->partial, &stop};
         st = jf_cuda_graph_kernel(g, gp->fn_normal_eq, gp->grid, JF_CUDA_BLOCK, args, why, n);
-        if (st == JF_OK) st = jf_cuda_graph_kernel(g, gp->fn_reduce, 1, JF_CUDA_BLOCK, rargs, why, n);
+        if (st == JF_OK)
+            st = jf_cuda_graph_kernel(g, gp->fn_reduce, (unsigned)gp->nacc, JF_CUDA_BLOCK, rargs,
+                                      why, n);
     }
     jf_devptr c = lm->c, ws = lm->ws, iws = lm->iws, acc = gp->acc, none = 0;
     void *sargs[] = {&c, &ws, &iws, &acc, &none, &none, &what};

@@ -17,15 +17,19 @@
  * J in chunks, cuBLAS, p×p factorizations by cuSOLVER or by the kernel), as do the NIST
  * problems and the damped sine with that path forced (one cuSOLVER round per pass), streamed
  * too (with and without sigma). The staged upload (solver/gpu_upload.c) delivers what was sent
- * and gives the direct upload's fit bit for bit.
+ * and gives the direct upload's fit bit for bit; a pass over 1024 blocks reduces to the
+ * interpreter's sums, bit-identical twice.
  */
 #include <pthread.h>
 #include <stdlib.h>
 
+#include "codegen/emit.h"
 #include "runtime/cuda_api.h"
 #include "runtime/cuda_emu.h"
 #include "solver/solver.h"
 #include "runtime/device.h"
+#include "runtime/jit_nvrtc.h"
+#include "runtime/kernels.h"
 #include "tests/nist_data.h"
 
 static int have_while;
@@ -64,6 +68,56 @@ static void *upload_thread(void *arg) {
     a->ok = jf_cuda_init(why, sizeof why) == JF_OK &&
             upload_round_trip(a->bytes, JF_UPLOAD_STAGED, a->seed, &how);
     return NULL;
+}
+
+/* One normal_eq pass over more points than its grid has threads (the grid's cap: 1024 blocks),
+ * so that jf_reduce_blocks' threads each add several blocks' rows: the sums equal the
+ * interpreter's to rounding, and two passes are bit-identical. The fits' passes elsewhere here
+ * have fewer rows than a block has threads under the emulator. */
+static void test_many_blocks(void) {
+    jf_model *m = NULL;
+    if (!CHECK(jf_model_compile("a*exp(-b*x)*sin(c*x+d)+e", (size_t)-1, NULL, &m, NULL) == JF_OK))
+        return;
+    const size_t n = (size_t)JF_LM_CUDA_MAX_GRID * JF_CUDA_BLOCK + 777, nacc = 21;
+    double *x = malloc(n * sizeof *x), *y = malloc(n * sizeof *y), *sg = malloc(n * sizeof *sg);
+    double p[5] = {2.4, 0.31, 1.68, 0.41, 0.52}, a1[21], a2[21], ref[21];
+    char why[512];
+    jf_jit_options o;
+    memset(&o, 0, sizeof o);
+    jf_cuda_kernels *ck = NULL;
+    jf_kernels *ik = NULL;
+    sine(n, x, y, sg);
+    if (CHECK(x && y && sg) &&
+        CHECK(jf_cuda_kernels_get(m, &o, -1, &ck, NULL, why, sizeof why, NULL, 0) == JF_OK) &&
+        CHECK(jf_kernels_get(m, JF_BACKEND_INTERP, &o, &ik, NULL) == JF_OK) &&
+        CHECK(jf_cuda_normal_eq(ck, p, x, n, y, sg, n, JF_LOSS_LINEAR, 1.0, a1, why,
+                                sizeof why) == JF_OK) &&
+        CHECK(jf_cuda_normal_eq(ck, p, x, n, y, sg, n, JF_LOSS_LINEAR, 1.0, a2, why,
+                                sizeof why) == JF_OK)) {
+        jf_data_view v = {x, n, y, sg};
+        jf_kernels_normal_eq(ik, p, &v, 0, n, JF_LOSS_LINEAR, 1.0, ref);
+        CHECK(memcmp(a1, a2, sizeof a1) == 0);
+        /* each sum against the scale of its terms: √(A_aa·A_bb), √(A_aa·cost), cost */
+        double diag[6], worst = 0;
+        for (size_t a = 0, t = 0; a < 5; t += 5 - a, a++) diag[a] = ref[t];
+        diag[5] = ref[nacc - 1];
+        size_t q = 0;
+        for (size_t a = 0; a < 5; a++) /* JᵀJ's upper triangle, row by row */
+            for (size_t b = a; b < 5; b++, q++)
+                worst = fmax(worst, fabs(a1[q] - ref[q]) / sqrt(diag[a] * diag[b]));
+        for (size_t a = 0; a < 5; a++, q++) /* Jᵀr */
+            worst = fmax(worst, fabs(a1[q] - ref[q]) / sqrt(diag[a] * diag[5]));
+        worst = fmax(worst, fabs(a1[q] - ref[q]) / diag[5]); /* Σr² */
+        printf("normal_eq over %zu points (1024 blocks' rows): within %.2g of the interpreter, "
+               "bit-identical twice\n", n, worst);
+        CHECK(worst <= 1e-12);
+    }
+    jf_cuda_kernels_free(ck);
+    jf_kernels_free(ik);
+    free(x);
+    free(y);
+    free(sg);
+    jf_model_free(m);
 }
 
 /* The fit's upload through the page-locked staging buffers (solver/gpu_upload.c): what arrives is
@@ -1742,6 +1796,10 @@ int main(int argc, char **argv) {
         test_fixed();
         return jf_test_finish();
     }
+    if (argc > 1 && strcmp(argv[1], "many-blocks") == 0) {
+        test_many_blocks();
+        return jf_test_finish();
+    }
     if (argc > 1 && strcmp(argv[1], "upload") == 0) {
         setenv("JITFIT_GPU_STAGE", "4096", 1); /* before the staging buffers exist */
         test_upload();
@@ -1749,7 +1807,7 @@ int main(int argc, char **argv) {
     }
     if (argc > 1) {
         fprintf(stderr, "test_gpu: unknown test '%s' (known: batch-chunks, batch-thread, limits, "
-                        "fixed, upload)\n",
+                        "fixed, upload, many-blocks)\n",
                 argv[1]);
         return 2;
     }
@@ -1758,6 +1816,7 @@ int main(int argc, char **argv) {
      * and pass there) and for many chunks on a GPU */
     setenv("JITFIT_GPU_STAGE", jf_cuda_emulated() ? "65536" : "1048576", 1);
     test_upload();
+    test_many_blocks();
     for (int mode = 0; mode < 2; mode++) {
         if (mode == 1) setenv("JITFIT_GPU_NO_WHILE", "1", 1);
         have_while = mode == 0 && jf_cuda_cond_nodes();

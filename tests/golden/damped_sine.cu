@@ -236,15 +236,26 @@ jf_normal_eq(const double *__restrict__ p, const double *__restrict__ x, jf_inde
     jf_block_sums(v, 21u, partial + (jf_index)blockIdx.x * 21);
 }
 
-extern "C" __global__ void jf_reduce_blocks(const double *__restrict__ partial,
-        unsigned int nblocks, double *__restrict__ acc, const int *__restrict__ stop)
+extern "C" __global__ void __launch_bounds__(JF_BLOCK)
+jf_reduce_blocks(const double *__restrict__ partial, unsigned int nblocks,
+        double *__restrict__ acc, const int *__restrict__ stop)
 {
+    __shared__ double sh[JF_BLOCK / 32u];
     if (stop != nullptr && *stop != 0) return;
-    for (jf_index q = (jf_index)blockIdx.x * blockDim.x + threadIdx.x; q < 21;
-         q += (jf_index)blockDim.x * gridDim.x) {
+    const unsigned int lane = threadIdx.x & 31u, warp = threadIdx.x >> 5;
+    for (unsigned int q = blockIdx.x; q < 21u; q += gridDim.x) {
         double s = 0.0;
-        for (unsigned int b = 0; b < nblocks; b++) s += partial[(jf_index)b * 21 + q];
-        acc[q] = s;
+        for (unsigned int b = threadIdx.x; b < nblocks; b += JF_BLOCK)
+            s += partial[(jf_index)b * 21u + q];
+        s = jf_warp_sum(s);
+        if (lane == 0) sh[warp] = s;
+        __syncthreads();
+        if (threadIdx.x == 0) {
+            double t = 0.0;
+            for (unsigned int k = 0; k < JF_BLOCK / 32u; k++) t += sh[k];
+            acc[q] = t;
+        }
+        __syncthreads();
     }
 }
 
