@@ -348,7 +348,7 @@ static int setup_init(fit_setup *s, const jf_model *m, const jf_fit_options *opt
 /* Checks one data set; w receives 1/sigma (n values) when sigma is given. x_checked: its
  * variables' values are known to be finite (a batch's fits that share them). */
 static int check_data(const fit_setup *s, const jf_data *d, double **w, char **errmsg,
-                      int x_checked) {
+                      int x_checked, jf_pool *pool) {
     const struct jf_model *m = s->m;
     *w = NULL;
     size_t np = m->np, n = d->n;
@@ -367,35 +367,34 @@ static int check_data(const fit_setup *s, const jf_data *d, double **w, char **e
     if (m->nv > 0 && !d->x) return fail(errmsg, JF_ERR_ARG, "no values of the variables (x is NULL)");
     if (m->nv > 0 && ldx < n)
         return fail(errmsg, JF_ERR_ARG, "ldx %zu is smaller than the number of points %zu", ldx, n);
-    for (size_t j = 0; !x_checked && j < m->nv; j++)
-        for (size_t i = 0; i < n; i++)
-            if (!isfinite(d->x[j * ldx + i]))
-                return fail(errmsg, JF_ERR_DATA, "point %zu: variable '%s' is not finite", i + 1,
-                            m->var_names[j]);
-    for (size_t i = 0; i < n; i++)
-        if (!isfinite(d->y[i]))
-            return fail(errmsg, JF_ERR_DATA, "point %zu: the response is not finite", i + 1);
+    for (size_t j = 0; !x_checked && j < m->nv; j++) {
+        size_t bad = jf_first_nonfinite(pool, d->x + j * ldx, n);
+        if (bad)
+            return fail(errmsg, JF_ERR_DATA, "point %zu: variable '%s' is not finite", bad,
+                        m->var_names[j]);
+    }
+    size_t bad = jf_first_nonfinite(pool, d->y, n);
+    if (bad) return fail(errmsg, JF_ERR_DATA, "point %zu: the response is not finite", bad);
     if (d->sigma) {
-        for (size_t i = 0; i < n; i++)
-            if (!(d->sigma[i] > 0) || !isfinite(d->sigma[i]))
-                return fail(errmsg, JF_ERR_DATA,
-                            "point %zu: sigma must be positive and finite (got %g)", i + 1,
-                            d->sigma[i]);
         *w = malloc(n * sizeof **w);
         if (!*w) return fail(errmsg, JF_ERR_NOMEM, "out of memory");
-        for (size_t i = 0; i < n; i++) {
-            (*w)[i] = 1.0 / d->sigma[i];
-            /* a subnormal sigma's weight overflows: the fit would fail on NONFINITE at that
-             * point's residual, the message not naming sigma */
-            if (!isfinite((*w)[i])) {
-                free(*w);
-                *w = NULL;
-                return fail(errmsg, JF_ERR_DATA,
-                            "point %zu: sigma %g is too small (its reciprocal, the weight, "
-                            "overflows)",
-                            i + 1, d->sigma[i]);
-            }
+        size_t bad_sigma, bad_weight;
+        jf_sigma_weights(pool, d->sigma, *w, n, &bad_sigma, &bad_weight);
+        if (bad_sigma || bad_weight) {
+            free(*w);
+            *w = NULL;
         }
+        if (bad_sigma)
+            return fail(errmsg, JF_ERR_DATA,
+                        "point %zu: sigma must be positive and finite (got %g)", bad_sigma,
+                        d->sigma[bad_sigma - 1]);
+        /* a subnormal sigma's weight overflows: the fit would fail on NONFINITE at that
+         * point's residual, the message not naming sigma */
+        if (bad_weight)
+            return fail(errmsg, JF_ERR_DATA,
+                        "point %zu: sigma %g is too small (its reciprocal, the weight, "
+                        "overflows)",
+                        bad_weight, d->sigma[bad_weight - 1]);
     }
     return JF_OK;
 }
@@ -910,7 +909,7 @@ static int run_fit(const fit_setup *s, const jf_data *d, const double *w, const 
                     r->ssr = sums[1];
                     r->chi2 = d->sigma ? sums[1] : NAN;
                     r->reduced_chi2 = d->sigma ? sums[1] / (double)r->dof : NAN;
-                    r->r_squared = jf_lsq_r_squared(d->y, n, sums[0]);
+                    r->r_squared = jf_lsq_r_squared_of(jf_total_ss(pool, d->y, n), sums[0]);
                 }
             }
         } else {
@@ -958,7 +957,7 @@ static int run_fit(const fit_setup *s, const jf_data *d, const double *w, const 
         r->ssr = sums[1];
         r->chi2 = d->sigma ? sums[1] : NAN;
         r->reduced_chi2 = d->sigma ? sums[1] / (double)r->dof : NAN;
-        r->r_squared = jf_lsq_r_squared(d->y, n, sums[0]);
+        r->r_squared = jf_lsq_r_squared_of(jf_total_ss(pool, d->y, n), sums[0]);
         if (prob.loss != JF_LOSS_LINEAR && st.g) {
             double opt = robust_optimality(&prob, r->params, st.g, s->lo, s->hi);
             if (!isnan(opt)) r->optimality = opt;
@@ -1170,11 +1169,19 @@ static int fit_model(const jf_model *m, const jf_data *data, const jf_fit_option
     double t0 = now_ms();
     fit_setup s;
     double *w = NULL, *x0 = NULL;
-    jf_pool *pool = NULL;
+    /* Threads pay off only with more than one chunk of points, and a pass has one task per
+     * chunk, so threads beyond the chunks would only be created and wait. Long data get them
+     * before the checks, which scan all of it (as do a GPU fit's statistics: 8–15 ms per
+     * 10⁷-point pass on one thread, as long as that fit's loop). */
+    int req = opts ? opts->nthreads : 0; /* out of range: setup_init's error, no threads */
+    int nt = req < 0 || req > NTHREADS_MAX ? 1 : jf_threads_resolve(req);
+    size_t chunks = jf_problem_chunks(data ? data->n : 0);
+    if ((size_t)nt > chunks) nt = (int)chunks;
+    jf_pool *pool = data && data->n >= JF_SCAN_POOL_MIN && nt > 1 ? jf_pool_create(nt) : NULL;
     /* the data first: setup_init obtains the kernels, a compile a bad call need not pay for */
     memset(&s, 0, sizeof s);
     s.m = m;
-    int st = check_data(&s, data, &w, errmsg, 0);
+    int st = check_data(&s, data, &w, errmsg, 0, pool);
     if (st == JF_OK) st = setup_init(&s, m, opts, data->n, 1, data->n, 0, errmsg);
     s.fx = fx;
     if (st == JF_OK) {
@@ -1187,7 +1194,7 @@ static int fit_model(const jf_model *m, const jf_data *data, const jf_fit_option
     jf_lm_config cfg = make_config(&s, 1);
     if (st == JF_OK && s.gpu) {
         char fallback[MSG_LEN] = "";
-        st = run_fit(&s, data, w, x0, held_row(&s, 0), NULL, &cfg, t0, out, errmsg, fallback,
+        st = run_fit(&s, data, w, x0, held_row(&s, 0), pool, &cfg, t0, out, errmsg, fallback,
                      NULL);
         if (st == FIT_GPU_FALLBACK) { /* too big for the GPU: the CPU does it */
             char note[MSG_LEN];
@@ -1200,12 +1207,7 @@ static int fit_model(const jf_model *m, const jf_data *data, const jf_fit_option
         }
     }
     if (st == JF_OK) {
-        /* Threads pay off only with more than one chunk of points, and a pass has one task
-         * per chunk, so threads beyond the chunks would only be created and wait. */
-        int nt = jf_threads_resolve(s.o.nthreads);
-        size_t chunks = jf_problem_chunks(data->n);
-        if ((size_t)nt > chunks) nt = (int)chunks;
-        if (nt > 1) pool = jf_pool_create(nt);
+        if (!pool && nt > 1) pool = jf_pool_create(nt);
         st = run_fit(&s, data, w, x0, held_row(&s, 0), pool, &cfg, t0, out, errmsg, NULL, NULL);
     }
 done:
@@ -1342,7 +1344,7 @@ static void batch_task(void *vctx, size_t k, int worker) {
     char msg[MSG_LEN];
     int st;
     if (!x0) st = fail(em, JF_ERR_NOMEM, "out of memory");
-    else st = check_data(s, &c->data[i], &w, em, 0);
+    else st = check_data(s, &c->data[i], &w, em, 0, NULL);
     if (st == JF_OK &&
         jf_bounds_start(s->m, c->p0 ? c->p0 + i * np : s->o.p0, s->lo, s->hi, x0, msg,
                         sizeof msg) != JF_OK)
@@ -1404,7 +1406,7 @@ static void gpu_pass_check(void *vctx, size_t task, int worker) {
         size_t ldx = d->ldx ? d->ldx : d->n;
         int x_checked = d->x && d->x == x_ok && ldx == x_ok_ldx && d->n <= x_ok_n;
         char msg[MSG_LEN];
-        g->ok[i] = check_data(s, d, &g->ws[i], NULL, x_checked) == JF_OK &&
+        g->ok[i] = check_data(s, d, &g->ws[i], NULL, x_checked, NULL) == JF_OK &&
                    jf_bounds_start(s->m, g->p0 ? g->p0 + i * np : s->o.p0, s->lo, s->hi,
                                    g->x0 + i * np, msg, sizeof msg) == JF_OK &&
                    (!s->fx || jf_fixed_check(s->fx, i, msg, sizeof msg) == JF_OK);

@@ -362,20 +362,31 @@ JF_HD void jf_lsq_normal_assemble(const double *V, double *ev, unsigned long lon
     jf_lsq_assemble(V, ev, m, idx, c, np, cov, unident);
 }
 
-/* R² = 1 − ssu/Σ(y − ȳ)² of n responses y, ssu the fit's unweighted Σ(f − y)²; NaN when the y
- * are all equal (nothing to explain). ȳ gets one correction, ȳ + Σ(y − ȳ)/n (the corrected
- * two-pass sum): the plain Σy/n of equal values is an ulp or so off wherever their sum rounds
- * (seven 0.1s), and the TSS of ~1e-33 that left made a constant response's R² 1, 0.86 or 0.6.
- * With equal values the correction is exact (the deviations are a few ulps, their sum has the
- * bits to spare up to millions of points), so ȳ is the value and the TSS 0. */
-JF_HD double jf_lsq_r_squared(const double *JF_RESTRICT y, unsigned long long n, double ssu) {
+/* Σ(y − ȳ)² of n responses y (the total sum of squares). ȳ gets one correction, ȳ + Σ(y − ȳ)/n
+ * (the corrected two-pass sum): the plain Σy/n of equal values is an ulp or so off wherever
+ * their sum rounds (seven 0.1s), and the TSS of ~1e-33 that left made a constant response's R²
+ * 1, 0.86 or 0.6. With equal values the correction is exact (the deviations are a few ulps,
+ * their sum has the bits to spare up to millions of points), so ȳ is the value and the TSS 0.
+ * solver/threads.c's jf_total_ss sums the same three sums chunk by chunk for long data. */
+JF_HD double jf_lsq_total_ss(const double *JF_RESTRICT y, unsigned long long n) {
     double mean = 0.0, dev = 0.0, tss = 0.0;
     for (unsigned long long i = 0; i < n; i++) mean += y[i];
     mean /= (double)n;
     for (unsigned long long i = 0; i < n; i++) dev += y[i] - mean;
     mean += dev / (double)n;
     for (unsigned long long i = 0; i < n; i++) tss += (y[i] - mean) * (y[i] - mean);
+    return tss;
+}
+
+/* R² = 1 − ssu/tss, ssu the fit's unweighted Σ(f − y)²; NaN when the y are all equal (tss 0:
+ * nothing to explain). */
+JF_HD double jf_lsq_r_squared_of(double tss, double ssu) {
     return tss > 0.0 ? 1.0 - ssu / tss : (0.0 / 0.0);
+}
+
+/* R² of n responses y and a fit's ssu. */
+JF_HD double jf_lsq_r_squared(const double *JF_RESTRICT y, unsigned long long n, double ssu) {
+    return jf_lsq_r_squared_of(jf_lsq_total_ss(y, n), ssu);
 }
 
 #endif

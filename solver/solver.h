@@ -132,6 +132,18 @@ typedef struct jf_tri {
 JF_INTERNAL int jf_problem_triangle(jf_problem *prob, const double *p, jf_tri *t);
 /* 1 when none of the n values is infinite or NaN. */
 JF_INTERNAL int jf_all_finite(const double *v, size_t n);
+/* Checks and statistics of a fit's data, split in the passes' chunks over pool from
+ * JF_SCAN_POOL_MIN values (a function of n alone, whatever the pool), in one loop below. */
+#define JF_SCAN_POOL_MIN ((size_t)1 << 18)
+/* 1 + the index of v's first non-finite value, 0 when all are finite. */
+JF_INTERNAL size_t jf_first_nonfinite(jf_pool *pool, const double *v, size_t n);
+/* w[i] = 1/sigma[i] for all n; *bad_sigma = 1 + the first i whose sigma is not positive and
+ * finite, *bad_weight = 1 + the first i whose weight is not finite (0: none). */
+JF_INTERNAL void jf_sigma_weights(jf_pool *pool, const double *sigma, double *w, size_t n,
+                                  size_t *bad_sigma, size_t *bad_weight);
+/* Σ(y − ȳ)² as lsq_core.h's jf_lsq_total_ss (the same value below 2^18 points; above, its sums
+ * by chunks, in chunk order). */
+JF_INTERNAL double jf_total_ss(jf_pool *pool, const double *y, size_t n);
 
 /* ---- linalg.c ------------------------------------------------------------------------------ */
 

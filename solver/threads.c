@@ -411,6 +411,137 @@ int jf_all_finite(const double *v, size_t n) {
     return !bad;
 }
 
+/* ---- checks and statistics of a fit's data ------------------------------------------------ */
+
+/* From JF_SCAN_POOL_MIN points the scans below split the data in the passes' chunks (whatever
+ * the pool: the total sum of squares' rounding depends on n alone); below, one loop. */
+#define JF_SCAN_CHUNKED_MIN JF_SCAN_POOL_MIN
+
+/* One scan over chunks: what each chunk found, by chunk. */
+typedef struct scan_ctx {
+    const double *v;     /* the values scanned */
+    double *w;           /* sigma scan: the weights written */
+    size_t n, chunk;
+    double mean;         /* sum of squares: the mean, once known */
+    int what;            /* 0 first non-finite, 1 sigma, 2 sum, 3 deviation sum, 4 squares */
+    size_t bad[JF_CHUNKS_MAX], bad2[JF_CHUNKS_MAX]; /* first bad index + 1 per chunk, or 0 */
+    double sum[JF_CHUNKS_MAX];
+} scan_ctx;
+
+static void scan_range(const scan_ctx *sc, size_t b, size_t e, size_t c, scan_ctx *out) {
+    const double *v = sc->v;
+    switch (sc->what) {
+    case 0:
+        out->bad[c] = 0;
+        if (!jf_all_finite(v + b, e - b))
+            for (size_t i = b; i < e; i++)
+                if (!isfinite(v[i])) {
+                    out->bad[c] = i + 1;
+                    break;
+                }
+        break;
+    case 1: {
+        size_t bs = 0, bw = 0;
+        for (size_t i = b; i < e; i++) {
+            sc->w[i] = 1.0 / v[i];
+            if (!bs && (!(v[i] > 0) || !isfinite(v[i]))) bs = i + 1;
+            if (!bw && !isfinite(sc->w[i])) bw = i + 1;
+        }
+        out->bad[c] = bs;
+        out->bad2[c] = bw;
+        break;
+    }
+    default: {
+        double t = 0.0, m = sc->mean;
+        if (sc->what == 2) for (size_t i = b; i < e; i++) t += v[i];
+        else if (sc->what == 3) for (size_t i = b; i < e; i++) t += v[i] - m;
+        else for (size_t i = b; i < e; i++) t += (v[i] - m) * (v[i] - m);
+        out->sum[c] = t;
+    }
+    }
+}
+
+static void scan_task(void *ctx, size_t c, int worker) {
+    (void)worker;
+    scan_ctx *sc = ctx;
+    size_t b = c * sc->chunk, e = b + sc->chunk < sc->n ? b + sc->chunk : sc->n;
+    scan_range(sc, b, e, c, sc);
+}
+
+/* Runs scan `what` over v's n values: chunk by chunk on pool from JF_SCAN_CHUNKED_MIN points,
+ * else as one range (chunk 0). Returns the number of chunks whose results sc holds. */
+static size_t scan(jf_pool *pool, scan_ctx *sc, int what) {
+    sc->what = what;
+    if (sc->n < JF_SCAN_CHUNKED_MIN) {
+        scan_range(sc, 0, sc->n, 0, sc);
+        return 1;
+    }
+    sc->chunk = chunk_size(sc->n);
+    size_t nch = jf_problem_chunks(sc->n);
+    jf_pool_run(pool, nch, scan_task, sc);
+    return nch;
+}
+
+static scan_ctx *scan_new(const double *v, double *w, size_t n) {
+    scan_ctx *sc = malloc(sizeof *sc);
+    if (sc) {
+        sc->v = v;
+        sc->w = w;
+        sc->n = n;
+        sc->chunk = n;
+        sc->mean = 0.0;
+    }
+    return sc;
+}
+
+size_t jf_first_nonfinite(jf_pool *pool, const double *v, size_t n) {
+    scan_ctx *sc = scan_new(v, NULL, n);
+    if (!sc) { /* no memory for the chunks' results: one loop */
+        for (size_t i = 0; i < n; i++)
+            if (!isfinite(v[i])) return i + 1;
+        return 0;
+    }
+    size_t nch = scan(pool, sc, 0), bad = 0;
+    for (size_t c = 0; c < nch && !bad; c++) bad = sc->bad[c];
+    free(sc);
+    return bad;
+}
+
+void jf_sigma_weights(jf_pool *pool, const double *sigma, double *w, size_t n, size_t *bad_sigma,
+                      size_t *bad_weight) {
+    scan_ctx *sc = scan_new(sigma, w, n);
+    *bad_sigma = *bad_weight = 0;
+    if (!sc) {
+        scan_ctx one = {.v = sigma, .w = w, .n = n, .chunk = n, .what = 1};
+        scan_range(&one, 0, n, 0, &one);
+        *bad_sigma = one.bad[0];
+        *bad_weight = one.bad2[0];
+        return;
+    }
+    size_t nch = scan(pool, sc, 1);
+    for (size_t c = 0; c < nch; c++) {
+        if (!*bad_sigma) *bad_sigma = sc->bad[c];
+        if (!*bad_weight) *bad_weight = sc->bad2[c];
+    }
+    free(sc);
+}
+
+double jf_total_ss(jf_pool *pool, const double *y, size_t n) {
+    scan_ctx *sc = n >= JF_SCAN_CHUNKED_MIN ? scan_new(y, NULL, n) : NULL;
+    if (!sc) return jf_lsq_total_ss(y, n);
+    /* lsq_core.h's three sums, each over the chunks in order */
+    double t[3];
+    for (int k = 0; k < 3; k++) {
+        size_t nch = scan(pool, sc, 2 + k);
+        t[k] = 0.0;
+        for (size_t c = 0; c < nch; c++) t[k] += sc->sum[c];
+        if (k == 0) sc->mean = t[0] / (double)n;
+        if (k == 1) sc->mean += t[1] / (double)n;
+    }
+    free(sc);
+    return t[2];
+}
+
 /* Rows per block of the triangle pass: the block of [J | −r] (at most 17 columns, 35 KiB)
  * stays in the L1/L2 cache between the kernel writing it and the fold reading it. */
 #define JF_TRI_BLOCK ((size_t)256)

@@ -1741,8 +1741,87 @@ static void test_large_linear(void) {
     jf_model_free(m);
 }
 
+/* One fit of d that must fail with a data error containing want. */
+static void fails_with(const jf_model *m, const jf_data *d, const char *want) {
+    jf_fit_result *r = NULL;
+    char *err = NULL;
+    CHECK(jf_fit(m, d, NULL, &r, &err) == JF_ERR_DATA && r == NULL);
+    if (CHECK(err != NULL)) CHECK_CONTAINS(err, want);
+    jf_free(err);
+}
+
+/* Long data (from 2^18 points) are checked and their total sum of squares summed chunk by chunk
+ * on the fit's threads: the same errors as one loop gives (the first bad point; an invalid
+ * sigma before an overflowing weight wherever they are), R² within rounding of a long-double
+ * sum and bit for bit the same whatever the thread count, and NaN for a constant response. */
+static void test_data_scans(void) {
+    jf_model *m = compile("a + b*x");
+    if (!m) return;
+    const size_t n = 300000;
+    double *x = malloc(n * sizeof *x), *y = malloc(n * sizeof *y), *sg = malloc(n * sizeof *sg);
+    if (!CHECK(x && y && sg)) return;
+    long double sy = 0;
+    for (size_t i = 0; i < n; i++) {
+        x[i] = (double)i / (double)n;
+        y[i] = 0.5 + 2 * x[i] + 0.1 * sin(12.9898 * (double)i);
+        sg[i] = 0.1;
+        sy += y[i];
+    }
+    jf_data d = {n, x, 0, y, NULL}, ds = {n, x, 0, y, sg};
+    x[299990] = NAN;
+    fails_with(m, &d, "point 299991: variable 'x' is not finite");
+    x[200000] = INFINITY;
+    x[5] = -INFINITY;
+    fails_with(m, &d, "point 6: variable 'x' is not finite");
+    x[5] = 5.0 / (double)n;
+    x[200000] = 200000.0 / (double)n;
+    x[299990] = 299990.0 / (double)n;
+    double y1 = y[150001];
+    y[150001] = INFINITY;
+    fails_with(m, &d, "point 150002: the response is not finite");
+    y[150001] = y1;
+    sg[100] = 1e-310;
+    sg[250000] = -1;
+    fails_with(m, &ds, "point 250001: sigma must be positive and finite (got -1)");
+    sg[250000] = 0.1;
+    fails_with(m, &ds, "point 101: sigma 1e-310 is too small");
+    sg[100] = 0.1;
+
+    long double mean = sy / (long double)n, tss = 0, ssu = 0;
+    for (size_t i = 0; i < n; i++) tss += (y[i] - mean) * (y[i] - mean);
+    double r2[3] = {0, 0, 0};
+    for (int t = 0; t < 3; t++) {
+        jf_fit_options o = jf_fit_options_default();
+        o.nthreads = t + 1;
+        jf_fit_result *r = NULL;
+        if (CHECK(jf_fit(m, &d, &o, &r, NULL) == JF_OK)) {
+            r2[t] = r->r_squared;
+            if (t == 0) {
+                for (size_t i = 0; i < n; i++) {
+                    long double f = r->params[0] + r->params[1] * x[i] - y[i];
+                    ssu += f * f;
+                }
+                double want = (double)(1 - ssu / tss);
+                if (!CHECK(fabs(r->r_squared - want) <= 1e-12))
+                    fprintf(stderr, "  R^2 %.17g, long double %.17g\n", r->r_squared, want);
+            }
+        }
+        jf_fit_result_free(r);
+    }
+    CHECK(r2[0] == r2[1] && r2[1] == r2[2]); /* 1, 2 or 3 threads: the same TSS */
+    for (size_t i = 0; i < n; i++) y[i] = 0.7;
+    jf_fit_result *r = NULL;
+    if (CHECK(jf_fit(m, &d, NULL, &r, NULL) == JF_OK)) CHECK(r->success && isnan(r->r_squared));
+    jf_fit_result_free(r);
+    free(x);
+    free(y);
+    free(sg);
+    jf_model_free(m);
+}
+
 int main(void) {
     sine_data();
+    test_data_scans();
     test_damped_sine();
     test_bounds();
     test_bounds_binding();
