@@ -66,9 +66,7 @@ int main(int argc, char **argv) {
     int tsv = 0;
     for (int i = 1; i + 1 < argc; i += 2) {
         if (!strcmp(argv[i], "--sizes")) {
-            nsizes = 0;
-            for (char *t = strtok(argv[i + 1], ","); t && nsizes < 16; t = strtok(NULL, ","))
-                sizes[nsizes++] = strtod(t, NULL);
+            nsizes = parse_list(argv[i + 1], sizes, 16);
         } else if (!strcmp(argv[i], "--reps")) reps = atoi(argv[i + 1]);
         else if (!strcmp(argv[i], "--cpu-max")) cpu_max = strtod(argv[i + 1], NULL);
         else if (!strcmp(argv[i], "--bandwidth")) bw = strtod(argv[i + 1], NULL);

@@ -250,9 +250,7 @@ int main(int argc, char **argv) {
     rng_state = 7;
     for (int i = 1; i + 1 < argc; i += 2) {
         if (!strcmp(argv[i], "--fits")) {
-            nfits = 0;
-            for (char *t = strtok(argv[i + 1], ","); t && nfits < 16; t = strtok(NULL, ","))
-                fits[nfits++] = strtod(t, NULL);
+            nfits = parse_list(argv[i + 1], fits, 16);
         } else if (!strcmp(argv[i], "--cpu-max")) cpu_max = strtod(argv[i + 1], NULL);
         else if (!strcmp(argv[i], "--spectrum-fits")) spec_fits = strtod(argv[i + 1], NULL);
         else if (!strcmp(argv[i], "--spectrum-points")) spec_points = strtod(argv[i + 1], NULL);

@@ -76,9 +76,7 @@ int main(int argc, char **argv) {
     size_t stage = (size_t)32 << 20;
     for (int i = 1; i + 1 < argc; i += 2) {
         if (!strcmp(argv[i], "--bytes")) {
-            nsizes = 0;
-            for (char *t = strtok(argv[i + 1], ","); t && nsizes < 16; t = strtok(NULL, ","))
-                sizes[nsizes++] = strtod(t, NULL);
+            nsizes = parse_list(argv[i + 1], sizes, 16);
         } else if (!strcmp(argv[i], "--reps")) reps = atoi(argv[i + 1]);
         else if (!strcmp(argv[i], "--stage")) stage = (size_t)strtod(argv[i + 1], NULL);
         else if (!strcmp(argv[i], "--threads")) threads = atoi(argv[i + 1]);

@@ -1,12 +1,23 @@
-/* Helpers shared by the GPU benchmark drivers: a monotonic clock and a fixed-seed generator
- * (splitmix64 → uniform in (0, 1) → Box-Muller), so the same data come out on every machine;
- * bench/bench_gpu_anchors.py reproduces the generator in numpy. */
+/* Helpers shared by the benchmark drivers: option lists, a monotonic clock and a fixed-seed
+ * generator (splitmix64 → uniform in (0, 1) → Box-Muller), so the same data come out on every
+ * machine; bench/bench_gpu_anchors.py reproduces the generator in numpy. */
 #ifndef JF_BENCH_UTIL_H
 #define JF_BENCH_UTIL_H
 
 #include <math.h>
 #include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
 #include <time.h>
+
+/* The numbers of a comma-separated option value (1e5,1e6), at most max of them, into out;
+ * returns how many. The text is cut up (strtok). */
+static inline int parse_list(char *text, double *out, int max) {
+    int k = 0;
+    for (char *t = strtok(text, ","); t && k < max; t = strtok(NULL, ","))
+        out[k++] = strtod(t, NULL);
+    return k;
+}
 
 static inline double now_ms(void) {
     struct timespec ts;
