@@ -3,7 +3,8 @@
 # the binaries of gpu-bundle.tar.gz (scripts/gpu_bundle.sh, carried). Results go to $OUT (the
 # device tool brings back at most 8 files): env.txt (the GPU, the driver, `jitfit doctor`),
 # tests.txt (test_gpu, test_crosscheck, test_doctor), bench.txt (bench_gpu in memory and
-# streamed, its anchors NLSQ and scipy, bench_gpu_batch, bench_gpu_large_p). Every step has its
+# streamed, its anchors NLSQ and scipy, bench_gpu_batch, bench_gpu_large_p), ncu.txt (Nsight
+# Compute on one fit's first kernels, where the machine has ncu). Every step has its
 # own time limit and the script goes on after a failure, so one run returns what it can.
 # A session has 15 minutes of device time in all, the machine's start (1-2 minutes) included,
 # and one call may run 600 s: so everything runs in ONE call, the steps in three parts in the
@@ -88,12 +89,12 @@ step() { # step FILE LIMIT_S COMMAND...: appends the command's output and status
   tail -n 4 "$OUT/$file"
 }
 if [ "${QUICK:-0}" = 1 ]; then
-  sizes=1e4,4e4; big=4e4; direct_sizes=4e4; stream_mem=4e5; fits=1e3; spec="--spectrum-fits 100"; reps=1
+  sizes=1e4,4e4; big=4e4; direct_sizes=4e4; ncu_size=4e4; stream_mem=4e5; fits=1e3; spec="--spectrum-fits 100"; reps=1
   fits_cmp=1e3; spec_cmp=100; copy_bytes=1.6e6,1.6e7
   spec3_fits=50; scipy_max=4e4
   lp_points=3000; lp_peaks=2,6
 else
-  sizes=1e5,1e6,1e7,1e8; big=1e8; direct_sizes=1e6,1e7,1e8; stream_mem=4e8; fits=1e4,1e5,1e6,1e7; spec=""; reps=5
+  sizes=1e5,1e6,1e7,1e8; big=1e8; direct_sizes=1e6,1e7,1e8; ncu_size=1e7; stream_mem=4e8; fits=1e4,1e5,1e6,1e7; spec=""; reps=5
   fits_cmp=1e5; spec_cmp=1e4; copy_bytes=1.6e7,1.6e8,1.6e9
   lp_points=1e6; lp_peaks=2,4,6,8,12,20,40; scipy_max=1e7
 fi
@@ -110,8 +111,12 @@ part_tests() {
   (cd "$B/tests" && step tests.txt 60 ./test_doctor)
 }
 part_single() {
-  # the upload's candidates first (a few seconds): pageable, page-locked, staged (what a fit
-  # does from 4 MiB on)
+  # what changed since the GPU last ran, checked on it first (seconds): the staged upload, and a
+  # pass whose block reduction adds 1024 blocks' rows (a block per sum), against the CPU
+  (cd "$B/tests" && step tests.txt 60 ./test_gpu upload)
+  (cd "$B/tests" && step tests.txt 60 ./test_gpu many-blocks)
+  # the upload's candidates (a few seconds): pageable, page-locked, staged (what a fit does
+  # from 4 MiB on)
   step bench.txt 60 "$B/bench/bench_gpu_copy" --bytes "$copy_bytes"
   step bench.txt 240 "$B/bench/bench_gpu" --sizes "$sizes" --reps "$reps" --bandwidth "${BANDWIDTH:-3.35e12}" --fp64-peak "${FP64_PEAK:-6.7e13}"
   # the same fits with the driver's pageable copy instead of the staged upload (the note's
@@ -129,6 +134,18 @@ part_single() {
   step bench.txt 300 env PYTHONPATH="$site" PYTHONUNBUFFERED=1 XLA_PYTHON_CLIENT_PREALLOCATE=false \
     python3 bench/bench_gpu_anchors.py \
     --bench-gpu "$B/bench/bench_gpu" --sizes "$sizes" --scipy-max "$scipy_max"
+  # inside the loop: Nsight Compute on the first kernels of one fit (the device's ncu reads the
+  # counters on Firecracker machines, not on gVisor ones; unrolled graphs, which it follows
+  # for certain, instead of the WHILE node)
+  ncu=$(command -v ncu || ls /opt/nvidia/nsight-compute/*/ncu /usr/local/cuda/bin/ncu 2>/dev/null | head -n 1)
+  if [ -n "$ncu" ]; then
+    step ncu.txt 120 env JITFIT_GPU_NO_WHILE=1 "$ncu" --clock-control none \
+      --kernel-name regex:'jf_(normal_eq|reduce_blocks|lm_step)' --launch-count 9 \
+      --section SpeedOfLight --section LaunchStats --section Occupancy \
+      "$B/bench/bench_gpu" --sizes "$ncu_size" --reps 1 --cpu-max 0
+  else
+    echo "=== no ncu on this machine: the kernel profile is skipped" >>"$OUT/ncu.txt"
+  fi
 }
 part_batch() {
   # the kernels side by side first, at sizes each runs in seconds: the defaults (a thread per
