@@ -89,12 +89,14 @@ step() { # step FILE LIMIT_S COMMAND...: appends the command's output and status
   tail -n 4 "$OUT/$file"
 }
 if [ "${QUICK:-0}" = 1 ]; then
-  sizes=1e4,4e4; big=4e4; direct_sizes=4e4; ncu_size=4e4; stream_mem=4e5; fits=1e3; spec="--spectrum-fits 100"; reps=1
+  sizes=1e4,4e4; big=4e4; direct_sizes=4e4; ncu_size=4e4; anchor_first=4e4; anchor_rest=1e4
+  stream_mem=4e5; fits=1e3; spec="--spectrum-fits 100"; reps=1
   fits_cmp=1e3; spec_cmp=100; copy_bytes=1.6e6,1.6e7
   spec3_fits=50; scipy_max=4e4
   lp_points=3000; lp_peaks=2,6
 else
-  sizes=1e5,1e6,1e7,1e8; big=1e8; direct_sizes=1e6,1e7,1e8; ncu_size=1e7; stream_mem=4e8; fits=1e4,1e5,1e6,1e7; spec=""; reps=5
+  sizes=1e5,1e6,1e7,1e8; big=1e8; direct_sizes=1e6,1e7,1e8; ncu_size=1e7;
+  anchor_first=1e6,1e7; anchor_rest=1e5,1e8; stream_mem=4e8; fits=1e4,1e5,1e6,1e7; spec=""; reps=5
   fits_cmp=1e5; spec_cmp=1e4; copy_bytes=1.6e7,1.6e8,1.6e9
   lp_points=1e6; lp_peaks=2,4,6,8,12,20,40; scipy_max=1e7
 fi
@@ -119,21 +121,27 @@ part_single() {
   # from 4 MiB on)
   step bench.txt 60 "$B/bench/bench_gpu_copy" --bytes "$copy_bytes"
   step bench.txt 240 "$B/bench/bench_gpu" --sizes "$sizes" --reps "$reps" --bandwidth "${BANDWIDTH:-3.35e12}" --fp64-peak "${FP64_PEAK:-6.7e13}"
+  # the anchors on the same data: NLSQ (its wheel from the bundle; JAX is the device's) and
+  # scipy, first at the sizes of the target (never measured: the first session ran
+  # out of time before them), the other sizes after the streamed run
+  site=/tmp/jitfit-gpu-session-site
+  ls gpu-bundle/whl/*.whl >/dev/null 2>&1 &&
+    python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
+      --target "$site" gpu-bundle/whl/*.whl >/dev/null 2>&1
+  anchors() { # anchors LIMIT SIZES
+    # JAX takes 75 % of the GPU's memory when it starts unless told not to: jitfit's
+    # bench_gpu, which the anchors run beside it, must see the memory free
+    step bench.txt "$1" env PYTHONPATH="$site" PYTHONUNBUFFERED=1 \
+      XLA_PYTHON_CLIENT_PREALLOCATE=false python3 bench/bench_gpu_anchors.py \
+      --bench-gpu "$B/bench/bench_gpu" --sizes "$2" --scipy-max "$scipy_max"
+  }
+  anchors 200 "$anchor_first"
   # the same fits with the driver's pageable copy instead of the staged upload (the note's
   # host-clock split under each row says what the upload took either way)
   step bench.txt 60 env JITFIT_GPU_UPLOAD=direct "$B/bench/bench_gpu" --sizes "$direct_sizes" \
     --reps 3 --cpu-max 0
   step bench.txt 120 "$B/bench/bench_gpu" --sizes "$big" --reps "$reps" --cpu-max 0 --max-gpu-mem "$stream_mem"
-  # the anchors on the same data: NLSQ (its wheel from the bundle; JAX is the device's) and scipy
-  site=/tmp/jitfit-gpu-session-site
-  ls gpu-bundle/whl/*.whl >/dev/null 2>&1 &&
-    python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
-      --target "$site" gpu-bundle/whl/*.whl >/dev/null 2>&1
-  # JAX takes 75 % of the GPU's memory when it starts unless told not to: jitfit's bench_gpu,
-  # which the anchors run beside it, must see the memory free
-  step bench.txt 300 env PYTHONPATH="$site" PYTHONUNBUFFERED=1 XLA_PYTHON_CLIENT_PREALLOCATE=false \
-    python3 bench/bench_gpu_anchors.py \
-    --bench-gpu "$B/bench/bench_gpu" --sizes "$sizes" --scipy-max "$scipy_max"
+  anchors 200 "$anchor_rest"
   # inside the loop: Nsight Compute on the first kernels of one fit (the device's ncu reads the
   # counters on Firecracker machines, not on gVisor ones; unrolled graphs, which it follows
   # for certain, instead of the WHILE node)
