@@ -728,6 +728,27 @@ static double robust_optimality(jf_problem *prob, const double *x, const double 
     return finite ? best : NAN;
 }
 
+/* R²'s total sum of squares of a fit's y, computed once: by a GPU fit while its loop runs on
+ * the device (jf_gpu_problem.while_looping), else when the statistics need it. */
+typedef struct tss_job {
+    jf_pool *pool;
+    const double *y;
+    size_t n;
+    int done;
+    double tss;
+} tss_job;
+
+static void tss_run(void *ctx) {
+    tss_job *j = ctx;
+    j->tss = jf_total_ss(j->pool, j->y, j->n);
+    j->done = 1;
+}
+
+static double total_ss(tss_job *j) {
+    if (!j->done) tss_run(j);
+    return j->tss;
+}
+
 /* run_fit's return when a GPU fit must go to the CPU instead (not a jf_status). */
 #define FIT_GPU_FALLBACK 1000
 
@@ -735,7 +756,7 @@ static double robust_optimality(jf_problem *prob, const double *x, const double 
  * the reason in fallback when the data do not fit in device memory. */
 static int solve_gpu(const fit_setup *s, jf_problem *prob, jf_gpu_problem *gp,
                      const jf_lm_config *cfg, double *x, jf_lm_state *st, jf_gpu_stats *stats,
-                     char *why, size_t n, char *fallback) {
+                     char *why, size_t n, char *fallback, tss_job *tss) {
     const struct jf_model *m = s->m;
     size_t need = jf_gpu_problem_bytes(prob->n, prob->np, prob->nheld, m->nv, prob->view.w != NULL);
     size_t avail = jf_gpu_usable_memory(s->o.max_gpu_mem);
@@ -782,6 +803,8 @@ static int solve_gpu(const fit_setup *s, jf_problem *prob, jf_gpu_problem *gp,
         return code;
     }
     stats->upload_ms = now_ms() - t_upload;
+    gp->while_looping = tss_run;
+    gp->looping_ctx = tss;
     if (s->o.single_precision) prob->round_rel = 536870912.0; /* 2^29: fp32's ε in fp64's */
     code = jf_lm_solve_cuda(prob, gp, cfg, x, st, stats, why, n);
     if (code == JF_ERR_NOMEM && strstr(why, "device memory")) {
@@ -827,9 +850,11 @@ static int run_fit(const fit_setup *s, const jf_data *d, const double *w, const 
     memset(&gp, 0, sizeof gp);
     memset(&gs, 0, sizeof gs);
     char gwhy[MSG_LEN] = "";
+    tss_job tss = {pool, d->y, n, 0, 0.0};
     int code;
     if (fallback) {
-        code = solve_gpu(s, &prob, &gp, cfg, r->params, &st, &gs, gwhy, sizeof gwhy, fallback);
+        code = solve_gpu(s, &prob, &gp, cfg, r->params, &st, &gs, gwhy, sizeof gwhy, fallback,
+                         &tss);
         if (code != JF_OK) {
             jf_gpu_problem_free(&gp);
             jf_problem_free(&prob);
@@ -909,7 +934,7 @@ static int run_fit(const fit_setup *s, const jf_data *d, const double *w, const 
                     r->ssr = sums[1];
                     r->chi2 = d->sigma ? sums[1] : NAN;
                     r->reduced_chi2 = d->sigma ? sums[1] / (double)r->dof : NAN;
-                    r->r_squared = jf_lsq_r_squared_of(jf_total_ss(pool, d->y, n), sums[0]);
+                    r->r_squared = jf_lsq_r_squared_of(total_ss(&tss), sums[0]);
                 }
             }
         } else {
@@ -957,7 +982,7 @@ static int run_fit(const fit_setup *s, const jf_data *d, const double *w, const 
         r->ssr = sums[1];
         r->chi2 = d->sigma ? sums[1] : NAN;
         r->reduced_chi2 = d->sigma ? sums[1] / (double)r->dof : NAN;
-        r->r_squared = jf_lsq_r_squared_of(jf_total_ss(pool, d->y, n), sums[0]);
+        r->r_squared = jf_lsq_r_squared_of(total_ss(&tss), sums[0]);
         if (prob.loss != JF_LOSS_LINEAR && st.g) {
             double opt = robust_optimality(&prob, r->params, st.g, s->lo, s->hi);
             if (!isnan(opt)) r->optimality = opt;

@@ -675,6 +675,14 @@ static int add_streamed_pass(jf_cuda_graph *g, jf_gpu_problem *gp, jf_devptr p, 
     return st;
 }
 
+/* The caller's host work that overlaps with the loop (gp->while_looping), once: the host would
+ * only wait for the device meanwhile. */
+static void overlap_host_work(jf_gpu_problem *gp) {
+    void (*f)(void *) = gp->while_looping;
+    gp->while_looping = NULL;
+    if (f) f(gp->looping_ctx);
+}
+
 /* Appends normal_eq at device parameters p, the block reduction, then the state machine's step
  * (what: 0 start, 1 judge). */
 static int add_iteration(jf_cuda_graph *g, jf_gpu_problem *gp, const loop_mem *lm, jf_devptr p,
@@ -762,6 +770,7 @@ static int run_loop_large(jf_gpu_problem *gp, const loop_mem *lm, jf_loss loss,
         stats->launches++;
         if (code == JF_OK) code = jf_cuda_graph_to_host(g, c, lm->c, sizeof *c, why, n);
         if (code == JF_OK) code = jf_cuda_graph_to_host(g, ws, lm->ws, nws * sizeof(double), why, n);
+        if (code == JF_OK) overlap_host_work(gp);
         if (code == JF_OK) code = jf_cuda_graph_sync(g, why, n);
         if (code != JF_OK || c->status != JF_STEP_CONTINUE) break;
     }
@@ -828,6 +837,7 @@ static int run_loop(jf_gpu_problem *gp, const loop_mem *lm, jf_loss loss, void *
         /* the only reads of the loop: the state, after the queued work */
         if (code == JF_OK) code = jf_cuda_graph_to_host(g, c, lm->c, sizeof *c, why, n);
         if (code == JF_OK) code = jf_cuda_graph_to_host(g, ws, lm->ws, nws * sizeof(double), why, n);
+        if (code == JF_OK) overlap_host_work(gp);
         if (code == JF_OK) code = jf_cuda_graph_sync(g, why, n);
         if (code != JF_OK || !g2 || c->status != JF_STEP_CONTINUE) break;
     }

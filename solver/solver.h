@@ -435,7 +435,7 @@ typedef struct jf_gpu_stats {
     /* host clock, ms: the data's allocation and copy to the device (jf_gpu_problem_init; the
      * streamed copies are in the loop), obtaining the solver's modules (NVRTC or the cache: a
      * compile time, which the result counts as one), the loop's buffers, the loop (its graphs
-     * built, launched and synchronized), the finish. Where a fit's time goes, for the device
+     * built, launched and synchronized, and the host work overlapped with it), the finish. Where a fit's time goes, for the device
      * note: the solve time divided by the passes mixes them. */
     double upload_ms, modules_ms, setup_ms, loop_ms, finish_ms;
 } jf_gpu_stats;
@@ -477,6 +477,10 @@ typedef struct jf_gpu_problem {
     char lp_solver[160];         /* large: why cuSOLVER is not used, or "" */
     jf_cuda_graph *lp_stream;    /* large: the stream the finish's passes run on */
     jf_cuda_graph *lp_copy;      /* large, streamed: the stream copying chunks in */
+    void (*while_looping)(void *ctx); /* host work to overlap with the loop (the caller's,
+                                    set after init): called once, after the loop's first
+                                    launch, before its first wait; NULL: none */
+    void *looping_ctx;           /* its argument */
     unsigned long syncs_after;   /* blocking calls of the ops */
     int failed;                  /* first error of an op (a jf_status), or 0 */
     char why[512];               /* its reason */

@@ -17,7 +17,8 @@
  * J in chunks, cuBLAS, p×p factorizations by cuSOLVER or by the kernel), as do the NIST
  * problems and the damped sine with that path forced (one cuSOLVER round per pass), streamed
  * too (with and without sigma). The staged upload (solver/gpu_upload.c) delivers what was sent
- * and gives the direct upload's fit bit for bit; a pass over 1024 blocks reduces to the
+ * and gives the direct upload's fit bit for bit (its R², summed on the host while the loop
+ * runs, that of a long-double sum); a pass over 1024 blocks reduces to the
  * interpreter's sums, bit-identical twice.
  */
 #include <pthread.h>
@@ -171,6 +172,19 @@ static void test_upload(void) {
         CHECK_CONTAINS(b->device_note, " ms (direct)");
         CHECK(a->backend == JF_BACKEND_CUDA && a->cost == b->cost && a->nfev == b->nfev);
         CHECK(memcmp(a->params, b->params, 5 * sizeof(double)) == 0);
+        /* R²'s sums over y, done on the host while the loop ran: R² of the fit's parameters
+         * summed here in long double */
+        long double sy = 0, tss = 0, ssu = 0;
+        for (size_t i = 0; i < n; i++) sy += y[i];
+        const double *q = a->params;
+        for (size_t i = 0; i < n; i++) {
+            long double dy = y[i] - sy / (long double)n;
+            long double f = q[0] * expl(-q[1] * x[i]) * sinl(q[2] * x[i] + q[3]) + q[4] - y[i];
+            tss += dy * dy;
+            ssu += f * f;
+        }
+        CHECK(a->r_squared == b->r_squared);
+        CHECK(fabs(a->r_squared - (double)(1 - ssu / tss)) <= 1e-12);
         printf("upload: %zu points with sigma, staged and direct: the same fit (cost %.17g)\n", n,
                a->cost);
     }
