@@ -511,11 +511,12 @@ void jf_sigma_weights(jf_pool *pool, const double *sigma, double *w, size_t n, s
                       size_t *bad_weight) {
     scan_ctx *sc = scan_new(sigma, w, n);
     *bad_sigma = *bad_weight = 0;
-    if (!sc) {
-        scan_ctx one = {.v = sigma, .w = w, .n = n, .chunk = n, .what = 1};
-        scan_range(&one, 0, n, 0, &one);
-        *bad_sigma = one.bad[0];
-        *bad_weight = one.bad2[0];
+    if (!sc) { /* no memory for the chunks' results: one loop */
+        for (size_t i = 0; i < n; i++) {
+            w[i] = 1.0 / sigma[i];
+            if (!*bad_sigma && (!(sigma[i] > 0) || !isfinite(sigma[i]))) *bad_sigma = i + 1;
+            if (!*bad_weight && !isfinite(w[i])) *bad_weight = i + 1;
+        }
         return;
     }
     size_t nch = scan(pool, sc, 1);
@@ -528,7 +529,7 @@ void jf_sigma_weights(jf_pool *pool, const double *sigma, double *w, size_t n, s
 
 double jf_total_ss(jf_pool *pool, const double *y, size_t n) {
     scan_ctx *sc = n >= JF_SCAN_CHUNKED_MIN ? scan_new(y, NULL, n) : NULL;
-    if (!sc) return jf_lsq_total_ss(y, n);
+    if (!sc) return jf_lsq_total_ss(y, n); /* (out of memory: the same sums in one loop) */
     /* lsq_core.h's three sums, each over the chunks in order */
     double t[3];
     for (int k = 0; k < 3; k++) {
