@@ -10,8 +10,9 @@
  *              the staged upload, and does below 4 MiB or with $JITFIT_GPU_UPLOAD=direct
  *   pin        cuMemHostAlloc of the size (what page-locking costs, per call)
  *   memcpy     the host's memcpy of the size into that page-locked memory
- *   memcpy xT  the same split over --threads threads (default: the CPUs): whether a staged
- *              upload whose host side is threaded could keep up with the pinned copy
+ *   memcpy xT  the same split over a pool of --threads threads (default: the CPUs;
+ *              jf_pool_memcpy, as the staged upload's): whether a staged upload's threaded
+ *              host side could keep up with the pinned copy
  *   pinned     cuMemcpyHtoD from the page-locked memory
  *   staged     what a fit does from 4 MiB on (jf_gpu_upload, solver/gpu_upload.c): pageable
  *              memory through two page-locked buffers of --stage bytes on two streams, the
@@ -20,7 +21,6 @@
  *
  * usage: bench_gpu_copy [--bytes 1.6e7,1.6e8,1.6e9] [--reps 3] [--stage 3.2e7] [--threads T]
  */
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -38,36 +38,6 @@ static int cmp_double(const void *a, const void *b) {
 static double median(double *t, int n) {
     qsort(t, (size_t)n, sizeof *t, cmp_double);
     return t[n / 2];
-}
-
-typedef struct part {
-    char *dst;
-    const char *src;
-    size_t len;
-} part;
-
-static void *copy_part(void *arg) {
-    part *p = arg;
-    memcpy(p->dst, p->src, p->len);
-    return NULL;
-}
-
-/* memcpy over nt threads (the caller's among them), in contiguous page-aligned slices; a slice
- * whose thread cannot start is copied by the caller. */
-static void par_memcpy(char *dst, const char *src, size_t bytes, int nt) {
-    pthread_t th[64];
-    part pa[64];
-    int started[64];
-    size_t slice = ((bytes + (size_t)nt - 1) / (size_t)nt + 4095) & ~(size_t)4095;
-    for (int t = 0; t < nt; t++) {
-        size_t off = (size_t)t * slice < bytes ? (size_t)t * slice : bytes;
-        pa[t] = (part){dst + off, src + off, bytes - off < slice ? bytes - off : slice};
-        started[t] = t > 0 && pa[t].len && pthread_create(&th[t], NULL, copy_part, &pa[t]) == 0;
-        if (t > 0 && !started[t]) copy_part(&pa[t]);
-    }
-    copy_part(&pa[0]);
-    for (int t = 1; t < nt; t++)
-        if (started[t]) pthread_join(th[t], NULL);
 }
 
 int main(int argc, char **argv) {
@@ -105,6 +75,7 @@ int main(int argc, char **argv) {
         printf("bench_gpu_copy: no page-locked staging buffers\n");
         return 1;
     }
+    jf_pool *copiers = jf_pool_create(threads); /* memcpy xT (NULL for 1: the caller alone) */
     printf("%12s %10s %22s %10s %10s %22s %22s %22s\n", "bytes", "alloc ms", "pageable ms (GB/s)",
            "pin ms", "memcpy ms", "memcpy xT ms (GB/s)", "pinned ms (GB/s)", "staged ms (GB/s)");
     for (int s = 0; s < nsizes; s++) {
@@ -139,7 +110,7 @@ int main(int argc, char **argv) {
                 memcpy(pin, host, bytes);
                 t_cpy[r] = now_ms() - t0;
                 t0 = now_ms();
-                par_memcpy(pin, host, bytes, threads);
+                jf_pool_memcpy(copiers, pin, host, bytes);
                 t_par[r] = now_ms() - t0;
                 t0 = now_ms();
                 ok = jf_cuda_to_device(dev, pin, bytes, why, sizeof why) == JF_OK;
@@ -168,5 +139,6 @@ int main(int argc, char **argv) {
                (double)bytes / sg / 1e6);
         fflush(stdout);
     }
+    jf_pool_free(copiers);
     return 0;
 }

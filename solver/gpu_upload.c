@@ -26,8 +26,6 @@
 /* Most threads copying into a staging buffer: a few saturate a socket's memory bandwidth;
  * $JITFIT_GPU_STAGE_THREADS (1 to 64, read once) sets the number instead. */
 #define JF_GPU_STAGE_THREADS 8
-/* Bytes per task of the host copy (a multiple of the page). */
-#define JF_GPU_STAGE_SLICE ((size_t)1 << 20)
 
 /* The process's staging buffers, their streams and the copying threads. */
 typedef struct stage {
@@ -78,21 +76,6 @@ static int stage_ready(void) {
     return 1;
 }
 
-/* One chunk's host copy, split in slices for the pool. */
-typedef struct copy_job {
-    char *dst;
-    const char *src;
-    size_t len;
-} copy_job;
-
-static void copy_slice(void *ctx, size_t t, int worker) {
-    (void)worker;
-    const copy_job *j = ctx;
-    size_t off = t * JF_GPU_STAGE_SLICE;
-    size_t len = j->len - off < JF_GPU_STAGE_SLICE ? j->len - off : JF_GPU_STAGE_SLICE;
-    memcpy(j->dst + off, j->src + off, len);
-}
-
 /* src → dst through the staging buffers: the host fills buffer k & 1 while the other's chunk
  * is copied up, and waits for a buffer's last copy before refilling it. */
 static int staged(jf_devptr dst, const char *src, size_t bytes, char *why, size_t n) {
@@ -102,9 +85,9 @@ static int staged(jf_devptr dst, const char *src, size_t bytes, char *why, size_
         int b = (int)(k & 1);
         if (k >= 2) code = jf_cuda_graph_sync(s->q[b], why, n);
         if (code != JF_OK) break;
-        copy_job j = {s->buf[b], src + off, bytes - off < s->bytes ? bytes - off : s->bytes};
-        jf_pool_run(s->pool, (j.len + JF_GPU_STAGE_SLICE - 1) / JF_GPU_STAGE_SLICE, copy_slice, &j);
-        code = jf_cuda_graph_to_device(s->q[b], dst + off, s->buf[b], j.len, why, n);
+        size_t len = bytes - off < s->bytes ? bytes - off : s->bytes;
+        jf_pool_memcpy(s->pool, s->buf[b], src + off, len);
+        code = jf_cuda_graph_to_device(s->q[b], dst + off, s->buf[b], len, why, n);
     }
     /* both streams drained even after an error: no copy may read a buffer the next upload
      * refills */

@@ -47,6 +47,8 @@ JF_INTERNAL int jf_pool_size(const jf_pool *pool);
  * in order on the calling thread. Not reentrant: one run per pool at a time. */
 JF_INTERNAL void jf_pool_run(jf_pool *pool, size_t ntasks,
                              void (*fn)(void *ctx, size_t task, int worker), void *ctx);
+/* memcpy of len bytes split in 1 MiB slices over pool (NULL: the calling thread alone). */
+JF_INTERNAL void jf_pool_memcpy(jf_pool *pool, void *dst, const void *src, size_t len);
 
 /* Passes over the data done elsewhere than by the CPU kernels (the GPU solver's device copy of
  * the data): when a problem has ops, jf_problem_normal_eq/_jacobian/_residual_sums call them

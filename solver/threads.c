@@ -226,6 +226,28 @@ void jf_pool_run(jf_pool *pool, size_t ntasks, void (*fn)(void *ctx, size_t task
     }
 }
 
+/* Bytes per task of jf_pool_memcpy (a multiple of the page). */
+#define JF_COPY_SLICE ((size_t)1 << 20)
+
+/* One jf_pool_memcpy call. */
+typedef struct copy_job {
+    char *dst;
+    const char *src;
+    size_t len;
+} copy_job;
+
+static void copy_slice(void *ctx, size_t t, int worker) {
+    (void)worker;
+    const copy_job *j = ctx;
+    size_t off = t * JF_COPY_SLICE;
+    memcpy(j->dst + off, j->src + off, j->len - off < JF_COPY_SLICE ? j->len - off : JF_COPY_SLICE);
+}
+
+void jf_pool_memcpy(jf_pool *pool, void *dst, const void *src, size_t len) {
+    copy_job j = {dst, src, len};
+    jf_pool_run(pool, (len + JF_COPY_SLICE - 1) / JF_COPY_SLICE, copy_slice, &j);
+}
+
 /* ---- passes over the data ------------------------------------------------------------------- */
 
 /* Points per chunk of a pass over n points: a function of n only (determinism). */
