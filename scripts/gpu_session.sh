@@ -113,10 +113,12 @@ part_tests() {
   (cd "$B/tests" && step tests.txt 60 ./test_doctor)
 }
 part_single() {
-  # what changed since the GPU last ran, checked on it first (seconds): the staged upload, and a
-  # pass whose block reduction adds 1024 blocks' rows (a block per sum), against the CPU
+  # what changed since the GPU last ran, checked on it first (seconds): the staged upload, a
+  # pass whose block reduction adds 1024 blocks' rows (a block per sum), against the CPU, and
+  # the statistics' passes behind the loop (weights, a robust loss) in each loop form
   (cd "$B/tests" && step tests.txt 60 ./test_gpu upload)
   (cd "$B/tests" && step tests.txt 60 ./test_gpu many-blocks)
+  (cd "$B/tests" && step tests.txt 60 ./test_gpu tails)
   # the upload's candidates (a few seconds): pageable, page-locked, staged (what a fit does
   # from 4 MiB on)
   step bench.txt 60 "$B/bench/bench_gpu_copy" --bytes "$copy_bytes"

@@ -708,11 +708,12 @@ static int rounding_level(double ssr, const jf_data *d, size_t n) {
  * fit): at true minima of fits far below the noise they read 1e2 to 1e6 and warned "this may
  * not be a minimum". One normal-equation pass with the linear loss; NAN when it is not finite. */
 static double robust_optimality(jf_problem *prob, const double *x, const double *g,
-                                const double *lo, const double *hi) {
+                                const double *lo, const double *hi, const double *lin) {
     size_t np = prob->np, nacc = prob->nacc;
     double *acc = malloc(nacc * sizeof *acc);
     if (!acc) return NAN;
-    jf_problem_normal_eq(prob, x, JF_LOSS_LINEAR, acc);
+    if (lin) memcpy(acc, lin, nacc * sizeof *acc); /* the GPU loop's tail pass at x */
+    else jf_problem_normal_eq(prob, x, JF_LOSS_LINEAR, acc);
     double rnorm = sqrt(acc[nacc - 1]), best = 0.0;
     int finite = isfinite(rnorm);
     size_t t = 0; /* acc: JᵀJ's upper triangle row by row, so row a's diagonal is at t */
@@ -961,6 +962,16 @@ static int run_fit(const fit_setup *s, const jf_data *d, const double *w, const 
     }
     if (code == JF_OK && st.status != JF_FIT_NONFINITE) {
         double sums[2];
+        /* the GPU loop's tail passes at its final point, where the finish left it there */
+        int moved = st.R || st.J || st.polish;
+        const double *tail_lin = fallback && !moved && (gp.tail_have & JF_GPU_TAIL_LINEAR)
+                                     ? gp.tail : NULL;
+        const double *tail_plain = fallback && !moved && (gp.tail_have & JF_GPU_TAIL_PLAIN)
+                                       ? gp.tail + gp.nacc : NULL;
+        /* Σ r² (weighted) and Σ (f − y)² from the loop: r² is the linear loss's cost, 2F */
+        const double *r2 = prob.loss == JF_LOSS_LINEAR ? NULL : tail_lin;
+        int from_tail = (prob.loss == JF_LOSS_LINEAR || r2) && (!w || tail_plain) &&
+                        (r2 || tail_plain);
         if (pre && pre->finished) { /* the device's final pass: Σ (f − y)², and SSR = 2F */
             sums[0] = pre->ssr_plain;
             sums[1] = 2.0 * st.cost;
@@ -969,6 +980,11 @@ static int run_fit(const fit_setup *s, const jf_data *d, const double *w, const 
              * statistics pass would run (the same kernel at the same point: the same bits), and
              * its cost is half that: no pass and no host synchronization more */
             sums[0] = sums[1] = 2.0 * st.cost;
+        } else if (from_tail) {
+            /* the tail passes ran the kernels these sums would run, at the same point, behind
+             * the loop on the device: the same bits, without a blocking call after the loop */
+            sums[1] = r2 ? r2[prob.nacc - 1] : 2.0 * st.cost;
+            sums[0] = w ? tail_plain[prob.nacc - 1] : sums[1];
         } else if (st.R && !w && !prob.ops) {
             /* the polish's last pass summed r² = (f − y)² at the solution (no weights), chunk
              * by chunk as jf_problem_residual_sums does: the same sums without another pass
@@ -984,7 +1000,7 @@ static int run_fit(const fit_setup *s, const jf_data *d, const double *w, const 
         r->reduced_chi2 = d->sigma ? sums[1] / (double)r->dof : NAN;
         r->r_squared = jf_lsq_r_squared_of(total_ss(&tss), sums[0]);
         if (prob.loss != JF_LOSS_LINEAR && st.g) {
-            double opt = robust_optimality(&prob, r->params, st.g, s->lo, s->hi);
+            double opt = robust_optimality(&prob, r->params, st.g, s->lo, s->hi, tail_lin);
             if (!isnan(opt)) r->optimality = opt;
         }
         /* scipy's curve_fit: s² = 2·cost/dof (its cost is the robust one for robust losses). */

@@ -211,6 +211,9 @@ void jf_gpu_problem_free(jf_gpu_problem *gp) {
     }
     free(gp->Jc);
     gp->Jc = NULL;
+    free(gp->tail);
+    gp->tail = NULL;
+    gp->tail_have = 0;
     free(gp->ph);
     gp->ph = NULL;
     jf_cuda_host_free(gp->pinned);
@@ -683,6 +686,48 @@ static void overlap_host_work(jf_gpu_problem *gp) {
     if (f) f(gp->looping_ctx);
 }
 
+/* The tail passes (JF_GPU_TAIL_*) the statistics of a fit with this loss will ask for. */
+static int tails_wanted(const jf_gpu_problem *gp, jf_loss loss) {
+    const char *off = getenv("JITFIT_GPU_NO_TAIL"); /* tests: the ops' passes, to compare */
+    if (off && *off) return 0;
+    if (gp->chunk && !gp->large) return 0; /* each pass copies the data in again: the ops do */
+    if (loss == JF_LOSS_LINEAR && gp->n * gp->np <= JF_LM_MATERIALIZE_MAX) return 0; /* polish */
+    return (loss != JF_LOSS_LINEAR ? JF_GPU_TAIL_LINEAR : 0) |
+           (gp->weighted ? JF_GPU_TAIL_PLAIN : 0);
+}
+
+/* Enqueues the tail passes `want` at device parameters p on g's stream, after the loop's
+ * work: linear-loss sums with the weights, then without, each copied to its half of gp->tail,
+ * which is complete after g's next wait. */
+static int enqueue_tails(jf_gpu_problem *gp, jf_cuda_graph *g, jf_devptr p, int want, char *why,
+                         size_t n) {
+    int st = JF_OK;
+    for (int k = 0; st == JF_OK && k < 2; k++) {
+        if (!(want & (1 << k))) continue;
+        int weighted = k == 0 && gp->weighted;
+        if (gp->large) {
+            st = large_pass(gp, g, p, JF_LOSS_LINEAR, weighted, 0, why, n);
+        } else {
+            unsigned long long ldx = gp->n, begin = 0, end = gp->n;
+            int loss_ = JF_LOSS_LINEAR;
+            double fs = gp->f_scale;
+            jf_devptr w = weighted ? gp->w : 0, nostop = 0;
+            unsigned int nb = gp->grid;
+            void *args[] = {&p, &gp->x, &ldx, &gp->y, &w, &begin, &end, &loss_, &fs, &gp->partial,
+                            &nostop};
+            void *rargs[] = {&gp->partial, &nb, &gp->acc, &nostop};
+            st = jf_cuda_stream_launch(g, gp->fn_normal_eq, gp->grid, JF_CUDA_BLOCK, args, why, n);
+            if (st == JF_OK)
+                st = jf_cuda_stream_launch(g, gp->fn_reduce, (unsigned)gp->nacc, JF_CUDA_BLOCK,
+                                           rargs, why, n);
+        }
+        if (st == JF_OK)
+            st = jf_cuda_graph_to_host(g, gp->tail + (size_t)k * gp->nacc, gp->acc,
+                                       gp->nacc * sizeof(double), why, n);
+    }
+    return st;
+}
+
 /* Appends normal_eq at device parameters p, the block reduction, then the state machine's step
  * (what: 0 start, 1 judge). */
 static int add_iteration(jf_cuda_graph *g, jf_gpu_problem *gp, const loop_mem *lm, jf_devptr p,
@@ -774,6 +819,11 @@ static int run_loop_large(jf_gpu_problem *gp, const loop_mem *lm, jf_loss loss,
         if (code == JF_OK) code = jf_cuda_graph_sync(g, why, n);
         if (code != JF_OK || c->status != JF_STEP_CONTINUE) break;
     }
+    /* the statistics' passes at the final point: one wait more, none after the loop */
+    int want = gp->tail ? tails_wanted(gp, loss) : 0;
+    if (code == JF_OK && want) code = enqueue_tails(gp, g, dx, want, why, n);
+    if (code == JF_OK && want) code = jf_cuda_graph_sync(g, why, n);
+    if (code == JF_OK) gp->tail_have = want;
     stats->loop_syncs = jf_cuda_graph_syncs(g) - syncs0;
     return code;
 }
@@ -829,6 +879,9 @@ static int run_loop(jf_gpu_problem *gp, const loop_mem *lm, jf_loss loss, void *
         code = jf_cuda_graph_launch(g, why, n);
     }
     stats->launches = 1;
+    /* the statistics' passes at the final point: behind the WHILE node, read with the loop's
+     * one wait; after unrolled graphs, once the host has seen the end (one wait more) */
+    int want = gp->tail ? tails_wanted(gp, loss) : 0;
     for (;;) {
         if (code == JF_OK && g2) {
             code = jf_cuda_graph_launch(g2, why, n);
@@ -837,10 +890,16 @@ static int run_loop(jf_gpu_problem *gp, const loop_mem *lm, jf_loss loss, void *
         /* the only reads of the loop: the state, after the queued work */
         if (code == JF_OK) code = jf_cuda_graph_to_host(g, c, lm->c, sizeof *c, why, n);
         if (code == JF_OK) code = jf_cuda_graph_to_host(g, ws, lm->ws, nws * sizeof(double), why, n);
+        if (code == JF_OK && !g2 && want) code = enqueue_tails(gp, g, dx, want, why, n);
         if (code == JF_OK) overlap_host_work(gp);
         if (code == JF_OK) code = jf_cuda_graph_sync(g, why, n);
         if (code != JF_OK || !g2 || c->status != JF_STEP_CONTINUE) break;
     }
+    if (code == JF_OK && g2 && want) {
+        code = enqueue_tails(gp, g, dx, want, why, n);
+        if (code == JF_OK) code = jf_cuda_graph_sync(g, why, n);
+    }
+    if (code == JF_OK) gp->tail_have = want;
     stats->loop_syncs = jf_cuda_graph_syncs(g);
     jf_cuda_graph_free(g2);
     jf_cuda_graph_free(g);
@@ -917,6 +976,9 @@ int jf_lm_solve_cuda(jf_problem *prob, jf_gpu_problem *gp, const jf_lm_config *c
     jf_lmc_setup(&c, ws, iws, np, nh, jf_problem_held(prob), cfg, x);
     jf_lmc_views v;
     jf_lmc_views_init(&v, ws, iws, np, nh);
+    gp->tail_have = 0;
+    if (tails_wanted(gp, prob->loss) && !gp->tail)
+        gp->tail = malloc(2 * gp->nacc * sizeof *gp->tail); /* none: the ops' passes instead */
     code = jf_cuda_alloc(&lm.c, sizeof c, why, n);
     if (code == JF_OK) code = jf_cuda_alloc(&lm.ws, nws * sizeof(double), why, n);
     if (code == JF_OK) code = jf_cuda_alloc(&lm.iws, niws * sizeof(int), why, n);

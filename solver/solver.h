@@ -443,6 +443,14 @@ typedef struct jf_gpu_stats {
 } jf_gpu_stats;
 
 /* One fit's data on the device, and the passes the finish runs there (jf_problem_ops). */
+/* The passes a GPU fit's statistics take at its final point, run by the loop after its last
+ * iteration on the device, so that the host reads them with the loop's result rather than with
+ * blocking calls of their own (jf_gpu_problem.tail): the linear-loss sums with the weights (a
+ * robust loss's SSR and optimality), and the sums without weights (R²'s Σ (f − y)² of a fit
+ * with sigma). Neither for a fit the polish may move (linear loss, n·np <=
+ * JF_LM_MATERIALIZE_MAX), nor for streamed data outside the many-parameter path. */
+enum { JF_GPU_TAIL_LINEAR = 1, JF_GPU_TAIL_PLAIN = 2 };
+
 typedef struct jf_gpu_problem {
     size_t n, np, nacc;          /* points, parameters, accumulator length */
     size_t nheld;                /* held values the kernels read after the np parameters */
@@ -483,6 +491,10 @@ typedef struct jf_gpu_problem {
                                     set after init): called once, after the loop's first
                                     launch, before its first wait; NULL: none */
     void *looping_ctx;           /* its argument */
+    double *tail;                /* the statistics' passes at the loop's final point, read with
+                                    its last wait (host, 2·nacc: JF_GPU_TAIL_LINEAR's sums, then
+                                    JF_GPU_TAIL_PLAIN's), or NULL */
+    int tail_have;               /* which of them the loop left: JF_GPU_TAIL_* bits */
     unsigned long syncs_after;   /* blocking calls of the ops */
     int failed;                  /* first error of an op (a jf_status), or 0 */
     char why[512];               /* its reason */

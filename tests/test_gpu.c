@@ -400,6 +400,79 @@ static void test_streamed(const jf_model *m, const jf_data *db, jf_fit_options o
     unsetenv("JITFIT_GPU_CHUNK");
 }
 
+/* A fit whose statistics need passes beyond the loop's (weights: Σ (f − y)²; a robust loss:
+ * the linear-loss sums): the loop runs them behind its last iteration (no blocking call after
+ * it, the WHILE form's one wait), with the very results of the passes after the loop
+ * ($JITFIT_GPU_NO_TAIL), bit for bit. */
+static void test_tails(const char *label, const jf_model *m, const jf_data *d, jf_fit_options o) {
+    o.device = JF_DEVICE_GPU;
+    jf_fit_result *t = NULL, *p = NULL;
+    char *err = NULL;
+    int st = jf_fit(m, d, &o, &t, &err);
+    setenv("JITFIT_GPU_NO_TAIL", "1", 1);
+    int sp = st == JF_OK ? jf_fit(m, d, &o, &p, &err) : st;
+    unsetenv("JITFIT_GPU_NO_TAIL");
+    if (!CHECK(st == JF_OK && sp == JF_OK)) {
+        fprintf(stderr, "%s: %s\n", label, err ? err : "?");
+    } else {
+        printf("%s: %s\n  without the tail: %s\n", label, strstr(t->device_note, "device loop"),
+               strstr(p->device_note, "device loop"));
+        CHECK_CONTAINS(t->device_note, "(0 blocking calls after");
+        CHECK(strstr(p->device_note, "(0 blocking calls after") == NULL);
+        if (have_while) CHECK(t->host_syncs == 1);
+        CHECK(memcmp(t->params, p->params, t->num_params * sizeof(double)) == 0);
+        CHECK(t->cost == p->cost && t->ssr == p->ssr && t->chi2 == p->chi2);
+        CHECK(t->r_squared == p->r_squared && t->optimality == p->optimality);
+        CHECK(memcmp(t->std_errors, p->std_errors, t->num_params * sizeof(double)) == 0);
+        CHECK(isfinite(t->r_squared) && t->r_squared > 0.5 && t->r_squared < 1.0);
+        CHECK(isfinite(t->optimality));
+    }
+    jf_free(err);
+    jf_fit_result_free(t);
+    jf_fit_result_free(p);
+}
+
+/* test_tails on the damped sine's big data with sigma, in each form of the device loop: a
+ * least-squares fit (Σ (f − y)²) and a robust one (both tails) with the WHILE node and with
+ * unrolled graphs, the robust one on the many-parameter path. */
+static void test_tail_modes(void) {
+    jf_model *m = NULL;
+    if (!CHECK(jf_model_compile("a*exp(-b*x)*sin(c*x+d)+e", (size_t)-1, NULL, &m, NULL) == JF_OK))
+        return;
+    const size_t BIG = jf_cuda_emulated() ? 40000 : 1000000; /* as test_sine's */
+    double *x = malloc(BIG * sizeof *x), *y = malloc(BIG * sizeof *y), *sg = malloc(BIG * sizeof *sg);
+    double p0[5] = {2, 0.25, 1.6, 0.3, 0.4};
+    if (!CHECK(x && y && sg)) goto out;
+    sine(BIG, x, y, sg);
+    jf_data dw = {BIG, x, 0, y, sg};
+    jf_fit_options o = jf_fit_options_default(), orw;
+    o.p0 = p0;
+    orw = o;
+    orw.loss = JF_LOSS_SOFT_L1;
+    orw.f_scale = 0.1;
+    for (int mode = 0; mode < 2; mode++) {
+        if (mode == 1) setenv("JITFIT_GPU_NO_WHILE", "1", 1);
+        have_while = mode == 0 && jf_cuda_cond_nodes();
+        printf("-- tails, device loop: %s\n", have_while ? "WHILE graph node" : "unrolled graphs");
+        test_tails("big fit with sigma", m, &dw, o);
+        test_tails("big soft_l1 with sigma", m, &dw, orw);
+        if (mode == 0 && !jf_cuda_cond_nodes()) break;
+    }
+    unsetenv("JITFIT_GPU_NO_WHILE");
+    setenv("JITFIT_GPU_LARGE_P", "-1", 1);
+    setenv("JITFIT_GPU_LP_CHUNK", "1000", 1);
+    have_while = 0;
+    printf("-- tails, device loop: many-parameter path\n");
+    test_tails("large: soft_l1 with sigma", m, &dw, orw);
+    unsetenv("JITFIT_GPU_LARGE_P");
+    unsetenv("JITFIT_GPU_LP_CHUNK");
+out:
+    free(x);
+    free(y);
+    free(sg);
+    jf_model_free(m);
+}
+
 /* large: the many-parameter path is forced, which has no fp32 model sums of its own: the
  * comparisons, determinism and streaming run. */
 static void test_sine(int large) {
@@ -465,19 +538,13 @@ static void test_sine(int large) {
     if (CHECK(jf_fit(m, &db, &o, &a, NULL) == JF_OK && jf_fit(m, &db, &o, &b, NULL) == JF_OK))
         CHECK(memcmp(a->params, b->params, 5 * sizeof(double)) == 0 && a->cost == b->cost);
     /* an unpolished least-squares fit without weights takes its statistics from the loop's
-     * last pass (SSR = 2·cost): no blocking call after the loop; with weights the unweighted
-     * sum needs a pass, and the note counts it */
+     * last pass (SSR = 2·cost): no blocking call after the loop; with weights, or a robust
+     * loss, from the tail passes the loop runs after its last iteration */
     if (a && !large) {
         CHECK(a->ssr == 2.0 * a->cost);
         CHECK_CONTAINS(a->device_note, "(0 blocking calls after");
-        jf_data dw = {BIG, x, 0, y, sg};
-        jf_fit_result *aw = NULL;
-        if (CHECK(jf_fit(m, &dw, &o, &aw, NULL) == JF_OK)) {
-            CHECK(strstr(aw->device_note, "(0 blocking calls after") == NULL);
-            printf("big fit with sigma: %s\n", strstr(aw->device_note, "device loop"));
-        }
-        jf_fit_result_free(aw);
     }
+
     jf_fit_result_free(a);
     jf_fit_result_free(b);
     if (large) { /* streamed through the many-parameter path, with and without sigma */
@@ -1814,6 +1881,10 @@ int main(int argc, char **argv) {
         test_many_blocks();
         return jf_test_finish();
     }
+    if (argc > 1 && strcmp(argv[1], "tails") == 0) {
+        test_tail_modes();
+        return jf_test_finish();
+    }
     if (argc > 1 && strcmp(argv[1], "upload") == 0) {
         setenv("JITFIT_GPU_STAGE", "4096", 1); /* before the staging buffers exist */
         test_upload();
@@ -1821,7 +1892,7 @@ int main(int argc, char **argv) {
     }
     if (argc > 1) {
         fprintf(stderr, "test_gpu: unknown test '%s' (known: batch-chunks, batch-thread, limits, "
-                        "fixed, upload, many-blocks)\n",
+                        "fixed, upload, many-blocks, tails)\n",
                 argv[1]);
         return 2;
     }
@@ -1840,6 +1911,7 @@ int main(int argc, char **argv) {
         if (mode == 0 && !jf_cuda_cond_nodes()) break; /* both passes would be the same */
     }
     unsetenv("JITFIT_GPU_NO_WHILE");
+    test_tail_modes();
     /* the many-parameter path (cuBLAS) for every fit, J in chunks of 1000 rows, one cuSOLVER
      * factorization per pass (a λ search factorizes the rest in the kernel) */
     setenv("JITFIT_GPU_LARGE_P", "-1", 1);
