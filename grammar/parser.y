@@ -432,6 +432,24 @@ static int follows_word(const char *src, size_t at, const char *w) {
     return !(c == '_' || (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'));
 }
 
+/* Where "unexpected end of input" points: right after the text's last token, past trailing
+ * blank lines and comments (an unclosed '(' on the last line gets its caret there, not on an
+ * empty line below). Comments are found by their '#': the language has no string literals, so
+ * a line's first '#' starts one. */
+static size_t end_of_tokens(const char *src, size_t len) {
+    size_t e = len;
+    for (;;) {
+        while (e > 0 && (src[e - 1] == ' ' || src[e - 1] == '\t' || src[e - 1] == '\r' ||
+                         src[e - 1] == '\n' || src[e - 1] == '\f' || src[e - 1] == '\v'))
+            e--;
+        size_t line = e;
+        while (line > 0 && src[line - 1] != '\n') line--;
+        const char *hash = memchr(src + line, '#', e - line);
+        if (!hash) return e;
+        e = (size_t)(hash - src);
+    }
+}
+
 /* Builds "syntax error: unexpected X, expected A, B or C". The expected set comes from LAC, so
  * it is exact; it is summarised into groups a reader recognises ("an expression" rather than
  * number, name, '(', '-', '+'). */
@@ -439,6 +457,7 @@ static int yyreport_syntax_error(const yypcontext_t *yyctx, yyscan_t scanner, jf
     (void)scanner;
     yysymbol_kind_t tok = yypcontext_token(yyctx);
     jf_span at = *yypcontext_location(yyctx);
+    if (tok == YYSYMBOL_YYEOF) at.begin = at.end = (uint32_t)end_of_tokens(ctx->src, at.begin);
     if (tok == YYSYMBOL_INVALID) {
         report_invalid(ctx, at);
         return 0;

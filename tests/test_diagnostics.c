@@ -38,6 +38,10 @@ static const golden cases[] = {
      "model.jf:1:13: error: syntax error: unexpected end of input, expected ')' or an operator\n"
      "    y ~ a*(x + b\n"
      "                ^\n"},
+    {"y ~ a*(x + b  # an open parenthesis\n\n", JF_ERR_PARSE,
+     "model.jf:1:13: error: syntax error: unexpected end of input, expected ')' or an operator\n"
+     "    y ~ a*(x + b  # an open parenthesis\n"
+     "                ^\n"},
     {"y ~ a*x)\r\nz ~ 2\r\n", JF_ERR_PARSE,
      "model.jf:1:8: error: syntax error: unexpected ')', expected an operator or end of line\n"
      "    y ~ a*x)\n"

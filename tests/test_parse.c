@@ -385,6 +385,11 @@ static const fail_case fail_cases[] = {
     /* syntax */
     {"y ~ a*x)", P, 1, 8, "syntax error: unexpected ')', expected an operator or end of line"},
     {"y ~ (a*x", P, 1, 9, "syntax error: unexpected end of input, expected ')' or an operator"},
+    /* end of input right after the last token, not past trailing blank lines and comments
+     * (a mutant pointing at the text's end gives 4:1 and 2:1) */
+    {"y ~ (a*x # scale\n\n  # more\n", P, 1, 9, "unexpected end of input, expected ')'"},
+    {"y ~ a*x +\r\n", P, 1, 10, "unexpected end of line, expected an expression"},
+    {"y ~ (a*x +\r\n \t\n", P, 1, 11, "unexpected end of input, expected an expression"},
     {"a +* b", P, 1, 4, "syntax error: unexpected '*', expected an expression"},
     {"y ~", P, 1, 4, "syntax error: unexpected end of input, expected an expression"},
     {"y ~ a*x +\nb", P, 1, 10, "syntax error: unexpected end of line, expected an expression"},
