@@ -450,12 +450,82 @@ typedef struct scan_ctx {
     double sum[JF_CHUNKS_MAX];
 } scan_ctx;
 
+/* The scans below work on two doubles per operation (SSE2, x86-64's baseline, or the target's
+ * equivalent: GCC's and Clang's vector extensions), eight values per step in four independent
+ * sums: one scalar sum's chain of additions ran at half the memory's speed (a 10⁷-point sum of
+ * squares 10 ms per pass on two threads, 4.2 ms for a plain read). */
+typedef double jf_v2 __attribute__((vector_size(16)));
+typedef long long jf_m2 __attribute__((vector_size(16))); /* a comparison's lanes: 0 or -1 */
+
+static jf_v2 load2(const double *p) {
+    jf_v2 v;
+    memcpy(&v, p, sizeof v);
+    return v;
+}
+
+/* Σ v[b..e) (what 2), Σ (v − m) (3) or Σ (v − m)² (4): eight lanes, added in a fixed order, then
+ * the last values one by one; the rounding depends on b and e alone, not on v's alignment. */
+static double lane_sum(const double *v, size_t b, size_t e, double m, int what) {
+    jf_v2 s0 = {0.0, 0.0}, s1 = s0, s2 = s0, s3 = s0, mm = {m, m};
+    size_t i = b;
+    /* four sums in registers, written out: a loop over an array of them kept it in memory */
+#define JF_LANE_TERM(x) (what == 2 ? (x) : what == 3 ? (x) - mm : ((x) - mm) * ((x) - mm))
+    for (; i + 8 <= e; i += 8) {
+        s0 += JF_LANE_TERM(load2(v + i));
+        s1 += JF_LANE_TERM(load2(v + i + 2));
+        s2 += JF_LANE_TERM(load2(v + i + 4));
+        s3 += JF_LANE_TERM(load2(v + i + 6));
+    }
+#undef JF_LANE_TERM
+    jf_v2 a = (s0 + s1) + (s2 + s3);
+    double t = a[0] + a[1];
+    for (; i < e; i++) t += what == 2 ? v[i] : what == 3 ? v[i] - m : (v[i] - m) * (v[i] - m);
+    return t;
+}
+
+/* 1 when v[b..e) are all finite: x·0 is ±0 for a finite x and NaN for an infinite or NaN one,
+ * and a NaN stays in a sum, so no branch per value. */
+static int lanes_finite(const double *v, size_t b, size_t e) {
+    jf_v2 zero = {0.0, 0.0}, s0 = zero, s1 = zero, s2 = zero, s3 = zero;
+    size_t i = b;
+    for (; i + 8 <= e; i += 8) {
+        s0 += load2(v + i) * zero;
+        s1 += load2(v + i + 2) * zero;
+        s2 += load2(v + i + 4) * zero;
+        s3 += load2(v + i + 6) * zero;
+    }
+    jf_v2 a = (s0 + s1) + (s2 + s3);
+    int ok = a[0] == 0.0 && a[1] == 0.0;
+    for (; i < e && ok; i++) ok = isfinite(v[i]);
+    return ok;
+}
+
+/* w[i] = 1/sigma[i] for i in [b, e); 1 when every sigma is positive and finite and every weight
+ * finite (a tiny sigma's weight overflows), else 0 and the caller looks for the first bad one. */
+static int lanes_weights(const double *sg, double *w, size_t b, size_t e) {
+    jf_v2 one = {1.0, 1.0}, zero = {0.0, 0.0};
+    jf_m2 bad = {0, 0};
+    size_t i = b;
+    for (; i + 2 <= e; i += 2) {
+        jf_v2 x = load2(sg + i), r = one / x;
+        memcpy(w + i, &r, sizeof r);
+        /* not (x > 0 and x·0 == 0 and r·0 == 0): a NaN compares false */
+        bad |= ~((x > zero) & (x * zero == zero) & (r * zero == zero));
+    }
+    int ok = bad[0] == 0 && bad[1] == 0;
+    for (; i < e; i++) {
+        w[i] = 1.0 / sg[i];
+        ok = ok && sg[i] > 0 && isfinite(sg[i]) && isfinite(w[i]);
+    }
+    return ok;
+}
+
 static void scan_range(const scan_ctx *sc, size_t b, size_t e, size_t c, scan_ctx *out) {
     const double *v = sc->v;
     switch (sc->what) {
     case 0:
         out->bad[c] = 0;
-        if (!jf_all_finite(v + b, e - b))
+        if (!lanes_finite(v, b, e))
             for (size_t i = b; i < e; i++)
                 if (!isfinite(v[i])) {
                     out->bad[c] = i + 1;
@@ -464,22 +534,17 @@ static void scan_range(const scan_ctx *sc, size_t b, size_t e, size_t c, scan_ct
         break;
     case 1: {
         size_t bs = 0, bw = 0;
-        for (size_t i = b; i < e; i++) {
-            sc->w[i] = 1.0 / v[i];
-            if (!bs && (!(v[i] > 0) || !isfinite(v[i]))) bs = i + 1;
-            if (!bw && !isfinite(sc->w[i])) bw = i + 1;
-        }
+        if (!lanes_weights(v, sc->w, b, e))
+            for (size_t i = b; i < e && !(bs && bw); i++) {
+                if (!bs && (!(v[i] > 0) || !isfinite(v[i]))) bs = i + 1;
+                if (!bw && !isfinite(sc->w[i])) bw = i + 1;
+            }
         out->bad[c] = bs;
         out->bad2[c] = bw;
         break;
     }
-    default: {
-        double t = 0.0, m = sc->mean;
-        if (sc->what == 2) for (size_t i = b; i < e; i++) t += v[i];
-        else if (sc->what == 3) for (size_t i = b; i < e; i++) t += v[i] - m;
-        else for (size_t i = b; i < e; i++) t += (v[i] - m) * (v[i] - m);
-        out->sum[c] = t;
-    }
+    default:
+        out->sum[c] = lane_sum(v, b, e, sc->mean, sc->what);
     }
 }
 

@@ -327,7 +327,89 @@ static void test_fold(void) {
     CHECK(worst < 1e-13);
 }
 
+/* The data scans of long data (solver/threads.c: two doubles per operation, eight values per
+ * step, the rest one by one) on 2^18 + 13 values, chunked over a pool of 3 threads: the first
+ * non-finite value and the first bad sigma or weight found wherever they sit (each lane of a
+ * step, a chunk's first and last values, the odd end), the weights exactly 1/sigma, and the
+ * total sum of squares as the plain sums' to rounding (a long double reference), the same on
+ * 1 thread, and exactly 0 for equal values. */
+static void test_scans(void) {
+    const size_t n = ((size_t)1 << 18) + 13;
+    double *v = malloc(n * sizeof *v), *w = malloc(n * sizeof *w);
+    jf_pool *pool = jf_pool_create(3), *one = NULL; /* NULL: the caller alone */
+    if (!CHECK(v && w && pool)) goto out;
+    size_t chunk = (n + jf_problem_chunks(n) - 1) / jf_problem_chunks(n), at[64], nat = 0;
+    for (size_t k = 0; k < 16; k++) at[nat++] = k; /* two steps' lanes */
+    for (size_t k = 0; k < 9; k++) at[nat++] = n - 1 - k; /* the odd end, and its last step */
+    for (size_t c = 1; c < 4 && c * chunk < n; c++) { /* around chunk boundaries (nominal) */
+        at[nat++] = c * chunk - 1;
+        at[nat++] = c * chunk;
+        at[nat++] = c * chunk + 3;
+    }
+    at[nat++] = n / 2 + 5;
+    const double bad[] = {NAN, INFINITY, -INFINITY};
+    for (size_t i = 0; i < n; i++) v[i] = 1.0 + 1e-3 * (double)(i % 977);
+    CHECK(jf_first_nonfinite(pool, v, n) == 0);
+    int found = 1, first = 1;
+    for (size_t a = 0; a < nat; a++)
+        for (size_t b = 0; b < 3; b++) {
+            double keep = v[at[a]];
+            v[at[a]] = bad[b];
+            found &= jf_first_nonfinite(pool, v, n) == at[a] + 1;
+            v[at[a]] = keep;
+        }
+    v[7] = NAN; /* two bad ones: the first is reported */
+    v[n - 2] = INFINITY;
+    first &= jf_first_nonfinite(pool, v, n) == 8;
+    v[7] = 1.0;
+    v[n - 2] = 1.0;
+    CHECK(found && first);
+
+    /* sigma: bad ones (not positive, not finite) and tiny ones (weight overflows) */
+    size_t bs = 1, bw = 1;
+    jf_sigma_weights(pool, v, w, n, &bs, &bw);
+    int exact = 1;
+    for (size_t i = 0; i < n; i++) exact &= w[i] == 1.0 / v[i];
+    CHECK(bs == 0 && bw == 0 && exact);
+    const double bad_sigma[] = {NAN, INFINITY, -INFINITY, 0.0, -0.0, -1.0};
+    found = 1;
+    for (size_t a = 0; a < nat; a++) {
+        double keep = v[at[a]];
+        for (size_t b = 0; b < 6; b++) {
+            v[at[a]] = bad_sigma[b];
+            jf_sigma_weights(pool, v, w, n, &bs, &bw);
+            /* 1/0 and 1/±inf: an infinite or zero weight; only a non-finite one counts */
+            found &= bs == at[a] + 1 && (bw == (isfinite(w[at[a]]) ? 0 : at[a] + 1));
+        }
+        v[at[a]] = 1e-310; /* positive and finite, but 1/sigma overflows */
+        jf_sigma_weights(pool, v, w, n, &bs, &bw);
+        found &= bs == 0 && bw == at[a] + 1;
+        v[at[a]] = keep;
+    }
+    CHECK(found);
+
+    /* the total sum of squares */
+    long double mean = 0, tss = 0;
+    for (size_t i = 0; i < n; i++) mean += v[i];
+    mean /= (long double)n;
+    for (size_t i = 0; i < n; i++) tss += (v[i] - mean) * (v[i] - mean);
+    double t3 = jf_total_ss(pool, v, n), t1 = jf_total_ss(one, v, n);
+    double plain = jf_lsq_total_ss(v, n);
+    if (!CHECK(fabs(t3 - (double)tss) <= 1e-14 * (double)tss && t3 == t1 &&
+               fabs(plain - (double)tss) <= 1e-12 * (double)tss))
+        fprintf(stderr, "  TSS %.17g (1 thread %.17g, plain %.17g), long double %.17Lg\n", t3, t1,
+                plain, tss);
+    for (size_t i = 0; i < n; i++) v[i] = 0.7;
+    CHECK(jf_total_ss(pool, v, n) == 0.0);
+    CHECK(jf_total_ss(pool, v, 1000) == 0.0); /* one loop below 2^18 */
+out:
+    jf_pool_free(pool);
+    free(v);
+    free(w);
+}
+
 int main(void) {
+    test_scans();
     test_random();
     test_rank_deficient();
     test_merge();
