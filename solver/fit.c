@@ -376,7 +376,7 @@ static int check_data(const fit_setup *s, const jf_data *d, double **w, char **e
     size_t bad = jf_first_nonfinite(pool, d->y, n);
     if (bad) return fail(errmsg, JF_ERR_DATA, "point %zu: the response is not finite", bad);
     if (d->sigma) {
-        *w = malloc(n * sizeof **w);
+        *w = jf_alloc_large(n * sizeof **w);
         if (!*w) return fail(errmsg, JF_ERR_NOMEM, "out of memory");
         size_t bad_sigma, bad_weight;
         jf_sigma_weights(pool, d->sigma, *w, n, &bad_sigma, &bad_weight);

@@ -18,6 +18,7 @@
  */
 #include <lapacke.h>
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -402,6 +403,22 @@ static void test_scans(void) {
     for (size_t i = 0; i < n; i++) v[i] = 0.7;
     CHECK(jf_total_ss(pool, v, n) == 0.0);
     CHECK(jf_total_ss(pool, v, 1000) == 0.0); /* one loop below 2^18 */
+
+    /* a weight array past glibc's mmap threshold: huge-page aligned, all of it usable; small
+     * ones plain */
+    size_t big = ((size_t)40 << 20) / sizeof(double) + 3;
+    double *h = jf_alloc_large(big * sizeof *h), *small = jf_alloc_large(100 * sizeof *small);
+    if (CHECK(h && small)) {
+        CHECK((uintptr_t)h % ((size_t)2 << 20) == 0);
+        jf_sigma_weights(pool, v, h, n, &bs, &bw); /* through the pool's threads */
+        for (size_t i = n; i < big; i++) h[i] = (double)i;
+        int kept = bs == 0 && bw == 0;
+        for (size_t i = 0; i < big; i++) kept &= h[i] == (i < n ? 1.0 / 0.7 : (double)i);
+        CHECK(kept);
+        small[99] = 1.0;
+    }
+    free(h);
+    free(small);
 out:
     jf_pool_free(pool);
     free(v);
