@@ -11,7 +11,7 @@ bash scripts/setup.sh
 bash scripts/build.sh build
 bins=(build/jitfit build/tests/test_gpu build/tests/test_crosscheck build/tests/test_doctor
       build/bench/bench_gpu build/bench/bench_gpu_batch build/bench/bench_gpu_large_p
-      build/bench/bench_gpu_copy)
+      build/bench/bench_gpu_copy build/bench/bench_host_passes)
 rm -rf gpu-bundle gpu-bundle.tar.gz
 mkdir -p gpu-bundle/bin gpu-bundle/lib
 for b in "${bins[@]}"; do

@@ -63,7 +63,7 @@ wrap() { # wrap NAME DEST: DEST runs build/real/NAME with the bundle's libraries
 }
 wrap jitfit "$src/build/jitfit"
 for t in test_gpu test_crosscheck test_doctor; do wrap "$t" "$src/build/tests/$t"; done
-for t in bench_gpu bench_gpu_batch bench_gpu_large_p bench_gpu_copy; do wrap "$t" "$src/build/bench/$t"; done
+for t in bench_gpu bench_gpu_batch bench_gpu_large_p bench_gpu_copy bench_host_passes; do wrap "$t" "$src/build/bench/$t"; done
 export JITFIT_CACHE_DIR=${JITFIT_CACHE_DIR:-/tmp/jitfit-gpu-session-cache}
 B=$src/build
 deadline=${DEADLINE:-540}
@@ -122,6 +122,8 @@ part_single() {
   # the upload's candidates (a few seconds): pageable, page-locked, staged (what a fit does
   # from 4 MiB on)
   step bench.txt 60 "$B/bench/bench_gpu_copy" --bytes "$copy_bytes"
+  # the host's own scans of a fit's data (checks, weights, R²) on that machine's cores (seconds)
+  step bench.txt 30 "$B/bench/bench_host_passes" --sizes 1e6,1e7 --reps 5
   step bench.txt 240 "$B/bench/bench_gpu" --sizes "$sizes" --reps "$reps" --bandwidth "${BANDWIDTH:-3.35e12}" --fp64-peak "${FP64_PEAK:-6.7e13}"
   # the anchors on the same data: NLSQ (its wheel from the bundle; JAX is the device's) and
   # scipy, first at the sizes of the target (never measured: the first session ran
