@@ -135,7 +135,10 @@ JF_INTERNAL void jf_cuda_graph_while_end(jf_cuda_graph *g);
 JF_INTERNAL int jf_cuda_graph_instantiate(jf_cuda_graph *g, char *why, size_t n);
 /* Launches the instantiated graph on its stream; returns without waiting. */
 JF_INTERNAL int jf_cuda_graph_launch(jf_cuda_graph *g, char *why, size_t n);
-/* Asynchronous copies on the graph's stream, ordered with its launches. */
+/* Copies on the graph's stream, ordered with its launches. Asynchronous only with page-locked
+ * host memory: the driver returns from a copy to ordinary (pageable) memory once it is done,
+ * so such a read waits for everything queued before it, and host work meant to overlap the
+ * device's goes before it. */
 JF_INTERNAL int jf_cuda_graph_to_device(jf_cuda_graph *g, jf_devptr dst, const void *src,
                                         size_t bytes, char *why, size_t n);
 JF_INTERNAL int jf_cuda_graph_to_host(jf_cuda_graph *g, void *dst, jf_devptr src, size_t bytes,

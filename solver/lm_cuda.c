@@ -204,7 +204,7 @@ void jf_gpu_problem_free(jf_gpu_problem *gp) {
     jf_devptr *all[] = {&gp->x,   &gp->y, &gp->w, &gp->p,      &gp->partial,
                         &gp->acc, &gp->r, &gp->J, &gp->buf[0], &gp->buf[1],
                         &gp->lp_J, &gp->lp_r, &gp->lp_Ag, &gp->lp_cost, &gp->lp_F,
-                        &gp->lp_info, &gp->lp_work};
+                        &gp->lp_info, &gp->lp_work, &gp->tail_dev};
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) {
         jf_cuda_free(*all[i]);
         *all[i] = 0;
@@ -299,12 +299,12 @@ static int stream_chunk(jf_gpu_problem *gp, jf_cuda_graph *g, size_t c, int b, c
     return st;
 }
 
-/* The many-parameter pass at device parameters p on g's stream, into gp->acc: J and r chunk
+/* The many-parameter pass at device parameters p on g's stream, into out (gp->acc's layout): J and r chunk
  * by chunk (jacobian_row, weights w or none), scaled for the loss, JᵀJ and Jᵀr by cuBLAS, then
  * packed. Our kernels return at once once stop (0: never) says the loop has ended; cuBLAS
  * calls cannot, and then multiply what is left in the buffers, which nothing reads. */
 static int large_pass(jf_gpu_problem *gp, jf_cuda_graph *g, jf_devptr p, jf_loss loss,
-                      int weighted, jf_devptr stop, char *why, size_t n) {
+                      int weighted, jf_devptr stop, jf_devptr out, char *why, size_t n) {
     jf_devptr w = weighted ? gp->w : 0;
     unsigned long long np = gp->np, len, ldx = gp->n, ldj = gp->lp_chunk, nag = np * np + np;
     int loss_ = (int)loss;
@@ -340,7 +340,7 @@ static int large_pass(jf_gpu_problem *gp, jf_cuda_graph *g, jf_devptr p, jf_loss
                                   gp->lp_Ag + np * np * sizeof(double), why, n);
     }
     unsigned int ncost = (unsigned)(gp->lp_nchunks * gp->lp_grid);
-    void *pargs[] = {&gp->lp_Ag, &gp->lp_cost, &ncost, &np, &gp->acc, &stop};
+    void *pargs[] = {&gp->lp_Ag, &gp->lp_cost, &ncost, &np, &out, &stop};
     if (st == JF_OK) st = jf_cuda_stream_launch(g, gp->fn_lp_pack, 1, 32, pargs, why, n);
     return st;
 }
@@ -361,7 +361,7 @@ static int pass(jf_gpu_problem *gp, const double *p, jf_loss loss, int weighted,
     if (gp->large) { /* everything on the many-parameter stream, one wait */
         jf_cuda_graph *g = gp->lp_stream;
         int st = jf_cuda_graph_to_device(g, gp->p, p, pbytes, why, wn);
-        if (st == JF_OK) st = large_pass(gp, g, gp->p, loss, weighted, 0, why, wn);
+        if (st == JF_OK) st = large_pass(gp, g, gp->p, loss, weighted, 0, gp->acc, why, wn);
         if (st == JF_OK) st = jf_cuda_graph_to_host(g, acc, gp->acc, gp->nacc * sizeof(double), why, wn);
         return blocking(gp, st == JF_OK ? jf_cuda_graph_sync(g, why, wn) : st);
     }
@@ -697,16 +697,17 @@ static int tails_wanted(const jf_gpu_problem *gp, jf_loss loss) {
 }
 
 /* Enqueues the tail passes `want` at device parameters p on g's stream, after the loop's
- * work: linear-loss sums with the weights, then without, each copied to its half of gp->tail,
- * which is complete after g's next wait. */
+ * work: linear-loss sums with the weights, then without, each into its half of gp->tail_dev
+ * (read_tails copies them). Launches only: nothing here waits. */
 static int enqueue_tails(jf_gpu_problem *gp, jf_cuda_graph *g, jf_devptr p, int want, char *why,
                          size_t n) {
     int st = JF_OK;
     for (int k = 0; st == JF_OK && k < 2; k++) {
         if (!(want & (1 << k))) continue;
         int weighted = k == 0 && gp->weighted;
+        jf_devptr out = gp->tail_dev + (size_t)k * gp->nacc * sizeof(double);
         if (gp->large) {
-            st = large_pass(gp, g, p, JF_LOSS_LINEAR, weighted, 0, why, n);
+            st = large_pass(gp, g, p, JF_LOSS_LINEAR, weighted, 0, out, why, n);
         } else {
             unsigned long long ldx = gp->n, begin = 0, end = gp->n;
             int loss_ = JF_LOSS_LINEAR;
@@ -715,17 +716,22 @@ static int enqueue_tails(jf_gpu_problem *gp, jf_cuda_graph *g, jf_devptr p, int 
             unsigned int nb = gp->grid;
             void *args[] = {&p, &gp->x, &ldx, &gp->y, &w, &begin, &end, &loss_, &fs, &gp->partial,
                             &nostop};
-            void *rargs[] = {&gp->partial, &nb, &gp->acc, &nostop};
+            void *rargs[] = {&gp->partial, &nb, &out, &nostop};
             st = jf_cuda_stream_launch(g, gp->fn_normal_eq, gp->grid, JF_CUDA_BLOCK, args, why, n);
             if (st == JF_OK)
                 st = jf_cuda_stream_launch(g, gp->fn_reduce, (unsigned)gp->nacc, JF_CUDA_BLOCK,
                                            rargs, why, n);
         }
-        if (st == JF_OK)
-            st = jf_cuda_graph_to_host(g, gp->tail + (size_t)k * gp->nacc, gp->acc,
-                                       gp->nacc * sizeof(double), why, n);
     }
     return st;
+}
+
+/* Queues the copy of the tails' sums to gp->tail. A copy to ordinary (pageable) host memory
+ * returns only once it is done, so it comes after the host's own work of the wait. */
+static int read_tails(jf_gpu_problem *gp, jf_cuda_graph *g, int want, char *why, size_t n) {
+    return want ? jf_cuda_graph_to_host(g, gp->tail, gp->tail_dev, 2 * gp->nacc * sizeof(double),
+                                        why, n)
+                : JF_OK;
 }
 
 /* Appends normal_eq at device parameters p, the block reduction, then the state machine's step
@@ -801,7 +807,7 @@ static int run_loop_large(jf_gpu_problem *gp, const loop_mem *lm, jf_loss loss,
     stats->mode = JF_GPU_LOOP_STREAM;
     int code = jf_cuda_graph_to_device(g, lm->c, c, sizeof *c, why, n);
     if (code == JF_OK) code = jf_cuda_graph_to_device(g, lm->ws, ws, nws * sizeof(double), why, n);
-    if (code == JF_OK) code = large_pass(gp, g, dx, loss, w, 0, why, n);
+    if (code == JF_OK) code = large_pass(gp, g, dx, loss, w, 0, gp->acc, why, n);
     if (code == JF_OK) code = large_step(gp, g, lm, 0, why, n);
     /* streamed data: one iteration per wait, as the leftover iterations of a batch would copy
      * all the data again for nothing */
@@ -809,19 +815,21 @@ static int run_loop_large(jf_gpu_problem *gp, const loop_mem *lm, jf_loss loss,
     stats->per_wait = per_wait;
     while (code == JF_OK) {
         for (int k = 0; code == JF_OK && k < per_wait; k++) {
-            code = large_pass(gp, g, dx_try, loss, w, status, why, n);
+            code = large_pass(gp, g, dx_try, loss, w, status, gp->acc, why, n);
             if (code == JF_OK) code = large_step(gp, g, lm, 1, why, n);
         }
         stats->launches++;
+        /* the host's work before the reads: a copy to pageable memory waits for the device */
+        if (code == JF_OK) overlap_host_work(gp);
         if (code == JF_OK) code = jf_cuda_graph_to_host(g, c, lm->c, sizeof *c, why, n);
         if (code == JF_OK) code = jf_cuda_graph_to_host(g, ws, lm->ws, nws * sizeof(double), why, n);
-        if (code == JF_OK) overlap_host_work(gp);
         if (code == JF_OK) code = jf_cuda_graph_sync(g, why, n);
         if (code != JF_OK || c->status != JF_STEP_CONTINUE) break;
     }
     /* the statistics' passes at the final point: one wait more, none after the loop */
     int want = gp->tail ? tails_wanted(gp, loss) : 0;
     if (code == JF_OK && want) code = enqueue_tails(gp, g, dx, want, why, n);
+    if (code == JF_OK && want) code = read_tails(gp, g, want, why, n);
     if (code == JF_OK && want) code = jf_cuda_graph_sync(g, why, n);
     if (code == JF_OK) gp->tail_have = want;
     stats->loop_syncs = jf_cuda_graph_syncs(g) - syncs0;
@@ -887,16 +895,20 @@ static int run_loop(jf_gpu_problem *gp, const loop_mem *lm, jf_loss loss, void *
             code = jf_cuda_graph_launch(g2, why, n);
             stats->launches++;
         }
-        /* the only reads of the loop: the state, after the queued work */
+        if (code == JF_OK && !g2 && want) code = enqueue_tails(gp, g, dx, want, why, n);
+        /* the host's own work while the device runs: before the reads, as a copy to pageable
+         * memory returns only once the device has done everything queued before it */
+        if (code == JF_OK) overlap_host_work(gp);
+        /* the only reads of the loop: the state (and the tails), after the queued work */
         if (code == JF_OK) code = jf_cuda_graph_to_host(g, c, lm->c, sizeof *c, why, n);
         if (code == JF_OK) code = jf_cuda_graph_to_host(g, ws, lm->ws, nws * sizeof(double), why, n);
-        if (code == JF_OK && !g2 && want) code = enqueue_tails(gp, g, dx, want, why, n);
-        if (code == JF_OK) overlap_host_work(gp);
+        if (code == JF_OK && !g2) code = read_tails(gp, g, want, why, n);
         if (code == JF_OK) code = jf_cuda_graph_sync(g, why, n);
         if (code != JF_OK || !g2 || c->status != JF_STEP_CONTINUE) break;
     }
     if (code == JF_OK && g2 && want) {
         code = enqueue_tails(gp, g, dx, want, why, n);
+        if (code == JF_OK) code = read_tails(gp, g, want, why, n);
         if (code == JF_OK) code = jf_cuda_graph_sync(g, why, n);
     }
     if (code == JF_OK) gp->tail_have = want;
@@ -977,8 +989,15 @@ int jf_lm_solve_cuda(jf_problem *prob, jf_gpu_problem *gp, const jf_lm_config *c
     jf_lmc_views v;
     jf_lmc_views_init(&v, ws, iws, np, nh);
     gp->tail_have = 0;
-    if (tails_wanted(gp, prob->loss) && !gp->tail)
-        gp->tail = malloc(2 * gp->nacc * sizeof *gp->tail); /* none: the ops' passes instead */
+    if (tails_wanted(gp, prob->loss) && !gp->tail) { /* none: the ops' passes instead */
+        char twhy[256];
+        gp->tail = malloc(2 * gp->nacc * sizeof *gp->tail);
+        if (gp->tail && jf_cuda_alloc(&gp->tail_dev, 2 * gp->nacc * sizeof(double), twhy,
+                                      sizeof twhy) != JF_OK) {
+            free(gp->tail);
+            gp->tail = NULL;
+        }
+    }
     code = jf_cuda_alloc(&lm.c, sizeof c, why, n);
     if (code == JF_OK) code = jf_cuda_alloc(&lm.ws, nws * sizeof(double), why, n);
     if (code == JF_OK) code = jf_cuda_alloc(&lm.iws, niws * sizeof(int), why, n);

@@ -500,6 +500,7 @@ typedef struct jf_gpu_problem {
                                     its last wait (host, 2·nacc: JF_GPU_TAIL_LINEAR's sums, then
                                     JF_GPU_TAIL_PLAIN's), or NULL */
     int tail_have;               /* which of them the loop left: JF_GPU_TAIL_* bits */
+    jf_devptr tail_dev;          /* the same on the device, where the tail passes sum */
     unsigned long syncs_after;   /* blocking calls of the ops */
     int failed;                  /* first error of an op (a jf_status), or 0 */
     char why[512];               /* its reason */
