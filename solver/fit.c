@@ -1158,6 +1158,12 @@ static int run_fit(const fit_setup *s, const jf_data *d, const double *w, const 
                      "for %llu iterations (%lu blocking calls after); %s",
                      gs.per_wait, gs.per_wait == 1 ? "" : "s", gs.loop_syncs, gs.loop_syncs == 1 ? "" : "s",
                      gs.iterations, gs.finish_syncs, gs.note);
+        if (gp.overlap_late) {
+            len = strlen(b->device_note);
+            snprintf(b->device_note + len, MSG_LEN - len,
+                     "; the host's work for the loop's time ran after a read of its results "
+                     "(an ordering bug in the GPU loop)");
+        }
         if (gp.chunk) {
             len = strlen(b->device_note);
             snprintf(b->device_note + len, MSG_LEN - len,

@@ -683,7 +683,17 @@ static int add_streamed_pass(jf_cuda_graph *g, jf_gpu_problem *gp, jf_devptr p, 
 static void overlap_host_work(jf_gpu_problem *gp) {
     void (*f)(void *) = gp->while_looping;
     gp->while_looping = NULL;
-    if (f) f(gp->looping_ctx);
+    if (!f) return;
+    gp->overlap_late = gp->loop_reads > 0;
+    f(gp->looping_ctx);
+}
+
+/* A read of the loop's results into (pageable) host memory, which returns once the device is
+ * done: counted, so that host work meant to overlap the loop is known to come first. */
+static int loop_read(jf_gpu_problem *gp, jf_cuda_graph *g, void *dst, jf_devptr src, size_t bytes,
+                     char *why, size_t n) {
+    gp->loop_reads++;
+    return jf_cuda_graph_to_host(g, dst, src, bytes, why, n);
 }
 
 /* The tail passes (JF_GPU_TAIL_*) the statistics of a fit with this loss will ask for. */
@@ -729,8 +739,7 @@ static int enqueue_tails(jf_gpu_problem *gp, jf_cuda_graph *g, jf_devptr p, int 
 /* Queues the copy of the tails' sums to gp->tail. A copy to ordinary (pageable) host memory
  * returns only once it is done, so it comes after the host's own work of the wait. */
 static int read_tails(jf_gpu_problem *gp, jf_cuda_graph *g, int want, char *why, size_t n) {
-    return want ? jf_cuda_graph_to_host(g, gp->tail, gp->tail_dev, 2 * gp->nacc * sizeof(double),
-                                        why, n)
+    return want ? loop_read(gp, g, gp->tail, gp->tail_dev, 2 * gp->nacc * sizeof(double), why, n)
                 : JF_OK;
 }
 
@@ -821,8 +830,8 @@ static int run_loop_large(jf_gpu_problem *gp, const loop_mem *lm, jf_loss loss,
         stats->launches++;
         /* the host's work before the reads: a copy to pageable memory waits for the device */
         if (code == JF_OK) overlap_host_work(gp);
-        if (code == JF_OK) code = jf_cuda_graph_to_host(g, c, lm->c, sizeof *c, why, n);
-        if (code == JF_OK) code = jf_cuda_graph_to_host(g, ws, lm->ws, nws * sizeof(double), why, n);
+        if (code == JF_OK) code = loop_read(gp, g, c, lm->c, sizeof *c, why, n);
+        if (code == JF_OK) code = loop_read(gp, g, ws, lm->ws, nws * sizeof(double), why, n);
         if (code == JF_OK) code = jf_cuda_graph_sync(g, why, n);
         if (code != JF_OK || c->status != JF_STEP_CONTINUE) break;
     }
@@ -900,8 +909,8 @@ static int run_loop(jf_gpu_problem *gp, const loop_mem *lm, jf_loss loss, void *
          * memory returns only once the device has done everything queued before it */
         if (code == JF_OK) overlap_host_work(gp);
         /* the only reads of the loop: the state (and the tails), after the queued work */
-        if (code == JF_OK) code = jf_cuda_graph_to_host(g, c, lm->c, sizeof *c, why, n);
-        if (code == JF_OK) code = jf_cuda_graph_to_host(g, ws, lm->ws, nws * sizeof(double), why, n);
+        if (code == JF_OK) code = loop_read(gp, g, c, lm->c, sizeof *c, why, n);
+        if (code == JF_OK) code = loop_read(gp, g, ws, lm->ws, nws * sizeof(double), why, n);
         if (code == JF_OK && !g2) code = read_tails(gp, g, want, why, n);
         if (code == JF_OK) code = jf_cuda_graph_sync(g, why, n);
         if (code != JF_OK || !g2 || c->status != JF_STEP_CONTINUE) break;
@@ -989,6 +998,8 @@ int jf_lm_solve_cuda(jf_problem *prob, jf_gpu_problem *gp, const jf_lm_config *c
     jf_lmc_views v;
     jf_lmc_views_init(&v, ws, iws, np, nh);
     gp->tail_have = 0;
+    gp->loop_reads = 0;
+    gp->overlap_late = 0;
     if (tails_wanted(gp, prob->loss) && !gp->tail) { /* none: the ops' passes instead */
         char twhy[256];
         gp->tail = malloc(2 * gp->nacc * sizeof *gp->tail);

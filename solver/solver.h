@@ -447,7 +447,6 @@ typedef struct jf_gpu_stats {
     double upload_ms, modules_ms, setup_ms, loop_ms, finish_ms;
 } jf_gpu_stats;
 
-/* One fit's data on the device, and the passes the finish runs there (jf_problem_ops). */
 /* The passes a GPU fit's statistics take at its final point, run by the loop after its last
  * iteration on the device, so that the host reads them with the loop's result rather than with
  * blocking calls of their own (jf_gpu_problem.tail): the linear-loss sums with the weights (a
@@ -456,6 +455,7 @@ typedef struct jf_gpu_stats {
  * JF_LM_MATERIALIZE_MAX), nor for streamed data outside the many-parameter path. */
 enum { JF_GPU_TAIL_LINEAR = 1, JF_GPU_TAIL_PLAIN = 2 };
 
+/* One fit's data on the device, and the passes the finish runs there (jf_problem_ops). */
 typedef struct jf_gpu_problem {
     size_t n, np, nacc;          /* points, parameters, accumulator length */
     size_t nheld;                /* held values the kernels read after the np parameters */
@@ -496,6 +496,10 @@ typedef struct jf_gpu_problem {
                                     set after init): called once, after the loop's first
                                     launch, before its first wait; NULL: none */
     void *looping_ctx;           /* its argument */
+    unsigned long loop_reads;    /* reads of the loop's results so far (each waits for it) */
+    int overlap_late;            /* 1 when while_looping ran after such a read: it waited for
+                                    the loop instead of overlapping it (an ordering bug that only
+                                    a real driver's timing would show; the note says it) */
     double *tail;                /* the statistics' passes at the loop's final point, read with
                                     its last wait (host, 2·nacc: JF_GPU_TAIL_LINEAR's sums, then
                                     JF_GPU_TAIL_PLAIN's), or NULL */
