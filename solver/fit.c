@@ -970,8 +970,7 @@ static int run_fit(const fit_setup *s, const jf_data *d, const double *w, const 
                                        ? gp.tail + gp.nacc : NULL;
         /* Σ r² (weighted) and Σ (f − y)² from the loop: r² is the linear loss's cost, 2F */
         const double *r2 = prob.loss == JF_LOSS_LINEAR ? NULL : tail_lin;
-        int from_tail = (prob.loss == JF_LOSS_LINEAR || r2) && (!w || tail_plain) &&
-                        (r2 || tail_plain);
+        int from_tail = prob.loss == JF_LOSS_LINEAR ? tail_plain != NULL : r2 && (!w || tail_plain);
         if (pre && pre->finished) { /* the device's final pass: Σ (f − y)², and SSR = 2F */
             sums[0] = pre->ssr_plain;
             sums[1] = 2.0 * st.cost;

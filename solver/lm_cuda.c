@@ -299,10 +299,11 @@ static int stream_chunk(jf_gpu_problem *gp, jf_cuda_graph *g, size_t c, int b, c
     return st;
 }
 
-/* The many-parameter pass at device parameters p on g's stream, into out (gp->acc's layout): J and r chunk
- * by chunk (jacobian_row, weights w or none), scaled for the loss, JᵀJ and Jᵀr by cuBLAS, then
- * packed. Our kernels return at once once stop (0: never) says the loop has ended; cuBLAS
- * calls cannot, and then multiply what is left in the buffers, which nothing reads. */
+/* The many-parameter pass at device parameters p on g's stream, into out (gp->acc's layout): J
+ * and r chunk by chunk (jacobian_row, weights w or none), scaled for the loss, JᵀJ and Jᵀr by
+ * cuBLAS, then packed. Our kernels return at once once stop (0: never) says the loop has
+ * ended; cuBLAS calls cannot, and then multiply what is left in the buffers, which nothing
+ * reads. */
 static int large_pass(jf_gpu_problem *gp, jf_cuda_graph *g, jf_devptr p, jf_loss loss,
                       int weighted, jf_devptr stop, jf_devptr out, char *why, size_t n) {
     jf_devptr w = weighted ? gp->w : 0;

@@ -442,8 +442,9 @@ typedef struct jf_gpu_stats {
     /* host clock, ms: the data's allocation and copy to the device (jf_gpu_problem_init; the
      * streamed copies are in the loop), obtaining the solver's modules (NVRTC or the cache: a
      * compile time, which the result counts as one), the loop's buffers, the loop (its graphs
-     * built, launched and synchronized, and the host work overlapped with it), the finish. Where a fit's time goes, for the device
-     * note: the solve time divided by the passes mixes them. */
+     * built, launched and synchronized, and the host work overlapped with it), the finish.
+     * Where a fit's time goes, for the device note: the solve time divided by the passes mixes
+     * them. */
     double upload_ms, modules_ms, setup_ms, loop_ms, finish_ms;
 } jf_gpu_stats;
 
