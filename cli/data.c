@@ -2,9 +2,10 @@
  *
  * Files of 1e7 rows feed the benchmarks, so the reader is built for throughput: the file is read
  * with one read loop into one buffer, the number of lines bounds the rows so the column block is
- * allocated once, cells are parsed in place between their delimiters (no per-cell allocation),
- * and most numbers take Clinger's exact fast path instead of strtod. Row line numbers are kept as
- * runs (see jf_rowrun), not one per row. Messages follow the compiler style "FILE:LINE: ...".
+ * allocated once, cells are parsed in place between their delimiters (no per-cell allocation)
+ * by fast_float instead of strtod, and long bodies are parsed by several threads. Row line
+ * numbers are kept as runs (see jf_rowrun), not one per row. Messages follow the compiler style
+ * "FILE:LINE: ...".
  */
 #include "data.h"
 
@@ -24,6 +25,8 @@
 
 #include "../include/jitfit.h"
 #include "../runtime/text.h"
+#include "../solver/solver.h"
+#include "decimal.h"
 #include "npy.h"
 #include "util.h"
 
@@ -31,19 +34,106 @@
 #define CELL_QUOTE_MAX 40
 
 static int is_blank(char c) { return c == ' ' || c == '\t'; }
-static int is_digit(char c) { return c >= '0' && c <= '9'; }
 
-/* Reads all of fd into a NUL-terminated buffer. Regular files are sized up front; pipes grow
- * the buffer geometrically. Returns 0 or an errno value. */
-static int slurp(int fd, char **text, size_t *len) {
+/* What a file's bytes hold, found by the threads that read them (read_pieces). */
+typedef struct text_scan {
+    int valid;        /* 1: the fields below describe the text as read */
+    int quote, cr, lf; /* it has a '"', a '\r', a '\n' */
+    size_t newlines;  /* its '\n' */
+} text_scan;
+
+/* Regular files of at least this many bytes are read by several threads: most of a read's time
+ * is the faults of the fresh buffer's pages (about 1 GB/s on one core of a virtual machine),
+ * which divide among threads. */
+#ifndef SLURP_PARALLEL_MIN /* tests set it lower */
+#define SLURP_PARALLEL_MIN ((size_t)16 << 20)
+#endif
+
+/* One piece of a file read by read_pieces. */
+typedef struct piece {
+    int fd;
+    char *buf;
+    size_t off, len;
+    int ok;
+    text_scan scan;
+} piece;
+
+static void read_piece(void *ctx, size_t k, int worker) {
+    (void)worker;
+    piece *pc = &((piece *)ctx)[k];
+    size_t got = 0;
+    while (got < pc->len) {
+        ssize_t r = pread(pc->fd, pc->buf + pc->off + got, pc->len - got, (off_t)(pc->off + got));
+        if (r < 0 && errno == EINTR) continue;
+        if (r <= 0) return; /* an error, or the file shrank: pc->ok stays 0 */
+        got += (size_t)r;
+    }
+    const char *b = pc->buf + pc->off, *end = b + pc->len;
+    pc->scan.quote = memchr(b, '"', pc->len) != NULL;
+    pc->scan.cr = memchr(b, '\r', pc->len) != NULL;
+    for (const char *p = b; (p = memchr(p, '\n', (size_t)(end - p))); p++) pc->scan.newlines++;
+    pc->scan.lf = pc->scan.newlines > 0;
+    pc->ok = 1;
+}
+
+/* Reads the size bytes of the regular file fd into buf in pieces on threads, scanning each piece
+ * while it is in the cache (*scan). 0 when the pieces came back whole and the file ends where
+ * it did; else -1 (an error, or the file changed: the caller reads it again in one loop). */
+static int read_pieces(int fd, int threads, char *buf, size_t size, text_scan *scan) {
+    size_t np = (size_t)threads;
+    piece *pcs = calloc(np, sizeof *pcs);
+    jf_pool *pool = pcs ? jf_pool_create(threads) : NULL;
+    if (!pool) {
+        free(pcs);
+        return -1;
+    }
+    for (size_t k = 0; k < np; k++) {
+        pcs[k].fd = fd;
+        pcs[k].buf = buf;
+        pcs[k].off = size / np * k;
+        pcs[k].len = (k + 1 == np ? size : size / np * (k + 1)) - pcs[k].off;
+    }
+    jf_pool_run(pool, np, read_piece, pcs);
+    jf_pool_free(pool);
+    char more;
+    int ok = pread(fd, &more, 1, (off_t)size) == 0;
+    memset(scan, 0, sizeof *scan);
+    for (size_t k = 0; k < np; k++) {
+        ok &= pcs[k].ok;
+        scan->quote |= pcs[k].scan.quote;
+        scan->cr |= pcs[k].scan.cr;
+        scan->lf |= pcs[k].scan.lf;
+        scan->newlines += pcs[k].scan.newlines;
+    }
+    scan->valid = ok;
+    free(pcs);
+    return ok ? 0 : -1;
+}
+
+/* Reads all of fd into a NUL-terminated buffer: a long regular file on `threads` threads (0:
+ * one per CPU), with *scan of its bytes; else one read loop (scan->valid 0), regular files
+ * sized up front, pipes growing the buffer geometrically. Returns 0 or an errno value. */
+static int slurp(int fd, int threads, char **text, size_t *len, text_scan *scan) {
     struct stat st;
     size_t cap = 1 << 16;
-    if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0)
-        cap = (size_t)st.st_size + 1;
+    memset(scan, 0, sizeof *scan);
+    int regular = fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0;
+    if (regular) cap = (size_t)st.st_size + 1;
     char *buf = malloc(cap);
     if (!buf) return ENOMEM;
     size_t n = 0;
-    for (;;) {
+    /* pieces from the start: not where a shell's redirection left part of the file read */
+    int nt = regular && cap - 1 >= SLURP_PARALLEL_MIN && lseek(fd, 0, SEEK_CUR) == 0
+                 ? jf_threads_resolve(threads)
+                 : 1;
+    if (nt > 1 && read_pieces(fd, nt, buf, cap - 1, scan) == 0) {
+        buf[cap - 1] = '\0';
+        *text = buf;
+        *len = cap - 1;
+        (void)lseek(fd, (off_t)(cap - 1), SEEK_SET); /* where a read loop would have left it */
+        return 0;
+    }
+    for (;;) { /* (pread moved nothing: after failed pieces this reads from the start too) */
         if (n + 1 >= cap) {
             if (cap > SIZE_MAX / 2) {
                 free(buf);
@@ -116,66 +206,11 @@ static const char *record_end(const jf_datafile *f, const char *s, const char *e
     return e;
 }
 
-/* Exact powers of ten: every one up to 1e22 is a double without rounding. */
-static const double pow10_exact[23] = {1e0,  1e1,  1e2,  1e3,  1e4,  1e5,  1e6,  1e7,
-                                       1e8,  1e9,  1e10, 1e11, 1e12, 1e13, 1e14, 1e15,
-                                       1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22};
-
-/* Clinger's fast path for a plain decimal [+-]digits[.digits][(e|E)[+-]digits] in [s, e): when
- * the significant digits form an integer m <= 2^53 and the power of ten is at most 22, m and
- * 10^|k| are exact doubles and one IEEE multiply or divide rounds correctly, as strtod would.
- * Returns 0 with *out set, or -1 when the text needs the general parser (it may still be a
- * number). */
-static int parse_fast(const char *s, const char *e, double *out) {
-    const char *p = s;
-    int neg = 0, any = 0, nd = 0;
-    uint64_t m = 0;
-    long k = 0;
-    if (p < e && (*p == '-' || *p == '+')) neg = *p++ == '-';
-    for (; p < e && is_digit(*p); p++) {
-        any = 1;
-        if (m == 0 && *p == '0') continue;
-        if (++nd > 19) return -1;
-        m = m * 10 + (uint64_t)(*p - '0');
-    }
-    if (p < e && *p == '.') {
-        for (p++; p < e && is_digit(*p); p++, k--) {
-            any = 1;
-            if (m == 0 && *p == '0') continue;
-            if (++nd > 19) return -1;
-            m = m * 10 + (uint64_t)(*p - '0');
-        }
-    }
-    if (!any) return -1;
-    if (p < e && (*p == 'e' || *p == 'E')) {
-        int eneg = 0;
-        long ev = 0;
-        p++;
-        if (p < e && (*p == '-' || *p == '+')) eneg = *p++ == '-';
-        if (p == e || !is_digit(*p)) return -1;
-        for (; p < e && is_digit(*p); p++) {
-            if (ev > 100000) return -1;
-            ev = ev * 10 + (*p - '0');
-        }
-        k += eneg ? -ev : ev;
-    }
-    if (p != e) return -1;
-    if (m == 0) {
-        *out = neg ? -0.0 : 0.0;
-        return 0;
-    }
-    if (m > ((uint64_t)1 << 53) || k < -22 || k > 22) return -1;
-    double v = (double)m;
-    v = k < 0 ? v / pow10_exact[-k] : v * pow10_exact[k];
-    *out = neg ? -v : v;
-    return 0;
-}
-
-/* Parses the cell [s, e) (already trimmed) as a number: the fast path, else the CLI's
- * locale-independent parser (which also knows inf, nan, hex floats and long mantissas).
- * A cell wrapped in double quotes is unwrapped. Returns 0 or -1. */
+/* Parses the cell [s, e) (already trimmed) as a number: a decimal by fast_float (decimal.h),
+ * else the CLI's locale-independent parser (which also knows inf, nan and hex floats). A cell
+ * wrapped in double quotes is unwrapped. Returns 0 or -1. */
 static int parse_cell(const char *s, const char *e, double *out) {
-    if (parse_fast(s, e, out) == 0) return 0;
+    if (jf_cli_parse_decimal(s, e, out) == 0) return 0;
     if (e - s >= 2 && *s == '"' && e[-1] == '"') {
         s++;
         e--;
@@ -493,6 +528,7 @@ int jf_datafile_open_ex(const char *path, const jf_dataopts *o, jf_datafile **ou
     int is_stdin = strcmp(path, "-") == 0;
     f->path = strdup(is_stdin ? "<stdin>" : path);
     f->allow_nan = o->allow_nan;
+    f->threads = o->threads;
     f->nan_hint = o->nan_hint && !o->allow_nan;
     if (!f->path) {
         jf_datafile_free(f);
@@ -502,7 +538,8 @@ int jf_datafile_open_ex(const char *path, const jf_dataopts *o, jf_datafile **ou
     int e = fd < 0 ? errno : 0;
     struct stat st;
     if (!e && fstat(fd, &st) == 0 && S_ISDIR(st.st_mode)) e = EISDIR;
-    if (!e) e = slurp(fd, &f->text, &f->len);
+    text_scan scan;
+    if (!e) e = slurp(fd, o->threads, &f->text, &f->len, &scan);
     if (fd >= 0 && !is_stdin) close(fd);
     if (e) {
         int st_code = e == ENOMEM ? JF_ERR_NOMEM : JF_ERR_IO;
@@ -525,6 +562,7 @@ int jf_datafile_open_ex(const char *path, const jf_dataopts *o, jf_datafile **ou
         f->text = plain;
         f->len = plen;
         f->gzipped = 1;
+        scan.valid = 0; /* the scan was of the compressed bytes */
     }
     if (jf_npy_is_npy((const unsigned char *)f->text, f->len)) {
         rc = open_npy(f, o, err);
@@ -532,12 +570,15 @@ int jf_datafile_open_ex(const char *path, const jf_dataopts *o, jf_datafile **ou
         /* A file with a CR but not one LF ends its lines in lone CRs (classic Mac OS, Excel's
          * "CSV (Macintosh)"): they are its lines, as Python's csv and R read them, not one
          * header line holding the whole file. A mix of LF and lone CR is left as it is. */
-        if (memchr(f->text, '\r', f->len) && !memchr(f->text, '\n', f->len))
+        if (scan.valid ? scan.cr && !scan.lf
+                       : memchr(f->text, '\r', f->len) && !memchr(f->text, '\n', f->len)) {
             for (size_t i = 0; i < f->len; i++)
                 if (f->text[i] == '\r') f->text[i] = '\n';
+            scan.valid = 0;
+        }
         const char *s = f->text, *end = f->text + f->len, *next;
         if (f->len >= 3 && memcmp(s, "\xEF\xBB\xBF", 3) == 0) s += 3;
-        f->quoted = memchr(f->text, '"', f->len) != NULL;
+        f->quoted = scan.valid ? scan.quote : memchr(f->text, '"', f->len) != NULL;
         for (size_t line = 1; s < end; s = next, line++) {
             size_t extra = 0;
             const char *le = line_end(s, end, &next);
@@ -568,11 +609,12 @@ int jf_datafile_open_ex(const char *path, const jf_dataopts *o, jf_datafile **ou
         }
         if (rc == 0 && f->header_line == 0 && !f->positional)
             rc = fail(err, JF_ERR_DATA, jf_cli_strf("%s: no data rows", f->path));
-        if (rc == 0) {
+        if (rc == 0) { /* the lines after the header: all of them, less those before */
             size_t lines = 1;
-            for (const char *p = f->text + f->body; (p = memchr(p, '\n', (size_t)(end - p))); p++)
-                lines++;
-            f->max_rows = lines;
+            const char *from = scan.valid ? f->text : f->text + f->body;
+            const char *to = scan.valid ? f->text + f->body : end;
+            for (const char *p = from; (p = memchr(p, '\n', (size_t)(to - p))); p++) lines++;
+            f->max_rows = scan.valid ? scan.newlines + 2 - lines : lines;
         }
     }
     if (rc == 0 && o->columns) rc = jf_datafile_name_columns(f, o->columns, o->ncolumns, err);
@@ -752,6 +794,198 @@ char *jf_datafile_hash_note(const jf_datafile *f) {
                        one ? "has" : "have", one ? "was" : "were", one ? "a comment" : "comments");
 }
 
+/* A span of whole lines of a text body and what parse_span found in it. */
+typedef struct span {
+    const char *s, *end; /* the span */
+    size_t line;         /* 1-based line number of s */
+    size_t row0;         /* row of the table that its first row fills */
+    size_t rows;         /* rows parsed */
+    jf_rowrun *runs;     /* their lines, rows counted from the table's row 0 as if row0 held */
+    size_t nruns, runcap;
+    size_t hash_rows, hash_line; /* as jf_datafile's, for this span */
+    int rc;              /* 0, or the failure whose message is err */
+    char *err;
+} span;
+
+/* Parses the records of sp's text into the columns of values (ld apart; file column c into
+ * column slot[c] when slot[c] >= 0) from row sp->row0 on, stopping at the first bad record:
+ * the one parser of jf_datafile_read, over the whole body or over one span of it per thread. */
+static void parse_span(const jf_datafile *f, const long *slot, double *values, size_t ld,
+                       span *sp) {
+    const char *next;
+    size_t row = sp->row0, line = sp->line;
+    jf_table runs = {.runs = NULL, .nruns = 0};
+    for (size_t extra = 0; sp->s < sp->end; sp->s = next, line += 1 + extra) {
+        const char *s = sp->s, *e = record_end(f, s, sp->end, &next, &extra);
+        const char *q = s;
+        while (q < e && is_blank(*q)) q++;
+        if (q == e) continue;
+        if (is_comment(q, e, f->sep)) {
+            if (comment_like_row(f, q, e) && sp->hash_rows++ == 0) sp->hash_line = line;
+            continue;
+        }
+        const char *p = f->sep == JF_SEP_BLANKS ? q : s, *fs, *fe;
+        size_t col = 0;
+        int last = 0, r;
+        while (!last && (r = next_field(f->sep, &p, e, &fs, &fe, &last)) != 0) {
+            if (r < 0) {
+                sp->rc = fail(&sp->err, JF_ERR_DATA,
+                              jf_cli_strf("%s:%zu: column %zu: unterminated quoted field or text "
+                                          "after its closing quote",
+                                          f->path, line, col + 1));
+                goto done;
+            }
+            if (col < f->ncols && slot[col] >= 0) {
+                double v;
+                if (fe - fs == 2 && fs[0] == '"' && fs[1] == '"') fe = fs; /* "" is empty */
+                if (f->allow_nan && (fs == fe || is_missing_word(fs, fe))) {
+                    v = NAN;
+                } else if (parse_cell(fs, fe, &v) != 0) {
+                    sp->rc = fail(&sp->err, JF_ERR_DATA, cell_message(f, line, col, fs, fe));
+                    goto done;
+                }
+                if (!isfinite(v) && !(isnan(v) && f->allow_nan)) {
+                    sp->rc = fail(&sp->err, JF_ERR_DATA,
+                                  jf_cli_strf("%s:%zu: column %zu ('%s'): %s", f->path, line,
+                                              col + 1, f->names[col], not_finite(f, v)));
+                    goto done;
+                }
+                values[(size_t)slot[col] * ld + row] = v;
+            }
+            col++;
+        }
+        if (col != f->ncols) {
+            sp->rc = fail(&sp->err, JF_ERR_DATA,
+                          jf_cli_strf("%s:%zu: expected %zu field%s, found %zu", f->path, line,
+                                      f->ncols, f->ncols == 1 ? "" : "s", col));
+            goto done;
+        }
+        if (runs.nruns == 0 ||
+            line != runs.runs[runs.nruns - 1].line + (row - runs.runs[runs.nruns - 1].row)) {
+            if (push_run(&runs, &sp->runcap, row, line) != 0) {
+                sp->rc = JF_ERR_NOMEM;
+                goto done;
+            }
+        }
+        row++;
+    }
+done:
+    sp->rows = row - sp->row0;
+    sp->runs = runs.runs;
+    sp->nruns = runs.nruns;
+}
+
+/* Bodies of at least this many bytes are parsed by several threads (jf_datafile.threads):
+ * about 5 ms of parsing on one core, against tens of microseconds to start threads. */
+#ifndef PARALLEL_MIN_BYTES /* tests set it lower */
+#define PARALLEL_MIN_BYTES ((size_t)1 << 20)
+#endif
+/* Spans per thread: spans of equal bytes may still differ in work (comments, long lines). */
+#define SPANS_PER_THREAD 4
+
+/* The spans of a parallel read, and the file's columns they fill. */
+typedef struct span_job {
+    const jf_datafile *f;
+    const long *slot;
+    double *values;
+    size_t ld;
+    span *sp;
+} span_job;
+
+/* jf_pool task: counts the lines of span k (stored in its rows until the spans are placed). */
+static void count_lines_task(void *ctx, size_t k, int worker) {
+    (void)worker;
+    span *sp = &((span_job *)ctx)->sp[k];
+    size_t n = 0;
+    for (const char *p = sp->s; (p = memchr(p, '\n', (size_t)(sp->end - p))); p++) n++;
+    sp->rows = n;
+}
+
+static void parse_span_task(void *ctx, size_t k, int worker) {
+    (void)worker;
+    span_job *j = ctx;
+    parse_span(j->f, j->slot, j->values, j->ld, &j->sp[k]);
+}
+
+/* Appends span sp's runs to t's (its rows `shift` lower there), joining its first run to t's
+ * last where they continue one another, as one pass over the body would have. */
+static int append_runs(jf_table *t, size_t *cap, const span *sp, size_t shift) {
+    for (size_t i = 0; i < sp->nruns; i++) {
+        size_t row = sp->runs[i].row - shift, line = sp->runs[i].line;
+        if (t->nruns && line == t->runs[t->nruns - 1].line + (row - t->runs[t->nruns - 1].row))
+            continue;
+        if (push_run(t, cap, row, line) != 0) return JF_ERR_NOMEM;
+    }
+    return 0;
+}
+
+/* The body of f (no quoted records: a line is a record) into t on a pool of threads: spans of
+ * whole lines, each parsed into the rows that its first line's number bounds (rows are at most
+ * lines), then moved down over the rows that blank and comment lines left free. The table, its
+ * runs, hash rows and the first error in the file are those of one pass over the body. 1 when
+ * it ran (status in *rc), 0 when there is no pool to run it on. */
+static int read_parallel(jf_datafile *f, const long *slot, jf_table *t, size_t *runcap, int *rc,
+                         char **err) {
+    int nt = jf_threads_resolve(f->threads);
+    size_t len = f->len - f->body;
+    if (nt < 2 || len < PARALLEL_MIN_BYTES) return 0;
+    size_t nspans = (size_t)nt * SPANS_PER_THREAD;
+    span *sp = calloc(nspans, sizeof *sp);
+    jf_pool *pool = sp ? jf_pool_create(nt) : NULL;
+    if (!pool) {
+        free(sp);
+        return 0;
+    }
+    const char *body = f->text + f->body, *end = f->text + f->len, *s = body;
+    for (size_t k = 0; k < nspans; k++) {
+        const char *e = k + 1 == nspans ? end : body + len / nspans * (k + 1);
+        if (e < s) e = s;
+        const char *nl = e < end ? memchr(e, '\n', (size_t)(end - e)) : NULL;
+        sp[k].s = s;
+        sp[k].end = e == end ? end : nl ? nl + 1 : end;
+        s = sp[k].end;
+    }
+    span_job job = {.f = f, .slot = slot, .values = t->values, .ld = t->ld, .sp = sp};
+    jf_pool_run(pool, nspans, count_lines_task, &job);
+    size_t lines = 0;
+    for (size_t k = 0; k < nspans; k++) {
+        size_t n = sp[k].rows;
+        sp[k].row0 = lines;
+        sp[k].line = f->body_line + lines;
+        sp[k].rows = 0;
+        lines += n;
+    }
+    jf_pool_run(pool, nspans, parse_span_task, &job);
+    jf_pool_free(pool);
+    size_t rows = 0;
+    *rc = 0;
+    for (size_t k = 0; k < nspans && *rc == 0; k++) {
+        if (sp[k].rc != 0) {
+            *rc = sp[k].rc;
+            *err = sp[k].err;
+            sp[k].err = NULL;
+            break;
+        }
+        size_t shift = sp[k].row0 - rows;
+        if (shift && sp[k].rows)
+            for (size_t c = 0; c < t->ncols; c++) /* the columns parsed into */
+                if (slot[t->file_col[c]] == (long)c)
+                    memmove(t->values + c * t->ld + rows, t->values + c * t->ld + sp[k].row0,
+                            sp[k].rows * sizeof(double));
+        if (append_runs(t, runcap, &sp[k], shift) != 0) *rc = JF_ERR_NOMEM;
+        if (sp[k].hash_rows && f->hash_rows == 0) f->hash_line = sp[k].hash_line;
+        f->hash_rows += sp[k].hash_rows;
+        rows += sp[k].rows;
+    }
+    t->nrows = rows;
+    for (size_t k = 0; k < nspans; k++) {
+        free(sp[k].runs);
+        free(sp[k].err);
+    }
+    free(sp);
+    return 1;
+}
+
 int jf_datafile_read(jf_datafile *f, const char *const *names, size_t nnames, jf_table *out,
                      char **err) {
     memset(out, 0, sizeof *out);
@@ -796,69 +1030,27 @@ int jf_datafile_read(jf_datafile *f, const char *const *names, size_t nnames, jf
         goto done;
     }
 
-    size_t runcap = 0, row = 0, line = f->body_line;
+    size_t runcap = 0, row = 0;
     f->hash_rows = 0;
     if (f->numeric) {
         rc = read_numeric(f, slot, &t, err);
         row = t.nrows;
         if (rc == 0 && push_run(&t, &runcap, 0, 1) != 0) rc = JF_ERR_NOMEM;
         if (rc != 0) goto done;
-    }
-    const char *s = f->text ? f->text + f->body : NULL, *end = f->text ? f->text + f->len : NULL;
-    const char *next;
-    for (size_t extra = 0; s && s < end; s = next, line += 1 + extra) {
-        const char *e = record_end(f, s, end, &next, &extra);
-        const char *q = s;
-        while (q < e && is_blank(*q)) q++;
-        if (q == e) continue;
-        if (is_comment(q, e, f->sep)) {
-            if (comment_like_row(f, q, e) && f->hash_rows++ == 0) f->hash_line = line;
-            continue;
-        }
-        const char *p = f->sep == JF_SEP_BLANKS ? q : s, *fs, *fe;
-        size_t col = 0;
-        int last = 0, r;
-        while (!last && (r = next_field(f->sep, &p, e, &fs, &fe, &last)) != 0) {
-            if (r < 0) {
-                rc = fail(err, JF_ERR_DATA,
-                          jf_cli_strf("%s:%zu: column %zu: unterminated quoted field or text after its "
-                              "closing quote",
-                              f->path, line, col + 1));
-                goto done;
-            }
-            if (col < f->ncols && slot[col] >= 0) {
-                double v;
-                if (fe - fs == 2 && fs[0] == '"' && fs[1] == '"') fe = fs; /* "" is empty */
-                if (f->allow_nan && (fs == fe || is_missing_word(fs, fe))) {
-                    v = NAN;
-                } else if (parse_cell(fs, fe, &v) != 0) {
-                    rc = fail(err, JF_ERR_DATA, cell_message(f, line, col, fs, fe));
-                    goto done;
-                }
-                if (!isfinite(v) && !(isnan(v) && f->allow_nan)) {
-                    rc = fail(err, JF_ERR_DATA,
-                              jf_cli_strf("%s:%zu: column %zu ('%s'): %s", f->path, line, col + 1,
-                                          f->names[col], not_finite(f, v)));
-                    goto done;
-                }
-                t.values[(size_t)slot[col] * t.ld + row] = v;
-            }
-            col++;
-        }
-        if (col != f->ncols) {
-            rc = fail(err, JF_ERR_DATA,
-                      jf_cli_strf("%s:%zu: expected %zu field%s, found %zu", f->path, line, f->ncols,
-                          f->ncols == 1 ? "" : "s", col));
-            goto done;
-        }
-        if (t.nruns == 0 ||
-            line != t.runs[t.nruns - 1].line + (row - t.runs[t.nruns - 1].row)) {
-            if (push_run(&t, &runcap, row, line) != 0) {
-                rc = JF_ERR_NOMEM;
-                goto done;
-            }
-        }
-        row++;
+    } else if (f->text && !f->quoted && read_parallel(f, slot, &t, &runcap, &rc, err)) {
+        if (rc != 0) goto done;
+        row = t.nrows;
+    } else if (f->text) {
+        span sp = {.s = f->text + f->body, .end = f->text + f->len, .line = f->body_line};
+        parse_span(f, slot, t.values, t.ld, &sp);
+        t.runs = sp.runs;
+        t.nruns = sp.nruns;
+        f->hash_rows = sp.hash_rows;
+        f->hash_line = sp.hash_line;
+        row = sp.rows;
+        rc = sp.rc;
+        *err = sp.err;
+        if (rc != 0) goto done;
     }
     t.nrows = row;
     if (row == 0 && !f->numeric) {

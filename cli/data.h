@@ -58,6 +58,8 @@ typedef struct jf_datafile {
                            and have as many fields as the header, skipped as comments though
                            they may be rows (a group label "#1" unquoted, as pandas writes it) */
     size_t hash_line;   /* the 1-based line of the first of them */
+    int threads;        /* threads jf_datafile_read may parse a long text body on (0: one per
+                           CPU, as --threads 0): jf_dataopts.threads, or as the caller sets */
 } jf_datafile;
 
 /* Options of jf_datafile_open_ex. All zero is jf_datafile_open's behaviour. */
@@ -68,6 +70,8 @@ typedef struct jf_dataopts {
     size_t ncolumns;             /* entries in columns */
     int allow_nan;               /* see jf_datafile.allow_nan */
     int nan_hint;                /* see jf_datafile.nan_hint */
+    int threads;                 /* threads that may read a long file (0: one per CPU, as
+                                    --threads 0); also jf_datafile.threads */
 } jf_dataopts;
 
 /* Where a run of consecutive data rows sits in the file. Rows are usually on consecutive lines,

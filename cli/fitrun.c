@@ -953,6 +953,7 @@ int jf_run_spec(const jf_spec *s, FILE *out, jf_run_summary *sum) {
     dopts.ncolumns = (size_t)ncolnames;
     dopts.allow_nan = s->nan_omit;
     dopts.nan_hint = 1;
+    dopts.threads = s->opts.nthreads;
 
     double t0 = now_ms();
     if (jf_datafile_open_ex(s->data, &dopts, &c.df, &err) != 0) {

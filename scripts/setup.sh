@@ -4,7 +4,7 @@
 set -euo pipefail
 pkgs=(build-essential cmake pkg-config flex bison libxxhash-dev libopenblas-dev liblapacke-dev
       clang libclang-rt-14-dev libinih-dev zlib1g-dev libcairo2-dev libxml2-utils
-      libsleef-dev)
+      libsleef-dev libfast-float-dev)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

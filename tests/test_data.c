@@ -1,6 +1,6 @@
 /* Unit tests of the data file reader (cli/data.c): good files in every accepted layout, the
- * number parser's fast path against strtod bit for bit, and every malformed input with its exact
- * "file:line: column N ('name'): ..." message.
+ * decimal parser (fast_float) against strtod bit for bit, threaded reads against one thread, and
+ * every malformed input with its exact "file:line: column N ('name'): ..." message.
  *
  * The reader belongs to the jitfit executable, not to the library these tests link, so its
  * source (and the CLI helpers it calls) are compiled into this test directly.
@@ -12,6 +12,9 @@
 #include <string.h>
 #include <unistd.h>
 
+/* long bodies and files from 64 KiB, so that the threaded reads run on small files too */
+#define SLURP_PARALLEL_MIN ((size_t)64 << 10)
+#define PARALLEL_MIN_BYTES ((size_t)64 << 10)
 #include "cli/data.c"
 #include "cli/npy.c"
 #include "cli/output.c"
@@ -125,8 +128,8 @@ static void test_layouts(void) {
     jf_table_free(&t);
 }
 
-/* The fast path must give the very double strtod gives (correct rounding), and defer to the
- * general parser for everything it does not handle. */
+/* A decimal cell must give the very double strtod gives (correct rounding), and everything
+ * else go to the general parser. */
 static void test_numbers(void) {
     static const char *const cases[] = {
         "0", "-0", "1", "+1", "0.1", "-0.1", ".5", "5.", "1e5", "1E-5", "1e+22", "1e22",
@@ -145,6 +148,33 @@ static void test_numbers(void) {
         int ok = parse_cell(s, s + strlen(s), &got) == 0 &&
                  memcmp(&got, &want, sizeof got) == 0;
         if (!CHECK(ok)) fprintf(stderr, "  '%s': got %.17g, want %.17g\n", s, got, want);
+    }
+    /* random decimals: up to 25 digits, the point anywhere, exponents past both ends of the
+     * doubles' range (fast_float's slow paths: long mantissas, subnormals, halfway cases) */
+    uint64_t st = 0x9e3779b97f4a7c15u;
+    int same = 1;
+    for (int i = 0; i < 20000 && same; i++) {
+        char buf[64];
+        size_t k = 0;
+        st = st * 6364136223846793005u + 1442695040888963407u;
+        uint64_t r = st >> 11;
+        if (r & 1) buf[k++] = '-';
+        int nd = 1 + (int)((r >> 1) % 25), dot = (int)((r >> 6) % (uint64_t)(nd + 1));
+        for (int d = 0; d < nd; d++) {
+            if (d == dot) buf[k++] = '.';
+            st = st * 6364136223846793005u + 1442695040888963407u;
+            buf[k++] = (char)('0' + (st >> 33) % 10);
+        }
+        if ((r >> 11) & 1)
+            k += (size_t)snprintf(buf + k, sizeof buf - k, "e%d", (int)((r >> 12) % 661) - 340);
+        buf[k] = '\0';
+        locale_t prev = uselocale(c);
+        char *end;
+        double got = -42, want = strtod(buf, &end);
+        uselocale(prev);
+        if (!isfinite(want)) continue; /* beyond the largest double: the general parser's */
+        same = parse_cell(buf, buf + k, &got) == 0 && memcmp(&got, &want, sizeof got) == 0;
+        if (!CHECK(same)) fprintf(stderr, "  '%s': got %.17g, want %.17g\n", buf, got, want);
     }
     freelocale(c);
     static const char *const bad[] = {"", "-", "+", ".", "e5", "1e", "1e+", "1..2", "1.2.3",
@@ -261,6 +291,148 @@ static void test_many_rows(void) {
     jf_table_free(&t);
 }
 
+/* Reads path's columns names[0..n) on `threads` threads; the status and the table or the
+ * message. */
+static int read_threads(const char *path, int threads, const char *const *names, size_t n,
+                        jf_table *t, size_t *hash_rows, size_t *hash_line, char **err) {
+    jf_datafile *f = NULL;
+    *err = NULL;
+    memset(t, 0, sizeof *t);
+    int rc = jf_datafile_open(path, &f, err);
+    if (rc == 0) {
+        f->threads = threads;
+        rc = jf_datafile_read(f, names, n, t, err);
+        *hash_rows = f->hash_rows;
+        *hash_line = f->hash_line;
+    }
+    jf_datafile_free(f);
+    return rc;
+}
+
+/* A file read in pieces on threads is the file read in one loop, with the same scan of its
+ * bytes: quotes anywhere, lone CRs turned into line ends, the lines that bound the rows. */
+static void check_open_threads(const char *text) {
+    const char *path = tmp(text);
+    jf_datafile *f[2] = {NULL, NULL};
+    for (int k = 0; k < 2 && path; k++) {
+        jf_dataopts o;
+        memset(&o, 0, sizeof o);
+        o.threads = k ? 3 : 1;
+        char *err = NULL;
+        CHECK(jf_datafile_open_ex(path, &o, &f[k], &err) == 0);
+        free(err);
+    }
+    if (f[0] && f[1]) {
+        CHECK(f[0]->len == f[1]->len && memcmp(f[0]->text, f[1]->text, f[0]->len + 1) == 0);
+        CHECK(f[0]->max_rows == f[1]->max_rows && f[0]->quoted == f[1]->quoted);
+        CHECK(f[0]->body == f[1]->body && f[0]->body_line == f[1]->body_line);
+    }
+    jf_datafile_free(f[0]);
+    jf_datafile_free(f[1]);
+}
+
+/* A body long enough for several threads (over PARALLEL_MIN_BYTES) reads as on one: the same
+ * numbers, row lines (runs), comment-like rows and first error, wherever the spans' ends fall
+ * among blank lines, comments, CRLF and a last line without a newline. */
+static void test_parallel_read(void) {
+    size_t n = 120000;
+    char *text = malloc(n * 48 + 256);
+    if (!CHECK(text != NULL)) return;
+    char *p = text;
+    p += sprintf(p, "x,y,w\n");
+    uint64_t st = 12345;
+    for (size_t i = 0; i < n; i++) {
+        st = st * 6364136223846793005u + 1442695040888963407u;
+        unsigned r = (unsigned)(st >> 40);
+        if (r % 97 == 0) p += sprintf(p, "\n");
+        if (r % 89 == 0) p += sprintf(p, "# note %zu\n", i);
+        if (r % 1009 == 0) p += sprintf(p, "#%zu,1,2\n", i); /* a comment that looks like a row */
+        p += sprintf(p, "%zu,%.17g,%u%s", i, (double)r * 1e-7, r % 7, r % 5 ? "\n" : "\r\n");
+    }
+    p += sprintf(p, "%zu,0.5,1", n); /* no newline at the end */
+    check_open_threads(text);
+    const char *path = tmp(text);
+    static const char *const names[] = {"y", "x", "y"}; /* y twice: copied, not parsed again */
+    jf_table t1, tk;
+    size_t h1 = 0, l1 = 0, hk = 0, lk = 0;
+    char *e1 = NULL, *ek = NULL;
+    if (path && CHECK(read_threads(path, 1, names, 3, &t1, &h1, &l1, &e1) == 0)) {
+        CHECK(t1.nrows == n + 1 && h1 > 0 && t1.nruns > 100);
+        for (int threads = 2; threads <= 7; threads += 5) {
+            if (!CHECK(read_threads(path, threads, names, 3, &tk, &hk, &lk, &ek) == 0)) break;
+            CHECK(tk.nrows == t1.nrows && hk == h1 && lk == l1);
+            int same = 1;
+            for (size_t c = 0; c < 3; c++)
+                same &= memcmp(t1.values + c * t1.ld, tk.values + c * tk.ld,
+                               t1.nrows * sizeof(double)) == 0;
+            CHECK(same);
+            if (CHECK(tk.nruns == t1.nruns))
+                CHECK(memcmp(t1.runs, tk.runs, t1.nruns * sizeof *t1.runs) == 0);
+            jf_table_free(&tk);
+        }
+        jf_table_free(&t1);
+    }
+    free(e1);
+    free(ek);
+    /* a quote in the last piece only; the lines ended by lone CRs (classic Mac OS) */
+    size_t len = strlen(text);
+    char *other = malloc(len + 32);
+    if (CHECK(other != NULL)) {
+        memcpy(other, text, len);
+        memcpy(other + len, "\n# \"q\"\n", 8);
+        other[len + 8] = '\0';
+        check_open_threads(other);
+        for (size_t i = 0; i < len; i++) other[i] = text[i] == '\n' ? '\r' : text[i];
+        other[len] = '\0';
+        check_open_threads(other);
+        free(other);
+    }
+    /* gzip: the bytes scanned while reading are not the text; the text's own scan counts */
+    const char *gz = tmp("");
+    gzFile z = gz ? gzopen(gz, "wb") : NULL;
+    if (CHECK(z != NULL)) {
+        CHECK(gzwrite(z, text, (unsigned)len) == (int)len);
+        gzclose(z);
+        jf_dataopts o;
+        memset(&o, 0, sizeof o);
+        o.threads = 3;
+        jf_datafile *f = NULL;
+        char *err = NULL;
+        struct stat zs;
+        CHECK(stat(gz, &zs) == 0 && (size_t)zs.st_size >= SLURP_PARALLEL_MIN); /* read in pieces */
+        if (CHECK(jf_datafile_open_ex(gz, &o, &f, &err) == 0)) {
+            CHECK(f->gzipped && f->len == len && !f->quoted);
+            CHECK(f->max_rows >= n + 1 && f->max_rows <= n + 1 + len / 20);
+            jf_table t;
+            if (CHECK(jf_datafile_read(f, names, 3, &t, &err) == 0)) CHECK(t.nrows == n + 1);
+            jf_table_free(&t);
+        }
+        free(err);
+        jf_datafile_free(f);
+    }
+    /* errors: the first in the file, whichever span finds it, and a later one alone */
+    char *bad_early = strstr(text + strlen(text) / 5, "\n");
+    char *bad_late = strstr(text + strlen(text) / 5 * 4, "\n");
+    if (CHECK(bad_early && bad_late)) {
+        bad_late[1] = 'z'; /* the row's x: "z234,..." */
+        for (int pass = 0; pass < 2; pass++) {
+            if (pass == 1) memcpy(bad_early + 1, "1,2\n", 4); /* a short row, earlier */
+            const char *bp = tmp(text);
+            char *m1 = NULL, *mk = NULL;
+            int r1 = bp ? read_threads(bp, 1, names, 3, &t1, &h1, &l1, &m1) : 0;
+            int rk = bp ? read_threads(bp, 3, names, 3, &tk, &hk, &lk, &mk) : 0;
+            CHECK(r1 == JF_ERR_DATA && rk == JF_ERR_DATA);
+            if (CHECK(m1 && mk)) {
+                CHECK_STREQ(mk, m1);
+                CHECK(strstr(m1, pass ? "expected 3 fields, found 2" : "is not a number") != NULL);
+            }
+            free(m1);
+            free(mk);
+        }
+    }
+    free(text);
+}
+
 /* jf_text_printable (the messages' filter) reads only the n bytes it is given: a buffer
  * without a NUL after them, ending in the first bytes of a UTF-8 sequence, is judged byte by
  * byte there (ASan sees a read past it); sequences inside keep their rules. */
@@ -362,6 +534,7 @@ int main(void) {
     test_errors();
     test_printable_bounds();
     test_many_rows();
+    test_parallel_read();
     for (size_t i = 0; i < ntmp; i++) {
         unlink(tmp_paths[i]);
         free(tmp_paths[i]);
