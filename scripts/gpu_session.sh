@@ -160,6 +160,9 @@ part_single() {
   fi
 }
 part_batch() {
+  # each batch's host-clock split (checks, module, memory, packing and launches, waiting for
+  # the GPU, rows) on stderr, a line per batch, under its table's rows
+  export JITFIT_GPU_BATCH_TIMES=1
   # the kernels side by side first, at sizes each runs in seconds: the defaults (a thread per
   # 5x5 fit, a warp per 1000-point spectrum), then the first session's (a warp per 5x5 fit, a
   # block per spectrum: 2.6e5 and 2.8e3 fits/s on the H200)

@@ -905,6 +905,7 @@ typedef struct batch_run {
     jf_batch_out *out;
     jf_batch_chunk_fn done;
     void *done_ctx;
+    jf_batch_times *times;
 } batch_run;
 
 /* Allocates buffer b for chunks of up to cf fits and cp points; pinned staging when pipelined. */
@@ -1030,11 +1031,13 @@ static void out_from_records(jf_batch_out *o, size_t np, const double *r, const 
 static int batch_collect(const batch_run *r, batch_buf *b, char *why, size_t n) {
     const batch_sizes *z = &r->z;
     size_t nf = b->f1 - b->f0, np = z->np;
+    double tw = jf_clock_ms();
     int code = jf_cuda_graph_sync(b->q, why, n);
+    r->times->wait += jf_clock_ms() - tw;
     b->busy = 0;
     if (code != JF_OK) return code;
     size_t left = nf;
-    double *hres = b->hres, *hfin = b->hfin, *tmp = NULL;
+    double *hres = b->hres, *hfin = b->hfin, *tmp = NULL, t0 = jf_clock_ms();
     const double *st = b->hst;
     if (z->nst) {
         left = 0;
@@ -1060,6 +1063,7 @@ static int batch_collect(const batch_run *r, batch_buf *b, char *why, size_t n) 
     }
     free(tmp);
     if (code == JF_OK && r->done) r->done(r->done_ctx, b->f0, b->f1, z->nst ? st : NULL);
+    r->times->rows += jf_clock_ms() - t0;
     return code;
 }
 
@@ -1067,9 +1071,10 @@ int jf_batch_cuda_run(const struct jf_model *m, const jf_jit_options *jo, jf_los
                       double f_scale, size_t nfits, const jf_batch_fit *fits,
                       const jf_lm_config *cfg, size_t max_mem, jf_batch_out *out, int stats,
                       int abs_sigma, jf_batch_chunk_fn done, void *done_ctx, size_t *launches,
-                      const char **per_fit, char *why, size_t n) {
+                      const char **per_fit, jf_batch_times *times, char *why, size_t n) {
     size_t np = m->np, nv = m->nv, total = 0, maxn = 0;
     *launches = 0;
+    memset(times, 0, sizeof *times);
     if (!jf_batch_cuda_supported(np)) {
         snprintf(why, n, "a GPU batch's per-fit sums of %zu parameters do not fit a block's shared "
                          "memory", np);
@@ -1147,7 +1152,9 @@ int jf_batch_cuda_run(const struct jf_model *m, const jf_jit_options *jo, jf_los
     const char *names[1] = {jf_batch_cuda_kernel_name(kind)};
     void *fns[1] = {NULL};
     struct jf_cache_entry *held = NULL; /* keeps fns loaded until the last chunk is collected */
+    double t0 = jf_clock_ms();
     int code = jf_cuda_module_get(src, names, 1, jo, fns, &held, NULL, why, n, NULL, 0);
+    times->module = jf_clock_ms() - t0;
     free(src);
     if (code != JF_OK) {
         free(at);
@@ -1171,7 +1178,8 @@ int jf_batch_cuda_run(const struct jf_model *m, const jf_jit_options *jo, jf_los
 
     batch_run r = {.fits = fits, .z = z, .ldx_same = ldx_same, .loss = (int)loss,
                    .abs_sigma = abs_sigma, .f_scale = f_scale, .out = out, .done = done,
-                   .done_ctx = done_ctx};
+                   .done_ctx = done_ctx, .times = times};
+    t0 = jf_clock_ms();
     r.fn = fns[0];
     static const unsigned block_threads[] = {32 * WARPS_PER_BLOCK, JF_CUDA_BLOCK, THREAD_BLOCK};
     r.block_threads = block_threads[kind];
@@ -1221,6 +1229,7 @@ int jf_batch_cuda_run(const struct jf_model *m, const jf_jit_options *jo, jf_los
         nbuf = nchunks > 1 ? 2 : 1;
         code = JF_OK;
     }
+    times->memory = jf_clock_ms() - t0;
     /* the shared data go up on the first stream, before its first chunk; the second stream
      * waits for them there (no host synchronization) */
     if (code == JF_OK && nx_shared)
@@ -1233,7 +1242,9 @@ int jf_batch_cuda_run(const struct jf_model *m, const jf_jit_options *jo, jf_los
     for (size_t k = 0; code == JF_OK && k < nchunks; k++) {
         batch_buf *b = &bufs[k % nbuf];
         if (b->busy) code = batch_collect(&r, b, why, n);
+        double ts = jf_clock_ms();
         if (code == JF_OK) code = batch_submit(&r, b, at[k], at[k + 1], why, n);
+        times->submit += jf_clock_ms() - ts;
         if (code == JF_OK) ++*launches;
     }
     for (size_t k = nchunks; code == JF_OK && k < nchunks + nbuf; k++)

@@ -68,12 +68,6 @@ static const double *held_row(const fit_setup *s, size_t i) {
     return s->fx ? jf_fixed_held(s->fx, i) : NULL;
 }
 
-static double now_ms(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
-}
-
 JF_PRINTF(3, 4)
 static int fail(char **errmsg, int status, const char *fmt, ...) {
     if (errmsg) {
@@ -183,9 +177,9 @@ static int setup_cpu_kernels(fit_setup *s, char **errmsg) {
     memset(&jo, 0, sizeof jo);
     jo.no_cache = o->no_cache;
     jo.vector_math = o->vector_math;
-    double t0 = now_ms();
+    double t0 = jf_clock_ms();
     int st = jf_kernels_get(s->m, b, &jo, &s->k, &s->warning);
-    s->compile_ms += now_ms() - t0;
+    s->compile_ms += jf_clock_ms() - t0;
     /* a GPU batch gets the CPU kernels too, to finish fits on the host: there the fits ran
      * in fp32 as asked, and the note would contradict the report's backend */
     if (st == JF_OK && o->single_precision && !s->gpu) {
@@ -225,9 +219,9 @@ static int setup_gpu_kernels(fit_setup *s, char *why, size_t n) {
     jf_jit_options jo = gpu_jit_options(s, &loss);
     char warn[MSG_LEN] = "";
     jf_cache_result cache = JF_CACHE_NONE;
-    double t0 = now_ms();
+    double t0 = jf_clock_ms();
     int st = jf_cuda_kernels_get(s->m, &jo, loss, &s->ck, &cache, why, n, warn, sizeof warn);
-    s->compile_ms += now_ms() - t0;
+    s->compile_ms += jf_clock_ms() - t0;
     s->cuda_cache = (int)cache;
     if (warn[0] && !s->warning) s->warning = strdup(warn);
     return st;
@@ -443,7 +437,7 @@ static int fit_model(const jf_model *m, const jf_data *data, const jf_fit_option
 /* jf_fit with parameters held fixed: the reduced model's fit, widened. */
 static int fit_fixed(const jf_model *m, const jf_data *data, const jf_fit_options *opts,
                      jf_fit_result **out, char **errmsg) {
-    double t0 = now_ms();
+    double t0 = jf_clock_ms();
     jf_fixed_plan pl;
     char msg[MSG_LEN];
     int st = jf_fixed_plan_init(&pl, m, opts, NULL, 1, msg, sizeof msg);
@@ -462,7 +456,7 @@ static int fit_fixed(const jf_model *m, const jf_data *data, const jf_fit_option
     if (st == JF_OK) {
         *out = widen_result(&pl, 0, r);
         if (!*out) st = fail(errmsg, JF_ERR_NOMEM, "out of memory");
-        else (*out)->time_total_ms = now_ms() - t0;
+        else (*out)->time_total_ms = jf_clock_ms() - t0;
     }
     jf_fixed_plan_free(&pl);
     return st;
@@ -770,7 +764,7 @@ static int solve_gpu(const fit_setup *s, jf_problem *prob, jf_gpu_problem *gp,
                  (double)need / 1048576.0, (double)avail / 1048576.0, JF_LM_MATERIALIZE_MAX);
         return FIT_GPU_FALLBACK;
     }
-    double t_upload = now_ms();
+    double t_upload = jf_clock_ms();
     if (need > avail) { /* stream the data through the GPU, or leave them to the CPU */
         code = jf_gpu_problem_init_streamed(gp, prob, s->ck, m->nv, avail);
         if (code == JF_ERR_NOMEM) {
@@ -803,7 +797,7 @@ static int solve_gpu(const fit_setup *s, jf_problem *prob, jf_gpu_problem *gp,
         snprintf(why, n, "%s", gp->why);
         return code;
     }
-    stats->upload_ms = now_ms() - t_upload;
+    stats->upload_ms = jf_clock_ms() - t_upload;
     gp->while_looping = tss_run;
     gp->looping_ctx = tss;
     if (s->o.single_precision) prob->round_rel = 536870912.0; /* 2^29: fp32's ε in fp64's */
@@ -827,7 +821,7 @@ static int run_fit(const fit_setup *s, const jf_data *d, const double *w, const 
     result_block *b = result_alloc(np);
     if (!b) return fail(errmsg, JF_ERR_NOMEM, "out of memory");
     jf_fit_result *r = &b->pub;
-    double t_solve = now_ms();
+    double t_solve = jf_clock_ms();
 
     jf_data_view view;
     view.x = d->x;
@@ -1127,7 +1121,7 @@ static int run_fit(const fit_setup *s, const jf_data *d, const double *w, const 
     r->host_syncs = pre ? 1 : gs.loop_syncs;
     /* the GPU solver's own modules (NVRTC on a cold cache: seconds) are compiled, not solved */
     r->time_compile_ms = s->compile_ms + gs.modules_ms;
-    double t_end = now_ms();
+    double t_end = jf_clock_ms();
     r->time_solve_ms = t_end - t_solve - gs.modules_ms;
     r->time_total_ms = t_end - t_start;
     if (s->warning) {
@@ -1170,7 +1164,7 @@ static int run_fit(const fit_setup *s, const jf_data *d, const double *w, const 
                      gp.chunk, gp.refused ? " (the GPU refused the data's memory in one piece)" : "");
         }
         /* the rest of the solve time: the host's own work (checks, R² over y, covariance) */
-        double other = now_ms() - t_solve - gs.upload_ms - gs.modules_ms - gs.setup_ms -
+        double other = jf_clock_ms() - t_solve - gs.upload_ms - gs.modules_ms - gs.setup_ms -
                        gs.loop_ms - gs.finish_ms;
         len = strlen(b->device_note);
         snprintf(b->device_note + len, MSG_LEN - len,
@@ -1212,7 +1206,7 @@ int jf_fit(const jf_model *m, const jf_data *data, const jf_fit_options *opts,
 /* jf_fit of m, which holds fx's parameters when fx is not NULL (fit_fixed). */
 static int fit_model(const jf_model *m, const jf_data *data, const jf_fit_options *opts,
                      const jf_fixed_plan *fx, jf_fit_result **out, char **errmsg) {
-    double t0 = now_ms();
+    double t0 = jf_clock_ms();
     fit_setup s;
     double *w = NULL, *x0 = NULL;
     /* Threads pay off only with more than one chunk of points, and a pass has one task per
@@ -1339,7 +1333,7 @@ static void batch_progress(batch_ctx *c, size_t k) {
     if (!o->batch_progress) return;
     pthread_mutex_lock(&c->lock);
     size_t done = c->done += k;
-    double t = now_ms();
+    double t = jf_clock_ms();
     int due = t - c->last_report >= c->interval && done < c->nfits;
     if (due) c->last_report = t;
     pthread_mutex_unlock(&c->lock);
@@ -1512,8 +1506,9 @@ static void gpu_chunk_done(void *vctx, size_t f0, size_t f1, const double *st) {
  * The host's passes run on pool's threads. JF_OK, FIT_GPU_FALLBACK (not enough GPU memory:
  * reason in fallback; no fit is done then) or an error with the reason in why. */
 static int batch_gpu_fits(batch_ctx *bc, jf_batch_out *pre, double *store, jf_pool *pool,
-                          size_t *written, size_t *launches, const char **per_fit, char *why,
-                          size_t n, char *fallback) {
+                          size_t *written, size_t *launches, const char **per_fit,
+                          jf_batch_times *times, double *checks_ms, char *why, size_t n,
+                          char *fallback) {
     const fit_setup *s = bc->s;
     const struct jf_model *m = s->m;
     const jf_data *data = bc->data;
@@ -1531,6 +1526,8 @@ static int batch_gpu_fits(batch_ctx *bc, jf_batch_out *pre, double *store, jf_po
     int code = JF_OK;
     *written = 0;
     *launches = 0;
+    *checks_ms = 0.0;
+    memset(times, 0, sizeof *times);
     if (!fits || !map || !ws || !x0 || !outs || !ok || !wtask) {
         snprintf(why, n, "out of memory");
         code = JF_ERR_NOMEM;
@@ -1540,6 +1537,7 @@ static int batch_gpu_fits(batch_ctx *bc, jf_batch_out *pre, double *store, jf_po
                   .x0 = x0, .ok = ok, .nfits = nfits, .cols = cols, .bc = bc, .map = map,
                   .outs = outs,
                   .written = wtask, .pool = pool};
+    double t0 = jf_clock_ms();
     jf_pool_run(pool, ntasks, gpu_pass_check, &g);
     for (size_t i = 0; i < nfits; i++) {
         if (!ok[i]) continue;
@@ -1553,6 +1551,7 @@ static int batch_gpu_fits(batch_ctx *bc, jf_batch_out *pre, double *store, jf_po
         outs[nok] = pre[i];
         map[nok++] = i;
     }
+    *checks_ms = jf_clock_ms() - t0;
     if (nok) {
         int loss_unused;
         jf_jit_options jo = gpu_jit_options(s, &loss_unused); /* as gpu_compiles checks it */
@@ -1560,7 +1559,7 @@ static int batch_gpu_fits(batch_ctx *bc, jf_batch_out *pre, double *store, jf_po
         g.nok = nok;
         code = jf_batch_cuda_run(m, &jo, s->o.loss, s->o.f_scale, nok, fits, &cfg, s->o.max_gpu_mem,
                                  outs, cols != NULL, s->o.absolute_sigma, gpu_chunk_done, &g,
-                                 launches, per_fit, why, n);
+                                 launches, per_fit, times, why, n);
         if (code == JF_ERR_NOMEM && strstr(why, "GPU memory")) {
             snprintf(fallback, MSG_LEN, "%s", why);
             code = FIT_GPU_FALLBACK;
@@ -1592,9 +1591,11 @@ static void batch_forget(batch_ctx *c) {
     }
 }
 
-/* The device_note's account of a GPU batch that ran: how it was launched, where the finish ran. */
+/* The device_note's account of a GPU batch that ran: how it was launched, where the finish ran,
+ * where the time went on the host clock (checks: the host's checks of the fits before the
+ * launch). With $JITFIT_GPU_BATCH_TIMES=1 also on stderr (jf_fit_batch_columns has no note). */
 static void batch_note(fit_setup *s, const jf_batch_out *pre, size_t nfits, size_t launches,
-                       const char *per_fit) {
+                       const char *per_fit, const jf_batch_times *t, double checks_ms) {
     size_t len = strlen(s->device_note), ndev = 0;
     for (size_t i = 0; i < nfits; i++)
         ndev += pre[i].status == PRE_WRITTEN || (pre[i].status != -1 && pre[i].finished);
@@ -1612,6 +1613,14 @@ static void batch_note(fit_setup *s, const jf_batch_out *pre, size_t nfits, size
                  "; batch: %s, the finish (polish, J's triangle) on the GPU for %zu of %zu fits, "
                  "the rest on the CPU",
                  how, ndev, nfits);
+    len = strlen(s->device_note);
+    snprintf(s->device_note + len, sizeof s->device_note - len,
+             "; host ms: checks %.3g, module %.3g, memory %.3g, packing and launches %.3g, "
+             "waiting for the GPU %.3g, rows %.3g",
+             checks_ms, t->module, t->memory, t->submit, t->wait, t->rows);
+    const char *e = getenv("JITFIT_GPU_BATCH_TIMES");
+    if (e && strcmp(e, "1") == 0) fprintf(stderr, "jitfit: GPU batch of %zu fits: %s\n", nfits,
+                                          s->device_note);
 }
 
 /* jf_fit_batch (results) and jf_fit_batch_columns (cols) in one, but for the final
@@ -1840,7 +1849,7 @@ static int batch_fixed(const jf_model *m, size_t nfits, const jf_data *data, con
 static int batch_fits(const jf_model *m, size_t nfits, const jf_data *data, const double *p0,
                       const jf_fit_options *opts, const jf_fixed_plan *fx,
                       jf_fit_result **results, char **errmsgs, const jf_batch_columns *cols) {
-    double t0 = now_ms();
+    double t0 = jf_clock_ms();
     if (results)
         for (size_t i = 0; i < nfits; i++) results[i] = NULL;
     if (errmsgs)
@@ -1893,11 +1902,13 @@ static int batch_fits(const jf_model *m, size_t nfits, const jf_data *data, cons
         char why[MSG_LEN] = "", fallback[MSG_LEN] = "";
         size_t launches = 0;
         const char *per_fit = "";
+        jf_batch_times times;
+        double checks_ms = 0.0;
         pre = calloc(nfits, sizeof *pre);
         store = malloc(nfits * (2 * np * np + 2 * np) * sizeof *store);
         c.pre = pre;
         st = pre && store ? batch_gpu_fits(&c, pre, store, pool, &written, &launches, &per_fit,
-                                           why, sizeof why, fallback)
+                                           &times, &checks_ms, why, sizeof why, fallback)
                           : JF_ERR_NOMEM;
         if (st == FIT_GPU_FALLBACK) { /* the CPU runs the batch */
             char note[MSG_LEN];
@@ -1910,7 +1921,7 @@ static int batch_fits(const jf_model *m, size_t nfits, const jf_data *data, cons
             c.pre = NULL;
             st = JF_OK;
         } else if (st == JF_OK) {
-            batch_note(&s, pre, nfits, launches, per_fit);
+            batch_note(&s, pre, nfits, launches, per_fit, &times, checks_ms);
             /* the results made as their chunks came back, before the batch's note was complete */
             for (size_t i = 0; results && i < nfits; i++)
                 if (pre[i].status == PRE_FINISHED && results[i]) {

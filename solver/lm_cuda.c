@@ -928,20 +928,13 @@ static int run_loop(jf_gpu_problem *gp, const loop_mem *lm, jf_loss loss, void *
     return code;
 }
 
-/* Host clock in ms, for jf_gpu_stats' account of where a fit's time went. */
-static double clock_ms(void) {
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec * 1e3 + (double)t.tv_nsec * 1e-6;
-}
-
 int jf_lm_solve_cuda(jf_problem *prob, jf_gpu_problem *gp, const jf_lm_config *cfg, double *x,
                      jf_lm_state *st, jf_gpu_stats *stats, char *why, size_t n) {
     memset(st, 0, sizeof *st);
     double upload_ms = stats->upload_ms; /* the caller's, from jf_gpu_problem_init */
     memset(stats, 0, sizeof *stats);
     stats->upload_ms = upload_ms;
-    double t0 = clock_ms();
+    double t0 = jf_clock_ms();
     size_t np = prob->np;
     void *cfn[1] = {NULL};
     char *src = jf_lm_cuda_source(0);
@@ -956,7 +949,7 @@ int jf_lm_solve_cuda(jf_problem *prob, jf_gpu_problem *gp, const jf_lm_config *c
     int code = jf_cuda_module_get(src, solver_names, SOLVER_FNS, NULL, fns, &gp->solver_mod, NULL,
                                   why, n, NULL, 0);
     free(src);
-    stats->modules_ms = clock_ms() - t0;
+    stats->modules_ms = jf_clock_ms() - t0;
     if (code != JF_OK) return code;
     gp->fn_step = fns[0];
     gp->fn_lp_zero = fns[1];
@@ -980,7 +973,7 @@ int jf_lm_solve_cuda(jf_problem *prob, jf_gpu_problem *gp, const jf_lm_config *c
             snprintf(stats->note, sizeof stats->note, "no WHILE graph nodes (%s)",
                      csrc ? cwhy : "out of memory");
         free(csrc);
-        stats->modules_ms = clock_ms() - t0;
+        stats->modules_ms = jf_clock_ms() - t0;
     }
 
     size_t nh = prob->nheld, nws = jf_lmc_ws_doubles(np, nh), niws = jf_lmc_ws_ints(np);
@@ -1014,7 +1007,7 @@ int jf_lm_solve_cuda(jf_problem *prob, jf_gpu_problem *gp, const jf_lm_config *c
     if (code == JF_OK) code = jf_cuda_alloc(&lm.ws, nws * sizeof(double), why, n);
     if (code == JF_OK) code = jf_cuda_alloc(&lm.iws, niws * sizeof(int), why, n);
     int launched = 0;
-    double t_loop = clock_ms();
+    double t_loop = jf_clock_ms();
     stats->setup_ms = t_loop - t0 - stats->modules_ms;
     if (code == JF_OK && gp->large) {
         char fac[200];
@@ -1037,7 +1030,7 @@ int jf_lm_solve_cuda(jf_problem *prob, jf_gpu_problem *gp, const jf_lm_config *c
         code = run_loop(gp, &lm, prob->loss, NULL, &c, ws, nws, stats, &launched, why, n);
     }
     loop_mem_free(&lm);
-    double t_finish = clock_ms();
+    double t_finish = jf_clock_ms();
     stats->loop_ms = t_finish - t_loop;
     if (code == JF_OK && c.status == JF_STEP_CONTINUE) {
         snprintf(why, n, "the device loop ended without a status");
@@ -1052,7 +1045,7 @@ int jf_lm_solve_cuda(jf_problem *prob, jf_gpu_problem *gp, const jf_lm_config *c
     gp->syncs_after = 0;
     code = jf_lmc_finish(prob, cfg, &c, ws, iws, x, st);
     stats->finish_syncs = gp->syncs_after;
-    stats->finish_ms = clock_ms() - t_finish;
+    stats->finish_ms = jf_clock_ms() - t_finish;
     free(ws);
     free(iws);
     if (code == JF_OK && gp->failed) {

@@ -144,6 +144,9 @@ JF_INTERNAL size_t jf_first_nonfinite(jf_pool *pool, const double *v, size_t n);
  * costs 512× fewer page faults (a fresh 10⁷-point weight array cost more to fault in than to
  * compute: 36 ms against 10 ms on 2 threads). NULL when out of memory. */
 JF_INTERNAL void *jf_alloc_large(size_t bytes);
+
+/* The monotonic host clock in milliseconds, for the accounts of where a fit's time went. */
+JF_INTERNAL double jf_clock_ms(void);
 /* w[i] = 1/sigma[i] for all n; *bad_sigma = 1 + the first i whose sigma is not positive and
  * finite, *bad_weight = 1 + the first i whose weight is not finite (0: none). */
 JF_INTERNAL void jf_sigma_weights(jf_pool *pool, const double *sigma, double *w, size_t n,
@@ -611,10 +614,19 @@ JF_INTERNAL char *jf_batch_cuda_source(const struct jf_model *m, int loss, int s
  * chunk's (f1 − f0) × JF_BATCH_STATS(np) records, NULL when none were asked for. */
 typedef void (*jf_batch_chunk_fn)(void *ctx, size_t f0, size_t f1, const double *st);
 
+/* Where a GPU batch's run spent its time on the host clock (ms): getting the module (the kernel
+ * cache, or NVRTC), allocating device and staging memory, packing chunks and enqueueing their
+ * copies and launches, waiting for the device (its kernels and copies, as far as the host did not
+ * overlap them), and the chunk callbacks (the rows). */
+typedef struct jf_batch_times {
+    double module, memory, submit, wait, rows;
+} jf_batch_times;
+
 /* Runs the device loops of nfits fits (see batch_cuda.c): in one launch, or when the batch is
  * larger than a chunk (about 256 MiB of device memory, or half of what is usable) in chunks of
  * consecutive fits pipelined on two streams; *launches receives the launches made, *per_fit
- * what runs each fit ("a thread", "a warp" or "a block", static text), and done
+ * what runs each fit ("a thread", "a warp" or "a block", static text), *times its split on
+ * the host clock (zeroed first), and done
  * (if not NULL) each chunk's results as it comes back, while the next chunks run. With stats,
  * the device also computes each fit's statistics as the host would (covariance scaled unless
  * abs_sigma; register sums only, up to 8 parameters), and out[f] is filled only for the fits
@@ -626,7 +638,8 @@ JF_INTERNAL int jf_batch_cuda_run(const struct jf_model *m, const jf_jit_options
                                   const jf_batch_fit *fits, const jf_lm_config *cfg,
                                   size_t max_mem, jf_batch_out *out, int stats, int abs_sigma,
                                   jf_batch_chunk_fn done, void *done_ctx, size_t *launches,
-                                  const char **per_fit, char *why, size_t n);
+                                  const char **per_fit, jf_batch_times *times, char *why,
+                                  size_t n);
 
 /* The CUDA source of the solver module (which 0: step.h, lm_core.h and the start/judge
  * kernels) or of the WHILE condition kernel (which 1), malloc'd; for the tests that compile it

@@ -581,6 +581,12 @@ static scan_ctx *scan_new(const double *v, double *w, size_t n) {
 #define JF_HUGE_MIN ((size_t)32 << 20)
 #define JF_HUGE_ALIGN ((size_t)2 << 20)
 
+double jf_clock_ms(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec * 1e3 + (double)t.tv_nsec * 1e-6;
+}
+
 void *jf_alloc_large(size_t bytes) {
 #ifdef MADV_HUGEPAGE
     if (bytes >= JF_HUGE_MIN) {

@@ -1003,6 +1003,28 @@ static void log_progress(void *ctx, size_t done, size_t total) {
  * finish on the device) and soft_l1 (no finish records), a warp and a block per fit. A memory
  * limit a batch exceeds splits it into chunks; one that not even a chunk of one fit fits sends
  * it to the CPU. */
+/* A GPU batch's note accounts for its time on the host clock (fit.c's batch_note): six parts,
+ * none negative, the packing and the rows nonzero, together no more than the call took. */
+static void check_batch_times(const char *note, double wall_ms) {
+    const char *h = note ? strstr(note, "; host ms: ") : NULL;
+    double t[6] = {-1, -1, -1, -1, -1, -1};
+    int got = h ? sscanf(h, "; host ms: checks %lf, module %lf, memory %lf, packing and launches "
+                            "%lf, waiting for the GPU %lf, rows %lf",
+                         &t[0], &t[1], &t[2], &t[3], &t[4], &t[5])
+                : 0;
+    if (!CHECK(got == 6)) {
+        printf("  note: %s\n", note ? note : "(none)");
+        return;
+    }
+    double sum = 0;
+    for (int k = 0; k < 6; k++) {
+        CHECK(t[k] >= 0);
+        sum += t[k];
+    }
+    CHECK(t[3] > 0 && t[5] > 0);
+    if (!CHECK(sum <= wall_ms * 1.001 + 0.01)) printf("  parts %g ms, call %g ms\n", sum, wall_ms);
+}
+
 static void test_batch_chunks(void) {
     jf_model *m = NULL;
     if (!CHECK(jf_model_compile("a*exp(-b*x)*sin(c*x+d)+e", (size_t)-1, NULL, &m, NULL) == JF_OK))
@@ -1037,7 +1059,13 @@ static void test_batch_chunks(void) {
         for (int run = 0; run < 2; run++) {
             jf_fit_result **r = run ? rk : r1;
             if (run) setenv("JITFIT_GPU_BATCH_CHUNK", "7", 1);
+            struct timespec c0, c1;
+            clock_gettime(CLOCK_MONOTONIC, &c0);
             CHECK(jf_fit_batch(m, NF, d, p0, &o, r, NULL) == JF_OK);
+            clock_gettime(CLOCK_MONOTONIC, &c1);
+            if (r[0])
+                check_batch_times(r[0]->device_note, (double)(c1.tv_sec - c0.tv_sec) * 1e3 +
+                                                         (double)(c1.tv_nsec - c0.tv_nsec) * 1e-6);
             jf_batch_columns cols = {code[run], status[run], par[run], se[run], cost[run],
                                      chi2[run], r2[run], nfev[run], iters[run]};
             CHECK(jf_fit_batch_columns(m, NF, d, p0, &o, &cols) == JF_OK);
