@@ -291,6 +291,80 @@ static void test_many_rows(void) {
     jf_table_free(&t);
 }
 
+/* jf_cli_format_double before it derived the 15 and 16 digit candidates from one format: the
+ * reference its text must equal. */
+static void format_double_ref(char *buf, size_t n, double v) {
+    if (isnan(v)) {
+        snprintf(buf, n, "nan");
+        return;
+    }
+    if (isinf(v)) {
+        snprintf(buf, n, v < 0 ? "-inf" : "inf");
+        return;
+    }
+    locale_t prev = uselocale(c_locale());
+    snprintf(buf, n, "%.15g", v);
+    if (strtod(buf, NULL) != v) {
+        snprintf(buf, n, "%.16g", v);
+        if (strtod(buf, NULL) != v) snprintf(buf, n, "%.17g", v);
+    }
+    uselocale(prev);
+}
+
+/* The shortest round-trip text of --output and the JSON: the same bytes as three formats and
+ * three strtods, for random bit patterns (17 digits mostly), short decimals, integers, the
+ * bounds of the fixed and exponent forms, subnormals and the largest doubles; including the
+ * numbers whose 17 digits end in a bare half beyond the 15th or 16th (glibc formats those). */
+static void test_format_double(void) {
+    static const double fixed[] = {0.0, -0.0, 1.0, -1.0, 0.1, 0.5, 1e-4, 9.9999999999999995e-5,
+                                   1e-5, 1e14, 1e15, 1e16, 1e17, 123456789012345678.0,
+                                   999999999999999.9, 9999999999999998.0, 0.30000000000000004,
+                                   1.7976931348623157e308, 2.2250738585072014e-308,
+                                   4.9406564584124654e-324, 1e300, 1e-300, 5e-324, 1e100,
+                                   9.999999999999999e22, 1e23, 0.1 + 0.2, 2.0 / 3.0};
+    char a[64], b[64];
+    int same = 1;
+    size_t halves = 0;
+    uint64_t st = 0x2545f4914f6cdd1du;
+    for (size_t i = 0; i < 300000 && same; i++) {
+        double v;
+        st ^= st << 13;
+        st ^= st >> 7;
+        st ^= st << 17;
+        if (i < sizeof fixed / sizeof fixed[0]) v = fixed[i];
+        else if (i % 3 == 0) memcpy(&v, &st, sizeof v);           /* any bits */
+        else if (i % 3 == 1) v = (double)(int64_t)(st >> 20) * 1e-6; /* short decimals */
+        else v = (double)(st % 100000) * pow(10.0, (double)((int)(st >> 40) % 40 - 20));
+        if (!isfinite(v)) continue;
+        format_double_ref(a, sizeof a, v);
+        jf_cli_format_double(b, sizeof b, v);
+        same = strcmp(a, b) == 0;
+        if (!CHECK(same)) fprintf(stderr, "  %a: '%s', reference '%s'\n", v, b, a);
+        char e[40];
+        snprintf(e, sizeof e, "%.16e", fabs(v));
+        halves += (e[16] == '5' && e[17] == '0') || e[17] == '5'; /* 16th, 17th digits */
+    }
+    CHECK(halves > 1000); /* the fallback to glibc ran */
+    /* JSON strings: runs written whole, escapes between them, bytes that are not UTF-8 */
+    char *js = NULL;
+    size_t jn = 0;
+    FILE *mf = open_memstream(&js, &jn);
+    if (CHECK(mf != NULL)) {
+        jf_cli_json_string(mf, "plain");
+        jf_cli_json_string(mf, "a\"b\\c\nd\te\x01" "f\x7f g\xc3\xa9h\xff");
+        jf_cli_json_string(mf, "");
+        jf_cli_json_string(mf, "\"");
+        fclose(mf);
+        CHECK_STREQ(js, "\"plain\"\"a\\\"b\\\\c\\nd\\te\\u0001f\x7f g\xc3\xa9h\\ufffd\"\"\"\"\\\"\"");
+    }
+    free(js);
+    for (size_t i = 0; i < sizeof fixed / sizeof fixed[0]; i++) { /* and reads back */
+        jf_cli_format_double(b, sizeof b, fixed[i]);
+        double back = strtod(b, NULL);
+        CHECK(memcmp(&back, &fixed[i], sizeof back) == 0);
+    }
+}
+
 /* Reads path's columns names[0..n) on `threads` threads; the status and the table or the
  * message. */
 static int read_threads(const char *path, int threads, const char *const *names, size_t n,
@@ -535,6 +609,7 @@ int main(void) {
     test_printable_bounds();
     test_many_rows();
     test_parallel_read();
+    test_format_double();
     for (size_t i = 0; i < ntmp; i++) {
         unlink(tmp_paths[i]);
         free(tmp_paths[i]);
