@@ -392,7 +392,9 @@ void jf_cli_format_double(char *buf, size_t n, double v) {
     char d17[17];
     d17[0] = m[0];
     memcpy(d17 + 1, m + 2, 16);
-    int x17 = atoi(m + 19);
+    int x17 = 0; /* the exponent after "e±" */
+    for (const char *c = m + 20; *c; c++) x17 = 10 * x17 + (*c - '0');
+    if (m[19] == '-') x17 = -x17;
     for (int prec = 15; prec <= 17; prec++) {
         int len, x = x17;
         double back;
@@ -407,7 +409,11 @@ void jf_cli_format_double(char *buf, size_t n, double v) {
         }
     }
     uselocale(prev);
-    snprintf(buf, n, "%s", cand);
+    size_t len = strlen(cand);
+    if (n == 0) return;
+    if (len >= n) len = n - 1; /* as snprintf would cut it */
+    memcpy(buf, cand, len);
+    buf[len] = '\0';
 }
 
 void jf_cli_json_number(FILE *f, double v) {
