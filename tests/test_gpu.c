@@ -1022,7 +1022,9 @@ static void check_batch_times(const char *note, double wall_ms) {
         sum += t[k];
     }
     CHECK(t[3] > 0 && t[5] > 0);
-    if (!CHECK(sum <= wall_ms * 1.001 + 0.01)) printf("  parts %g ms, call %g ms\n", sum, wall_ms);
+    /* the note's three digits round each part by up to half a unit of its third */
+    if (!CHECK(sum <= wall_ms * 1.005 + 0.01))
+        printf("  parts %g ms, call %g ms: %s\n", sum, wall_ms, h);
 }
 
 static void test_batch_chunks(void) {
