@@ -130,8 +130,10 @@ static int read_p0_file(const jf_fitctx *c, const groups *g, double *p0, size_t 
     memset(&t, 0, sizeof t);
     const char **names = NULL;
     long *param_of = NULL;
-    if (jf_datafile_open(s->p0_file, &df, &err) != 0) goto fail;
-    df->threads = s->opts.nthreads;
+    jf_dataopts dopts;
+    memset(&dopts, 0, sizeof dopts);
+    dopts.threads = s->opts.nthreads;
+    if (jf_datafile_open_ex(s->p0_file, &dopts, &df, &err) != 0) goto fail;
     /* The group column is named like --group's, else it is the first column. */
     long gcol = jf_datafile_column(df, s->group);
     if (gcol < 0) gcol = 0;

@@ -798,6 +798,7 @@ char *jf_datafile_hash_note(const jf_datafile *f) {
 typedef struct span {
     const char *s, *end; /* the span */
     size_t line;         /* 1-based line number of s */
+    size_t lines;        /* its line ends ('\n'): at most as many rows, and one more */
     size_t row0;         /* row of the table that its first row fills */
     size_t rows;         /* rows parsed */
     jf_rowrun *runs;     /* their lines, rows counted from the table's row 0 as if row0 held */
@@ -892,13 +893,11 @@ typedef struct span_job {
     span *sp;
 } span_job;
 
-/* jf_pool task: counts the lines of span k (stored in its rows until the spans are placed). */
+/* jf_pool task: counts the line ends of span k. */
 static void count_lines_task(void *ctx, size_t k, int worker) {
     (void)worker;
     span *sp = &((span_job *)ctx)->sp[k];
-    size_t n = 0;
-    for (const char *p = sp->s; (p = memchr(p, '\n', (size_t)(sp->end - p))); p++) n++;
-    sp->rows = n;
+    for (const char *p = sp->s; (p = memchr(p, '\n', (size_t)(sp->end - p))); p++) sp->lines++;
 }
 
 static void parse_span_task(void *ctx, size_t k, int worker) {
@@ -949,11 +948,9 @@ static int read_parallel(jf_datafile *f, const long *slot, jf_table *t, size_t *
     jf_pool_run(pool, nspans, count_lines_task, &job);
     size_t lines = 0;
     for (size_t k = 0; k < nspans; k++) {
-        size_t n = sp[k].rows;
         sp[k].row0 = lines;
         sp[k].line = f->body_line + lines;
-        sp[k].rows = 0;
-        lines += n;
+        lines += sp[k].lines;
     }
     jf_pool_run(pool, nspans, parse_span_task, &job);
     jf_pool_free(pool);
