@@ -7,13 +7,14 @@
 # Compute on one fit's first kernels, where the machine has ncu). Every step has its
 # own time limit and the script goes on after a failure, so one run returns what it can.
 # A session has 15 minutes of device time in all, the machine's start (1-2 minutes) included,
-# and one call may run 600 s: so everything runs in ONE call, the steps in three parts in the
+# and one call may run 600 s: so everything runs in ONE call, the steps in four parts in the
 # order PARTS names them (by default the benchmarks first: the first session, on an H200,
-# showed the GPU path correct, and its tests took 470 s of the 540), and a step that
+# showed the GPU path correct, and its tests took 470 s of the 540; the single fits' anchors at
+# sizes other than 1e6 and 1e7 and the kernel profile after the batches), and a step that
 # would start after DEADLINE seconds (default 540, counted from the script's start, the
 # unpacking and the library search included) is skipped with a line saying so, and a step that
 # outlives its limit is sent TERM, then KILL 10 s later. Give the call timeout_s 600:
-#   bash scripts/gpu_session.sh                           (PARTS="single batch tests")
+#   bash scripts/gpu_session.sh                     (PARTS="single batch extra tests")
 # A second call (PARTS=batch, or one part again after a fix) fits only while the machine is
 # warm and enough of the 15 minutes is left.
 # BANDWIDTH and FP64_PEAK (bytes/s, flop/s) set the roofline (default: H100 SXM nominal, and
@@ -67,7 +68,7 @@ for t in bench_gpu bench_gpu_batch bench_gpu_large_p bench_gpu_copy bench_host_p
 export JITFIT_CACHE_DIR=${JITFIT_CACHE_DIR:-/tmp/jitfit-gpu-session-cache}
 B=$src/build
 deadline=${DEADLINE:-540}
-parts=" ${PARTS:-single batch tests} "
+parts=" ${PARTS:-single batch extra tests} "
 step() { # step FILE LIMIT_S COMMAND...: appends the command's output and status to $OUT/FILE
   local file=$1 limit=$2 left=$((deadline - (SECONDS - t0)))
   shift 2
@@ -107,6 +108,14 @@ step env.txt 120 "$B/jitfit" doctor
 if [ -z "${BANDWIDTH:-}" ] && nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | grep -q H200; then
   BANDWIDTH=4.8e12
 fi
+site=/tmp/jitfit-gpu-session-site
+anchors() { # anchors LIMIT SIZES
+  # JAX takes 75 % of the GPU's memory when it starts unless told not to: jitfit's
+  # bench_gpu, which the anchors run beside it, must see the memory free
+  step bench.txt "$1" env PYTHONPATH="$site" PYTHONUNBUFFERED=1 \
+    XLA_PYTHON_CLIENT_PREALLOCATE=false python3 bench/bench_gpu_anchors.py \
+    --bench-gpu "$B/bench/bench_gpu" --sizes "$2" --scipy-max "$scipy_max"
+}
 part_tests() {
   (cd "$B/tests" && step tests.txt 300 ./test_gpu)
   (cd "$B/tests" && step tests.txt 200 ./test_crosscheck)
@@ -128,24 +137,20 @@ part_single() {
   # the anchors on the same data: NLSQ (its wheel from the bundle; JAX is the device's) and
   # scipy, first at the sizes of the issue's target (never measured: the first session ran
   # out of time before them), the other sizes after the streamed run
-  site=/tmp/jitfit-gpu-session-site
   ls gpu-bundle/whl/*.whl >/dev/null 2>&1 &&
     python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
       --target "$site" gpu-bundle/whl/*.whl >/dev/null 2>&1
-  anchors() { # anchors LIMIT SIZES
-    # JAX takes 75 % of the GPU's memory when it starts unless told not to: jitfit's
-    # bench_gpu, which the anchors run beside it, must see the memory free
-    step bench.txt "$1" env PYTHONPATH="$site" PYTHONUNBUFFERED=1 \
-      XLA_PYTHON_CLIENT_PREALLOCATE=false python3 bench/bench_gpu_anchors.py \
-      --bench-gpu "$B/bench/bench_gpu" --sizes "$2" --scipy-max "$scipy_max"
-  }
-  anchors 200 "$anchor_first"
+  anchors 150 "$anchor_first"
   # the same fits with the driver's pageable copy instead of the staged upload (the note's
   # host-clock split under each row says what the upload took either way)
   step bench.txt 60 env JITFIT_GPU_UPLOAD=direct "$B/bench/bench_gpu" --sizes "$direct_sizes" \
     --reps 3 --cpu-max 0
   step bench.txt 120 "$B/bench/bench_gpu" --sizes "$big" --reps "$reps" --cpu-max 0 --max-gpu-mem "$stream_mem"
-  anchors 200 "$anchor_rest"
+}
+part_extra() {
+  # the anchors at the other sizes, and the kernels' profile: after the batches, which the
+  # first session never reached
+  anchors 150 "$anchor_rest"
   # inside the loop: Nsight Compute on the first kernels of one fit (the device's ncu reads the
   # counters on Firecracker machines, not on gVisor ones; unrolled graphs, which it follows
   # for certain, instead of the WHILE node)
@@ -163,6 +168,8 @@ part_batch() {
   # each batch's host-clock split (checks, module, memory, packing and launches, waiting for
   # the GPU, rows) on stderr, a line per batch, under its table's rows
   export JITFIT_GPU_BATCH_TIMES=1
+  # the thread-per-fit kernel against the CPU first: it has run on the emulator only
+  (cd "$B/tests" && step tests.txt 60 ./test_gpu batch-thread)
   # the kernels side by side first, at sizes each runs in seconds: the defaults (a thread per
   # 5x5 fit, a warp per 1000-point spectrum), then the first session's (a warp per 5x5 fit, a
   # block per spectrum: 2.6e5 and 2.8e3 fits/s on the H200)
@@ -191,8 +198,8 @@ part_batch() {
 # session's tests crowded out: they took 470 s of its 540)
 for p in $parts; do
   case $p in
-  tests | single | batch) "part_$p" ;;
-  *) echo "gpu_session: unknown part '$p' (tests, single, batch)" | tee -a "$OUT/env.txt" ;;
+  tests | single | batch | extra) "part_$p" ;;
+  *) echo "gpu_session: unknown part '$p' (tests, single, batch, extra)" | tee -a "$OUT/env.txt" ;;
   esac
 done
 echo "gpu_session: results in $OUT"
