@@ -906,6 +906,7 @@ typedef struct batch_run {
     jf_batch_chunk_fn done;
     void *done_ctx;
     jf_batch_times *times;
+    jf_pool *pool; /* packs a chunk's fits */
 } batch_run;
 
 /* Allocates buffer b for chunks of up to cf fits and cp points; pinned staging when pipelined. */
@@ -959,19 +960,48 @@ static int batch_buf_init(const batch_run *r, batch_buf *b, size_t cf, size_t cp
     return JF_OK;
 }
 
-/* Packs fits [f0, f1) into b's staging, queues their copies up, the launch and the copies of
- * their records down on b's stream; returns without waiting. */
+/* Fits per task of a chunk's packing. */
+#define PACK_TASK_FITS 4096
+
+/* A chunk being packed: its fits, their points, b's staging. */
+typedef struct pack_job {
+    const batch_run *r;
+    batch_buf *b;
+    const jf_batch_fit *fits;
+    size_t nf, pts;
+} pack_job;
+
+/* Packs fits [task·PACK_TASK_FITS, ...) of the chunk: their data at the offsets in b->hoff,
+ * then each fit's start and its held values. */
+static void pack_task(void *vctx, size_t task, int worker) {
+    (void)worker;
+    const pack_job *j = vctx;
+    const batch_sizes *z = &j->r->z;
+    size_t np = z->np, nh = z->nh, f0 = task * PACK_TASK_FITS;
+    size_t f1 = f0 + PACK_TASK_FITS < j->nf ? f0 + PACK_TASK_FITS : j->nf;
+    batch_buf *b = j->b;
+    jf_batch_pack_range(j->fits, f0, f1, z->nv, j->pts, b->hx, b->hy, b->hw, b->hoff);
+    for (size_t f = f0; f < f1; f++) {
+        memcpy(b->hx0 + f * (np + nh), j->fits[f].x0, np * sizeof(double));
+        if (nh) memcpy(b->hx0 + f * (np + nh) + np, j->fits[f].held, nh * sizeof(double));
+    }
+}
+
+/* Packs fits [f0, f1) into b's staging (on the pool's threads: one thread packed 10⁷ 5×5 fits
+ * in 0.5 s on the H200's host, a fifth of the batch), queues their copies up, the launch and
+ * the copies of their records down on b's stream; returns without waiting. */
 static int batch_submit(const batch_run *r, batch_buf *b, size_t f0, size_t f1, char *why,
                         size_t n) {
     const batch_sizes *z = &r->z;
     const jf_batch_fit *fits = r->fits + f0;
     size_t nf = f1 - f0, np = z->np, nh = z->nh, pts = 0;
-    for (size_t f = 0; f < nf; f++) pts += fits[f].n;
-    jf_batch_pack(fits, nf, z->nv, pts, b->hx, b->hy, b->hw, b->hoff);
-    for (size_t f = 0; f < nf; f++) { /* each fit's start, then its held values */
-        memcpy(b->hx0 + f * (np + nh), fits[f].x0, np * sizeof(double));
-        if (nh) memcpy(b->hx0 + f * (np + nh) + np, fits[f].held, nh * sizeof(double));
+    for (size_t f = 0; f < nf; f++) {
+        b->hoff[f] = pts;
+        pts += fits[f].n;
     }
+    b->hoff[nf] = pts;
+    pack_job job = {.r = r, .b = b, .fits = fits, .nf = nf, .pts = pts};
+    jf_pool_run(r->pool, (nf + PACK_TASK_FITS - 1) / PACK_TASK_FITS, pack_task, &job);
     int code = JF_OK;
     if (b->hx) code = jf_cuda_graph_to_device(b->q, b->x, b->hx, z->nv * pts * sizeof(double), why, n);
     if (code == JF_OK)
@@ -1071,7 +1101,8 @@ int jf_batch_cuda_run(const struct jf_model *m, const jf_jit_options *jo, jf_los
                       double f_scale, size_t nfits, const jf_batch_fit *fits,
                       const jf_lm_config *cfg, size_t max_mem, jf_batch_out *out, int stats,
                       int abs_sigma, jf_batch_chunk_fn done, void *done_ctx, size_t *launches,
-                      const char **per_fit, jf_batch_times *times, char *why, size_t n) {
+                      const char **per_fit, jf_batch_times *times, jf_pool *pool, char *why,
+                      size_t n) {
     size_t np = m->np, nv = m->nv, total = 0, maxn = 0;
     *launches = 0;
     memset(times, 0, sizeof *times);
@@ -1178,7 +1209,7 @@ int jf_batch_cuda_run(const struct jf_model *m, const jf_jit_options *jo, jf_los
 
     batch_run r = {.fits = fits, .z = z, .ldx_same = ldx_same, .loss = (int)loss,
                    .abs_sigma = abs_sigma, .f_scale = f_scale, .out = out, .done = done,
-                   .done_ctx = done_ctx, .times = times};
+                   .done_ctx = done_ctx, .times = times, .pool = pool};
     t0 = jf_clock_ms();
     r.fn = fns[0];
     static const unsigned block_threads[] = {32 * WARPS_PER_BLOCK, JF_CUDA_BLOCK, THREAD_BLOCK};

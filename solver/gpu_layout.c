@@ -55,18 +55,26 @@ jf_data_view jf_stream_view(const jf_stream_layout *l, const double *chunk_buf, 
     return v;
 }
 
-size_t jf_batch_pack(const jf_batch_fit *fits, size_t nfits, size_t nv, size_t total, double *x,
-                     double *y, double *w, unsigned long long *off) {
-    size_t at = 0;
-    for (size_t f = 0; f < nfits; f++) {
+void jf_batch_pack_range(const jf_batch_fit *fits, size_t f0, size_t f1, size_t nv, size_t total,
+                         double *x, double *y, double *w, const unsigned long long *off) {
+    for (size_t f = f0; f < f1; f++) {
         const jf_batch_fit *bf = &fits[f];
-        off[f] = at;
+        size_t at = (size_t)off[f];
         for (size_t j = 0; j < nv; j++)
             if (x) memcpy(x + j * total + at, bf->x + j * bf->ldx, bf->n * sizeof(double));
         if (y) memcpy(y + at, bf->y, bf->n * sizeof(double));
         for (size_t i = 0; w && i < bf->n; i++) w[at + i] = bf->w ? bf->w[i] : 1.0;
-        at += bf->n;
+    }
+}
+
+size_t jf_batch_pack(const jf_batch_fit *fits, size_t nfits, size_t nv, size_t total, double *x,
+                     double *y, double *w, unsigned long long *off) {
+    size_t at = 0;
+    for (size_t f = 0; f < nfits; f++) {
+        off[f] = at;
+        at += fits[f].n;
     }
     off[nfits] = at;
+    jf_batch_pack_range(fits, 0, nfits, nv, total, x, y, w, off);
     return at;
 }

@@ -76,18 +76,31 @@ static int stage_ready(void) {
     return 1;
 }
 
-/* src → dst through the staging buffers: the host fills buffer k & 1 while the other's chunk
- * is copied up, and waits for a buffer's last copy before refilling it. */
-static int staged(jf_devptr dst, const char *src, size_t bytes, char *why, size_t n) {
+/* The pieces, one after the other, through the staging buffers: the host fills buffer k & 1
+ * while the other's chunk is copied up, and waits for a buffer's last copy before refilling
+ * it. A chunk may hold the end of one piece and the start of the next (a copy up each): a fit's
+ * x and y make one pipeline, not two that each fill and drain. */
+static int staged(const jf_gpu_piece *pc, size_t npc, char *why, size_t n) {
     stage *s = &g_stage;
     int code = JF_OK;
-    for (size_t off = 0, k = 0; code == JF_OK && off < bytes; off += s->bytes, k++) {
+    size_t i = 0, off = 0; /* the next byte to send: piece i, offset off */
+    while (i < npc && pc[i].bytes == 0) i++;
+    for (size_t k = 0; code == JF_OK && i < npc; k++) {
         int b = (int)(k & 1);
         if (k >= 2) code = jf_cuda_graph_sync(s->q[b], why, n);
-        if (code != JF_OK) break;
-        size_t len = bytes - off < s->bytes ? bytes - off : s->bytes;
-        jf_pool_memcpy(s->pool, s->buf[b], src + off, len);
-        code = jf_cuda_graph_to_device(s->q[b], dst + off, s->buf[b], len, why, n);
+        for (size_t used = 0; code == JF_OK && i < npc && used < s->bytes;) {
+            size_t len = pc[i].bytes - off < s->bytes - used ? pc[i].bytes - off : s->bytes - used;
+            jf_pool_memcpy(s->pool, s->buf[b] + used, (const char *)pc[i].src + off, len);
+            code = jf_cuda_graph_to_device(s->q[b], pc[i].dst + off, s->buf[b] + used, len, why,
+                                           n);
+            used += len;
+            off += len;
+            if (off == pc[i].bytes) {
+                off = 0;
+                for (i++; i < npc && pc[i].bytes == 0; i++) {
+                }
+            }
+        }
     }
     /* both streams drained even after an error: no copy may read a buffer the next upload
      * refills */
@@ -116,15 +129,17 @@ int jf_gpu_upload_mode(void) {
     return JF_UPLOAD_AUTO;
 }
 
-int jf_gpu_upload(jf_devptr dst, const void *src, size_t bytes, int mode, int *how, char *why,
-                  size_t n) {
+int jf_gpu_upload_pieces(const jf_gpu_piece *pc, size_t npc, int mode, int *how, char *why,
+                         size_t n) {
+    size_t bytes = 0;
+    for (size_t i = 0; i < npc; i++) bytes += pc[i].bytes;
     if (how) *how = JF_UPLOAD_DIRECT;
     if (mode == JF_UPLOAD_AUTO) mode = bytes >= JF_GPU_STAGE_MIN ? JF_UPLOAD_STAGED
                                                                  : JF_UPLOAD_DIRECT;
     if (mode == JF_UPLOAD_STAGED && bytes > 0 && pthread_mutex_trylock(&g_stage.mu) == 0) {
         int code = JF_OK, done = 0;
         if (stage_ready()) {
-            code = staged(dst, src, bytes, why, n);
+            code = staged(pc, npc, why, n);
             done = 1;
         }
         pthread_mutex_unlock(&g_stage.mu);
@@ -133,5 +148,14 @@ int jf_gpu_upload(jf_devptr dst, const void *src, size_t bytes, int mode, int *h
             return code;
         }
     }
-    return jf_cuda_to_device(dst, src, bytes, why, n);
+    int code = JF_OK;
+    for (size_t i = 0; code == JF_OK && i < npc; i++)
+        if (pc[i].bytes) code = jf_cuda_to_device(pc[i].dst, pc[i].src, pc[i].bytes, why, n);
+    return code;
+}
+
+int jf_gpu_upload(jf_devptr dst, const void *src, size_t bytes, int mode, int *how, char *why,
+                  size_t n) {
+    jf_gpu_piece pc = {dst, src, bytes};
+    return jf_gpu_upload_pieces(&pc, 1, mode, how, why, n);
 }

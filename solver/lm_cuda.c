@@ -548,21 +548,26 @@ int jf_gpu_problem_init(jf_gpu_problem *gp, jf_problem *prob, const jf_cuda_kern
     begin_init(gp, prob, k);
     gp->grid = grid_for(n);
     const jf_data_view *d = &prob->view;
-    int mode = jf_gpu_upload_mode(), how = JF_UPLOAD_DIRECT;
+    int how = JF_UPLOAD_DIRECT;
     int st = jf_cuda_alloc(&gp->p, (np + gp->nheld) * sizeof(double), why, wn);
     if (st == JF_OK && nv) st = jf_cuda_alloc(&gp->x, nv * n * sizeof(double), why, wn);
-    for (size_t j = 0; st == JF_OK && j < nv; j++) /* columns packed with ldx = n */
-        st = jf_gpu_upload(gp->x + j * n * sizeof(double), d->x + j * d->ldx,
-                           n * sizeof(double), mode, &how, why, wn);
-    gp->upload_staged = how == JF_UPLOAD_STAGED;
     if (st == JF_OK) st = jf_cuda_alloc(&gp->y, n * sizeof(double), why, wn);
-    if (st == JF_OK) st = jf_gpu_upload(gp->y, d->y, n * sizeof(double), mode, &how, why, wn);
-    gp->upload_staged += how == JF_UPLOAD_STAGED;
     if (st == JF_OK && d->w) st = jf_cuda_alloc(&gp->w, n * sizeof(double), why, wn);
-    if (st == JF_OK && d->w) {
-        st = jf_gpu_upload(gp->w, d->w, n * sizeof(double), mode, &how, why, wn);
-        gp->upload_staged += how == JF_UPLOAD_STAGED;
+    /* x's columns (packed with ldx = n), y and the weights in one upload */
+    jf_gpu_piece *pc = st == JF_OK ? malloc((nv + 2) * sizeof *pc) : NULL;
+    size_t npc = 0;
+    if (st == JF_OK && !pc) {
+        snprintf(why, wn, "out of memory");
+        st = JF_ERR_NOMEM;
     }
+    for (size_t j = 0; pc && j < nv; j++)
+        pc[npc++] = (jf_gpu_piece){gp->x + j * n * sizeof(double), d->x + j * d->ldx,
+                                   n * sizeof(double)};
+    if (pc) pc[npc++] = (jf_gpu_piece){gp->y, d->y, n * sizeof(double)};
+    if (pc && d->w) pc[npc++] = (jf_gpu_piece){gp->w, d->w, n * sizeof(double)};
+    if (st == JF_OK) st = jf_gpu_upload_pieces(pc, npc, jf_gpu_upload_mode(), &how, why, wn);
+    free(pc);
+    gp->upload_staged = how == JF_UPLOAD_STAGED;
     if (st == JF_OK)
         st = jf_cuda_alloc(&gp->partial, (size_t)gp->grid * gp->nacc * sizeof(double), why, wn);
     if (st == JF_OK) st = jf_cuda_alloc(&gp->acc, gp->nacc * sizeof(double), why, wn);

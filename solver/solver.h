@@ -405,6 +405,11 @@ struct jf_batch_fit;
 JF_INTERNAL size_t jf_batch_pack(const struct jf_batch_fit *fits, size_t nfits, size_t nv,
                                  size_t total, double *x, double *y, double *w,
                                  unsigned long long *off);
+/* The same for fits [f0, f1) only, at the offsets off already holds (so that ranges of one
+ * chunk can be packed on several threads). */
+JF_INTERNAL void jf_batch_pack_range(const struct jf_batch_fit *fits, size_t f0, size_t f1,
+                                     size_t nv, size_t total, double *x, double *y, double *w,
+                                     const unsigned long long *off);
 
 /* ---- lm_cuda.c ------------------------------------------------------------------------------ */
 
@@ -529,6 +534,16 @@ JF_INTERNAL int jf_gpu_upload_mode(void);
  * JF_OK or an error with the driver's message in why. */
 JF_INTERNAL int jf_gpu_upload(jf_devptr dst, const void *src, size_t bytes, int mode, int *how,
                               char *why, size_t n);
+/* One piece of a fit's data for jf_gpu_upload_pieces: bytes from src to dst. */
+typedef struct jf_gpu_piece {
+    jf_devptr dst;
+    const void *src;
+    size_t bytes;
+} jf_gpu_piece;
+/* jf_gpu_upload of npc pieces at once, in order: AUTO stages them when they add up to 4 MiB,
+ * and staged they make one pipeline (a fit's x, y and weights). */
+JF_INTERNAL int jf_gpu_upload_pieces(const jf_gpu_piece *pc, size_t npc, int mode, int *how,
+                                     char *why, size_t n);
 /* Bytes per staging buffer (set up now if it was not), 0 when the buffers cannot be had. */
 JF_INTERNAL size_t jf_gpu_upload_stage_bytes(void);
 
@@ -626,7 +641,7 @@ typedef struct jf_batch_times {
  * larger than a chunk (about 256 MiB of device memory, or half of what is usable) in chunks of
  * consecutive fits pipelined on two streams; *launches receives the launches made, *per_fit
  * what runs each fit ("a thread", "a warp" or "a block", static text), *times its split on
- * the host clock (zeroed first), and done
+ * the host clock (zeroed first; chunks are packed on pool's threads, NULL: the caller's), and done
  * (if not NULL) each chunk's results as it comes back, while the next chunks run. With stats,
  * the device also computes each fit's statistics as the host would (covariance scaled unless
  * abs_sigma; register sums only, up to 8 parameters), and out[f] is filled only for the fits
@@ -638,8 +653,8 @@ JF_INTERNAL int jf_batch_cuda_run(const struct jf_model *m, const jf_jit_options
                                   const jf_batch_fit *fits, const jf_lm_config *cfg,
                                   size_t max_mem, jf_batch_out *out, int stats, int abs_sigma,
                                   jf_batch_chunk_fn done, void *done_ctx, size_t *launches,
-                                  const char **per_fit, jf_batch_times *times, char *why,
-                                  size_t n);
+                                  const char **per_fit, jf_batch_times *times, jf_pool *pool,
+                                  char *why, size_t n);
 
 /* The CUDA source of the solver module (which 0: step.h, lm_core.h and the start/judge
  * kernels) or of the WHILE condition kernel (which 1), malloc'd; for the tests that compile it

@@ -56,6 +56,41 @@ static int upload_round_trip(size_t bytes, int mode, unsigned seed, int *how) {
     return ok;
 }
 
+/* Pieces in one staged upload (jf_gpu_upload_pieces, as a fit's x, y and weights go up):
+ * staging chunks that hold the end of one piece and the start of the next, an empty piece, a
+ * piece that ends a chunk exactly, a last piece of one byte. 1 when each arrived as sent. */
+static int upload_pieces(size_t sb) {
+    size_t bytes[] = {sb / 3, 0, 2 * sb + 5, sb - (sb / 3 + 2 * sb + 5) % sb, sb + 17, 1};
+    enum { NPC = sizeof bytes / sizeof *bytes };
+    size_t total = 0;
+    for (int i = 0; i < NPC; i++) total += bytes[i];
+    unsigned char *h = malloc(total), *back = malloc(total);
+    jf_devptr d = 0;
+    char why[256];
+    int ok = h && back && jf_cuda_alloc(&d, total + 1, why, sizeof why) == JF_OK, how = -1;
+    if (ok) {
+        for (size_t i = 0; i < total; i++) h[i] = (unsigned char)((i * 2654435761u + 5) >> 11);
+        /* each piece to the place of the one NPC − 1 − i pieces later in the source order */
+        jf_gpu_piece pc[NPC];
+        size_t at = 0, dst[NPC];
+        for (int i = NPC - 1; i >= 0; i--) {
+            dst[i] = at;
+            at += bytes[i];
+        }
+        for (size_t i = 0, src = 0; i < NPC; src += bytes[i], i++)
+            pc[i] = (jf_gpu_piece){d + dst[i], h + src, bytes[i]};
+        ok = jf_gpu_upload_pieces(pc, NPC, JF_UPLOAD_STAGED, &how, why, sizeof why) == JF_OK &&
+             how == JF_UPLOAD_STAGED && jf_cuda_to_host(back, d, total, why, sizeof why) == JF_OK;
+        for (size_t i = 0, src = 0; ok && i < NPC; src += bytes[i], i++)
+            ok = memcmp(h + src, back + dst[i], bytes[i]) == 0;
+        jf_cuda_free(d);
+    }
+    if (!ok) printf("upload of %d pieces failed or arrived changed\n", (int)NPC);
+    free(h);
+    free(back);
+    return ok;
+}
+
 typedef struct upload_arg {
     size_t bytes;
     unsigned seed;
@@ -138,6 +173,7 @@ static void test_upload(void) {
         CHECK(how == JF_UPLOAD_DIRECT);
     }
     CHECK(upload_round_trip(1000, JF_UPLOAD_AUTO, 7, &how) && how == JF_UPLOAD_DIRECT);
+    CHECK(upload_pieces(sb));
     pthread_t th[2];
     upload_arg ua[2] = {{5 * sb + 3, 11, 0}, {4 * sb + 1, 12, 0}};
     int started[2];
