@@ -77,20 +77,22 @@ static const char *bare(const char *reason) {
  * iterations × points × (parameters + 1) × a per-term time on each side, plus, on the GPU, the
  * fixed costs of starting the driver and of copying the data once. The CPU constant is measured
  * (the damped sine's normal_eq pass: 20 ms for 10⁶ points × 5 parameters on one core of the
- * development machine, docs/PERFORMANCE.md). The GPU's per-term times are those measured on an
- * H200 (docs/PERFORMANCE.md, "GPU solver", 2026-11-28), put in this formula's terms: a single
- * fit's warm time less its copies (the damped sine, 10⁷ and 10⁸ points: 1.0 and 1.15·10⁻¹⁰ s,
- * five times the nominal 2·10⁻¹¹ of a pass bound by fp64 throughput and bandwidth, which the
- * kernels do not reach yet), and a batch's per fit (5×5 Gaussians, 10⁶ fits: 1.7·10⁻⁹ s; 10⁵
- * spectra of 1000 points: 3.9·10⁻⁹ s). The fixed cost and the copies stay nominal. */
+ * development machine, docs/PERFORMANCE.md). The GPU's are those of an H200's second session
+ * (docs/PERFORMANCE.md, "GPU solver", 2026-11-28), put in this formula's terms: a single fit's
+ * warm time less its upload (the damped sine, 10⁷ and 10⁸ points: 5.9 and 5.5·10⁻¹² s; the
+ * first session's 1.1·10⁻¹⁰ was mostly the driver's pageable copy), its upload (25 GB/s staged
+ * at 10⁷ points, 39 at 10⁸), the warm fixed cost (a 10⁵-point fit's 1.2 ms in all), and a
+ * batch's time less its modelled host work and copies (5×5 Gaussians, 10⁶ and 10⁷ fits:
+ * 5.5 and 5.2·10⁻¹¹ s; 10⁵ spectra of 1000 points: 8·10⁻¹²). The cold fixed cost stays
+ * nominal (the first fit of a process took 0.30–0.34 s there, its model's compile included). */
 #define COST_ITERATIONS 15.0   /* passes over the data in a typical fit */
 #define COST_CPU_TERM_S 4.0e-9 /* seconds per point·(parameter+1) per pass, one core */
-#define COST_GPU_TERM_S 1.1e-10 /* the same for one fit on the GPU */
-#define COST_GPU_BATCH_TERM_S 1.7e-9 /* the same for the fits of a GPU batch */
+#define COST_GPU_TERM_S 6.0e-12 /* the same for one fit on the GPU */
+#define COST_GPU_BATCH_TERM_S 5.5e-11 /* the same for the fits of a GPU batch */
 #define COST_GPU_FIXED_S 0.25  /* driver start, module load, graph set-up (first fit) */
 /* The same once a GPU fit has run in the process (the driver up, the modules loaded): the
- * H200's warm fit of 10⁵ points took 1.89 ms in all, its first 303 ms. */
-#define COST_GPU_WARM_FIXED_S 2.0e-3
+ * H200's warm fit of 10⁵ points took 1.22 ms in all, its first 344 ms. */
+#define COST_GPU_WARM_FIXED_S 1.2e-3
 
 static atomic_int gpu_ran; /* a GPU fit has run in this process */
 
@@ -100,7 +102,7 @@ void jf_device_note_gpu_run(void) { atomic_store(&gpu_ran, 1); }
 static double gpu_fixed_s(void) {
     return atomic_load(&gpu_ran) ? COST_GPU_WARM_FIXED_S : COST_GPU_FIXED_S;
 }
-#define COST_PCIE_BPS 1.2e10   /* bytes per second host → device */
+#define COST_PCIE_BPS 2.5e10   /* bytes per second host → device (staged) */
 /* A fit's cost besides its passes on the CPU (start, polish bookkeeping, covariance, result):
  * 5×5-pixel 2-D Gaussians take 21.7 µs each on one core (bench_gpu_batch, docs/PERFORMANCE.md),
  * ≈9 µs of which the term above accounts for. */

@@ -426,10 +426,13 @@ struct jf_cuda_kernels;
 enum { JF_GPU_LOOP_WHILE = 1, JF_GPU_LOOP_UNROLLED = 2, JF_GPU_LOOP_STREAM = 3 };
 
 /* Above this many parameters a GPU fit forms its sums from chunks of the materialized
- * Jacobian with cuBLAS (syrk, gemv) instead of the model's register-sum normal_eq kernel;
- * $JITFIT_GPU_LARGE_P overrides it (negative: always). Not yet measured on a GPU: the CPU's
- * threshold (JF_LARGE_P) stands in. */
-#define JF_GPU_LARGE_P 16
+ * Jacobian with cuBLAS (syrk, gemv) instead of the model's own normal_eq kernel (register or
+ * tiled sums); $JITFIT_GPU_LARGE_P overrides it (negative: always). On an H200
+ * (bench_gpu_large_p, 10⁶ points, sums of Gaussian peaks; docs/PERFORMANCE.md) the kernel's
+ * pass took 0.40–7.0 ms from 6 to 60 parameters against cuBLAS's 12.6–15.3 ms, and 37.9
+ * against 23.3 ms at 120: the power laws through 60 and 120 cross near 90 (not measured
+ * between). */
+#define JF_GPU_LARGE_P 90
 /* 1 when a GPU fit of np parameters takes that path ($JITFIT_GPU_LARGE_P, else JF_GPU_LARGE_P). */
 JF_INTERNAL int jf_gpu_large_p(size_t np);
 /* cuSOLVER factorizations the many-parameter path runs after each pass (a fixed schedule: a

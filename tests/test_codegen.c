@@ -306,16 +306,17 @@ static void test_cli(void) {
     CHECK(jf_test_run(cmd, &out, &err) == 2);
     free(out);
     free(err);
-    /* the source the JIT builds: above JF_LARGE_P parameters (JF_GPU_LARGE_P for CUDA) it has no
-     * normal_eq (the sums come through BLAS); $JITFIT_LARGE_P moves the threshold there too */
+    /* the source the JIT builds: above JF_LARGE_P parameters (16; JF_GPU_LARGE_P for CUDA, 90)
+     * it has no normal_eq (the sums come through BLAS); $JITFIT_LARGE_P and $JITFIT_GPU_LARGE_P
+     * move the thresholds there too */
     char f17[512] = "p0";
     for (int k = 1; k < 17; k++)
         snprintf(f17 + strlen(f17), sizeof f17 - strlen(f17), " + p%d*x^%d", k, k);
     static const struct {
         const char *env, *target;
         int has;
-    } big[] = {{"", "c", 0}, {"", "cuda", 0}, {"JITFIT_LARGE_P=17", "c", 1},
-               {"JITFIT_GPU_LARGE_P=17", "cuda", 1}};
+    } big[] = {{"", "c", 0}, {"", "cuda", 1}, {"JITFIT_LARGE_P=17", "c", 1},
+               {"JITFIT_GPU_LARGE_P=16", "cuda", 0}};
     for (size_t i = 0; i < sizeof big / sizeof big[0]; i++) {
         snprintf(cmd, sizeof cmd, "%s %s codegen '%s' --target %s --no-prelude", big[i].env,
                  jf_test_cli(), f17, big[i].target);
