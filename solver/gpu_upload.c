@@ -80,7 +80,7 @@ static int stage_ready(void) {
  * while the other's chunk is copied up, and waits for a buffer's last copy before refilling
  * it. A chunk may hold the end of one piece and the start of the next (a copy up each): a fit's
  * x and y make one pipeline, not two that each fill and drain. */
-static int staged(const jf_gpu_piece *pc, size_t npc, char *why, size_t n) {
+static int staged(const jf_gpu_piece *pc, size_t npc, int *finite, char *why, size_t n) {
     stage *s = &g_stage;
     int code = JF_OK;
     size_t i = 0, off = 0; /* the next byte to send: piece i, offset off */
@@ -88,9 +88,16 @@ static int staged(const jf_gpu_piece *pc, size_t npc, char *why, size_t n) {
     for (size_t k = 0; code == JF_OK && i < npc; k++) {
         int b = (int)(k & 1);
         if (k >= 2) code = jf_cuda_graph_sync(s->q[b], why, n);
-        for (size_t used = 0; code == JF_OK && i < npc && used < s->bytes;) {
+        for (size_t used = 0; code == JF_OK && i < npc;) {
+            if (pc[i].check) used = (used + 7) & ~(size_t)7; /* doubles where they are tested */
+            if (used >= s->bytes) break;
             size_t len = pc[i].bytes - off < s->bytes - used ? pc[i].bytes - off : s->bytes - used;
-            jf_pool_memcpy(s->pool, s->buf[b] + used, (const char *)pc[i].src + off, len);
+            const char *src = (const char *)pc[i].src + off;
+            if (!pc[i].check)
+                jf_pool_memcpy(s->pool, s->buf[b] + used, src, len);
+            else if (!jf_pool_copy_finite(s->pool, (double *)(void *)(s->buf[b] + used),
+                                          (const double *)(const void *)src, len / 8))
+                *finite = 0;
             code = jf_cuda_graph_to_device(s->q[b], pc[i].dst + off, s->buf[b] + used, len, why,
                                            n);
             used += len;
@@ -129,33 +136,41 @@ int jf_gpu_upload_mode(void) {
     return JF_UPLOAD_AUTO;
 }
 
-int jf_gpu_upload_pieces(const jf_gpu_piece *pc, size_t npc, int mode, int *how, char *why,
-                         size_t n) {
+int jf_gpu_upload_pieces(const jf_gpu_piece *pc, size_t npc, int mode, int *how, int *finite,
+                         char *why, size_t n) {
     size_t bytes = 0;
     for (size_t i = 0; i < npc; i++) bytes += pc[i].bytes;
     if (how) *how = JF_UPLOAD_DIRECT;
+    int fin = -1;
     if (mode == JF_UPLOAD_AUTO) mode = bytes >= JF_GPU_STAGE_MIN ? JF_UPLOAD_STAGED
                                                                  : JF_UPLOAD_DIRECT;
     if (mode == JF_UPLOAD_STAGED && bytes > 0 && pthread_mutex_trylock(&g_stage.mu) == 0) {
         int code = JF_OK, done = 0;
         if (stage_ready()) {
-            code = staged(pc, npc, why, n);
+            fin = 1;
+            code = staged(pc, npc, &fin, why, n);
             done = 1;
         }
         pthread_mutex_unlock(&g_stage.mu);
         if (done) {
             if (how) *how = JF_UPLOAD_STAGED;
+            if (finite) *finite = fin;
             return code;
         }
     }
+    if (finite) *finite = fin;
     int code = JF_OK;
     for (size_t i = 0; code == JF_OK && i < npc; i++)
         if (pc[i].bytes) code = jf_cuda_to_device(pc[i].dst, pc[i].src, pc[i].bytes, why, n);
     return code;
 }
 
+int jf_gpu_upload_stages(size_t bytes, int mode) {
+    return mode == JF_UPLOAD_STAGED || (mode == JF_UPLOAD_AUTO && bytes >= JF_GPU_STAGE_MIN);
+}
+
 int jf_gpu_upload(jf_devptr dst, const void *src, size_t bytes, int mode, int *how, char *why,
                   size_t n) {
-    jf_gpu_piece pc = {dst, src, bytes};
-    return jf_gpu_upload_pieces(&pc, 1, mode, how, why, n);
+    jf_gpu_piece pc = {dst, src, bytes, 0};
+    return jf_gpu_upload_pieces(&pc, 1, mode, how, NULL, why, n);
 }

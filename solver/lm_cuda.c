@@ -463,6 +463,7 @@ static void begin_init(jf_gpu_problem *gp, const jf_problem *prob, const jf_cuda
     gp->nacc = prob->nacc;
     gp->f_scale = prob->f_scale;
     gp->weighted = prob->view.w != NULL;
+    gp->data_finite = -1;
     gp->fn_normal_eq = jf_cuda_kernels_function(k, JF_CUDA_NORMAL_EQ);
     gp->fn_reduce = jf_cuda_kernels_function(k, JF_CUDA_REDUCE_BLOCKS);
     gp->fn_jacobian_row = jf_cuda_kernels_function(k, JF_CUDA_JACOBIAN_ROW);
@@ -541,7 +542,7 @@ static int large_init(jf_gpu_problem *gp, size_t rows, char *why, size_t wn) {
 }
 
 int jf_gpu_problem_init(jf_gpu_problem *gp, jf_problem *prob, const jf_cuda_kernels *k,
-                        size_t nv) {
+                        size_t nv, int check) {
     size_t n = prob->n, np = prob->np;
     char *why = gp->why;
     size_t wn = sizeof gp->why;
@@ -562,10 +563,12 @@ int jf_gpu_problem_init(jf_gpu_problem *gp, jf_problem *prob, const jf_cuda_kern
     }
     for (size_t j = 0; pc && j < nv; j++)
         pc[npc++] = (jf_gpu_piece){gp->x + j * n * sizeof(double), d->x + j * d->ldx,
-                                   n * sizeof(double)};
-    if (pc) pc[npc++] = (jf_gpu_piece){gp->y, d->y, n * sizeof(double)};
-    if (pc && d->w) pc[npc++] = (jf_gpu_piece){gp->w, d->w, n * sizeof(double)};
-    if (st == JF_OK) st = jf_gpu_upload_pieces(pc, npc, jf_gpu_upload_mode(), &how, why, wn);
+                                   n * sizeof(double), check};
+    if (pc) pc[npc++] = (jf_gpu_piece){gp->y, d->y, n * sizeof(double), check};
+    if (pc && d->w) pc[npc++] = (jf_gpu_piece){gp->w, d->w, n * sizeof(double), 0};
+    if (st == JF_OK)
+        st = jf_gpu_upload_pieces(pc, npc, jf_gpu_upload_mode(), &how, &gp->data_finite, why,
+                                  wn);
     free(pc);
     gp->upload_staged = how == JF_UPLOAD_STAGED;
     if (st == JF_OK)

@@ -49,6 +49,9 @@ JF_INTERNAL void jf_pool_run(jf_pool *pool, size_t ntasks,
                              void (*fn)(void *ctx, size_t task, int worker), void *ctx);
 /* memcpy of len bytes split in 1 MiB slices over pool (NULL: the calling thread alone). */
 JF_INTERNAL void jf_pool_memcpy(jf_pool *pool, void *dst, const void *src, size_t len);
+/* The same for n doubles that also tests them: 1 when every value is finite (a fit's staged
+ * upload checks its data on the way, instead of a pass of its own). */
+JF_INTERNAL int jf_pool_copy_finite(jf_pool *pool, double *dst, const double *src, size_t n);
 
 /* Passes over the data done elsewhere than by the CPU kernels (the GPU solver's device copy of
  * the data): when a problem has ops, jf_problem_normal_eq/_jacobian/_residual_sums call them
@@ -477,6 +480,8 @@ typedef struct jf_gpu_problem {
     unsigned grid;               /* blocks of a normal_eq pass */
     void *fn_normal_eq, *fn_reduce, *fn_jacobian_row; /* the model's kernels */
     jf_devptr x, y, w;           /* data (x packed with ldx = n; w 0 without sigma) */
+    int data_finite;             /* x and y tested on their staged way up (init's check): 1
+                                    all finite, 0 not, -1 not tested */
     jf_devptr p, partial, acc;   /* parameters, block partials, accumulator */
     jf_devptr r, J;              /* residuals and Jacobian (polish only; allocated on use) */
     size_t chunk;                /* streaming: points per chunk; 0 when the data are resident */
@@ -537,16 +542,23 @@ JF_INTERNAL int jf_gpu_upload_mode(void);
  * JF_OK or an error with the driver's message in why. */
 JF_INTERNAL int jf_gpu_upload(jf_devptr dst, const void *src, size_t bytes, int mode, int *how,
                               char *why, size_t n);
-/* One piece of a fit's data for jf_gpu_upload_pieces: bytes from src to dst. */
+/* One piece of a fit's data for jf_gpu_upload_pieces: bytes from src to dst; with check, src
+ * holds doubles (bytes a multiple of 8) that a staged upload tests for finiteness. */
 typedef struct jf_gpu_piece {
     jf_devptr dst;
     const void *src;
     size_t bytes;
+    int check;
 } jf_gpu_piece;
 /* jf_gpu_upload of npc pieces at once, in order: AUTO stages them when they add up to 4 MiB,
- * and staged they make one pipeline (a fit's x, y and weights). */
+ * and staged they make one pipeline (a fit's x, y and weights). *finite (if not NULL): 1 when
+ * the upload was staged and every value of the pieces with check is finite, 0 when one is
+ * not, -1 when nothing was tested (a direct upload: the caller scans the data itself). */
 JF_INTERNAL int jf_gpu_upload_pieces(const jf_gpu_piece *pc, size_t npc, int mode, int *how,
-                                     char *why, size_t n);
+                                     int *finite, char *why, size_t n);
+/* 1 when an upload of bytes in mode goes through the staging buffers unless they are busy or
+ * cannot be had (AUTO: from 4 MiB). */
+JF_INTERNAL int jf_gpu_upload_stages(size_t bytes, int mode);
 /* Bytes per staging buffer (set up now if it was not), 0 when the buffers cannot be had. */
 JF_INTERNAL size_t jf_gpu_upload_stage_bytes(void);
 
@@ -558,10 +570,11 @@ JF_INTERNAL size_t jf_gpu_usable_memory(size_t limit);
  * polish's J and r when n·np <= JF_LM_MATERIALIZE_MAX), for the out-of-memory decision before
  * anything is allocated. */
 JF_INTERNAL size_t jf_gpu_problem_bytes(size_t n, size_t np, size_t nh, size_t nv, int weighted);
-/* Copies prob's data to the device once and makes prob's passes run there (prob->ops).
+/* Copies prob's data to the device once and makes prob's passes run there (prob->ops); with
+ * check, a staged upload also tests x and y for finiteness (gp->data_finite).
  * JF_OK, or JF_ERR_NOMEM (device memory: fall back) / JF_ERR_UNAVAILABLE with gp->why. */
 JF_INTERNAL int jf_gpu_problem_init(jf_gpu_problem *gp, jf_problem *prob,
-                                    const struct jf_cuda_kernels *k, size_t nv);
+                                    const struct jf_cuda_kernels *k, size_t nv, int check);
 /* The same for data larger than the device memory `avail` (bytes) allows: the data stay in
  * page-locked host memory, chunk by chunk, and every pass streams them through two device
  * buffers, copies overlapped with the kernels ($JITFIT_GPU_CHUNK forces the points per chunk).

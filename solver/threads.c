@@ -21,6 +21,9 @@
 #include <sys/mman.h>
 #include <time.h>
 #include <unistd.h>
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 
 #include "lsq_core.h"
 #include "polish_core.h"
@@ -247,6 +250,67 @@ static void copy_slice(void *ctx, size_t t, int worker) {
 void jf_pool_memcpy(jf_pool *pool, void *dst, const void *src, size_t len) {
     copy_job j = {dst, src, len};
     jf_pool_run(pool, (len + JF_COPY_SLICE - 1) / JF_COPY_SLICE, copy_slice, &j);
+}
+
+/* dst[0..n) = src[0..n); 1 when every value is finite. With SSE2 the stores bypass the cache
+ * (the destination is a staging buffer the DMA engine reads next, not this core), and the
+ * fence makes them visible before the pool's release of the task. */
+static int copy_finite(double *restrict dst, const double *restrict src, size_t n) {
+    size_t i = 0;
+    int ok = 1;
+#if defined(__SSE2__)
+    if (((uintptr_t)dst & 15) && n) { /* dst is 8-aligned: one value aligns it to 16 */
+        dst[0] = src[0];
+        ok = src[0] - src[0] == 0.0;
+        i = 1;
+    }
+    const __m128d zero = _mm_setzero_pd();
+    __m128d all = _mm_cmpeq_pd(zero, zero);
+    for (; i + 8 <= n; i += 8) {
+        __m128d a = _mm_loadu_pd(src + i), b = _mm_loadu_pd(src + i + 2);
+        __m128d c = _mm_loadu_pd(src + i + 4), d = _mm_loadu_pd(src + i + 6);
+        _mm_stream_pd(dst + i, a);
+        _mm_stream_pd(dst + i + 2, b);
+        _mm_stream_pd(dst + i + 4, c);
+        _mm_stream_pd(dst + i + 6, d);
+        /* v − v is 0 for finite v, NaN for ±inf and NaN */
+        __m128d ab = _mm_and_pd(_mm_cmpeq_pd(_mm_sub_pd(a, a), zero),
+                                _mm_cmpeq_pd(_mm_sub_pd(b, b), zero));
+        __m128d cd = _mm_and_pd(_mm_cmpeq_pd(_mm_sub_pd(c, c), zero),
+                                _mm_cmpeq_pd(_mm_sub_pd(d, d), zero));
+        all = _mm_and_pd(all, _mm_and_pd(ab, cd));
+    }
+    _mm_sfence();
+    ok &= _mm_movemask_pd(all) == 3;
+#endif
+    for (; i < n; i++) {
+        dst[i] = src[i];
+        ok &= src[i] - src[i] == 0.0;
+    }
+    return ok;
+}
+
+/* One jf_pool_copy_finite call. */
+typedef struct copy_finite_job {
+    double *dst;
+    const double *src;
+    size_t n;
+    atomic_int bad;
+} copy_finite_job;
+
+static void copy_finite_slice(void *ctx, size_t t, int worker) {
+    (void)worker;
+    copy_finite_job *j = ctx;
+    size_t per = JF_COPY_SLICE / sizeof(double), off = t * per;
+    if (!copy_finite(j->dst + off, j->src + off, j->n - off < per ? j->n - off : per))
+        atomic_store_explicit(&j->bad, 1, memory_order_relaxed);
+}
+
+int jf_pool_copy_finite(jf_pool *pool, double *dst, const double *src, size_t n) {
+    copy_finite_job j = {dst, src, n, 0};
+    size_t per = JF_COPY_SLICE / sizeof(double);
+    jf_pool_run(pool, (n + per - 1) / per, copy_finite_slice, &j);
+    return !atomic_load(&j.bad);
 }
 
 /* ---- passes over the data ------------------------------------------------------------------- */

@@ -78,8 +78,8 @@ static int upload_pieces(size_t sb) {
             at += bytes[i];
         }
         for (size_t i = 0, src = 0; i < NPC; src += bytes[i], i++)
-            pc[i] = (jf_gpu_piece){d + dst[i], h + src, bytes[i]};
-        ok = jf_gpu_upload_pieces(pc, NPC, JF_UPLOAD_STAGED, &how, why, sizeof why) == JF_OK &&
+            pc[i] = (jf_gpu_piece){d + dst[i], h + src, bytes[i], 0};
+        ok = jf_gpu_upload_pieces(pc, NPC, JF_UPLOAD_STAGED, &how, NULL, why, sizeof why) == JF_OK &&
              how == JF_UPLOAD_STAGED && jf_cuda_to_host(back, d, total, why, sizeof why) == JF_OK;
         for (size_t i = 0, src = 0; ok && i < NPC; src += bytes[i], i++)
             ok = memcmp(h + src, back + dst[i], bytes[i]) == 0;
@@ -156,6 +156,76 @@ static void test_many_blocks(void) {
     jf_model_free(m);
 }
 
+/* The error of a fit of d under o on dev with the upload mode `mode` ($JITFIT_GPU_UPLOAD, NULL
+ * for the default), malloc'd ("" when it succeeded); *code its status. */
+static char *fit_error(const jf_model *m, const jf_data *d, jf_fit_options o, jf_device dev,
+                       const char *mode, int *code) {
+    if (mode) setenv("JITFIT_GPU_UPLOAD", mode, 1);
+    o.device = dev;
+    jf_fit_result *r = NULL;
+    char *err = NULL;
+    *code = jf_fit(m, d, &o, &r, &err);
+    unsetenv("JITFIT_GPU_UPLOAD");
+    jf_fit_result_free(r);
+    char *e = strdup(err ? err : "");
+    jf_free(err);
+    return e;
+}
+
+/* A fit's x and y are tested for values that are not finite on their staged way up, not in a
+ * scan of their own (solver/fit.c, check_data's deferred scans): a NaN or infinity anywhere —
+ * the first value, either side of a staging buffer's end, the last — gives the CPU's error
+ * naming the first such point, staged, direct and on the CPU by auto; with a bad sigma too,
+ * the data's error first, as on the CPU. d has sigma; its values are restored. */
+static void upload_checks(const jf_model *m, const jf_data *d, const jf_fit_options *o) {
+    double *x = (double *)d->x, *y = (double *)d->y, *sg = (double *)d->sigma;
+    size_t n = d->n, per = jf_gpu_upload_stage_bytes() / sizeof(double);
+    size_t at[] = {0, 1, per - 1, per, n - 1, 2 * per + 3};
+    const char *modes[] = {"staged", "direct", NULL};
+    int bad = 0, runs = 0;
+    for (size_t k = 0; k < sizeof at / sizeof *at; k++) {
+        for (int which = 0; which < 3; which++) { /* y NaN, x +inf, both (x first: later) */
+            size_t i = at[k], j = which == 2 ? (i + 7) % n : i;
+            double keep_y = y[i], keep_x = x[j];
+            if (which != 1) y[i] = NAN;
+            if (which != 0) x[j] = INFINITY;
+            int cc, cg;
+            char *want = fit_error(m, d, *o, JF_DEVICE_CPU, NULL, &cc);
+            CHECK(cc == JF_ERR_DATA && strstr(want, "is not finite"));
+            for (int md = 0; md < 3; md++) {
+                char *got = fit_error(m, d, *o, md < 2 ? JF_DEVICE_GPU : JF_DEVICE_AUTO, modes[md],
+                                      &cg);
+                runs++;
+                if (!CHECK(cg == cc && strcmp(got, want) == 0)) {
+                    printf("  point %zu, case %d, %s: \"%s\", the CPU \"%s\"\n", i, which,
+                           modes[md] ? modes[md] : "auto", got, want);
+                    bad++;
+                }
+                free(got);
+            }
+            free(want);
+            y[i] = keep_y;
+            x[j] = keep_x;
+        }
+    }
+    /* x's error before sigma's (check_data's order), staged */
+    double keep_x = x[5], keep_s = sg[3];
+    x[5] = NAN;
+    sg[3] = -1.0;
+    int cc, cg;
+    char *want = fit_error(m, d, *o, JF_DEVICE_CPU, NULL, &cc);
+    char *got = fit_error(m, d, *o, JF_DEVICE_GPU, "staged", &cg);
+    CHECK(cc == JF_ERR_DATA && cg == cc);
+    CHECK_STREQ(got, want);
+    CHECK_STREQ(want, "point 6: variable 'x' is not finite");
+    free(want);
+    free(got);
+    x[5] = keep_x;
+    sg[3] = keep_s;
+    printf("upload: values that are not finite, tested on the way up: %d of %d errors as the "
+           "CPU's\n", runs - bad, runs);
+}
+
 /* The fit's upload through the page-locked staging buffers (solver/gpu_upload.c): what arrives is
  * what was sent, from chunks of the staging buffers' size and its odd ends, from two threads at
  * once (the second staged or direct), and a fit whose data go up staged equals the direct one
@@ -229,6 +299,7 @@ static void test_upload(void) {
     }
     jf_fit_result_free(a);
     jf_fit_result_free(b);
+    upload_checks(m, &d, &o);
     free(x);
     free(y);
     free(sg);

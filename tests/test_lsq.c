@@ -366,6 +366,28 @@ static void test_scans(void) {
     v[n - 2] = 1.0;
     CHECK(found && first);
 
+    /* the staged upload's copy that tests (jf_pool_copy_finite: 1 MiB slices, cache-bypassing
+     * stores of two doubles, eight values per step): every value copied, and a bad one seen
+     * wherever it sits, into a destination 16-aligned or not */
+    int copied = 1;
+    found = 1;
+    for (size_t shift = 0; shift < 2; shift++) {
+        copied &= jf_pool_copy_finite(pool, w + shift, v, n - shift) == 1 &&
+                  memcmp(w + shift, v, (n - shift) * sizeof *v) == 0;
+        for (size_t a = 0; a < nat; a++)
+            for (size_t b = 0; b < 3; b++) {
+                if (at[a] >= n - shift) continue;
+                double keep = v[at[a]];
+                v[at[a]] = bad[b];
+                found &= jf_pool_copy_finite(b ? one : pool, w + shift, v, n - shift) == 0;
+                copied &= memcmp(w + shift, v, (n - shift) * sizeof *v) == 0;
+                v[at[a]] = keep;
+            }
+    }
+    for (size_t len = 0; len < 20; len++) /* short copies: only the odd end's loop */
+        copied &= jf_pool_copy_finite(one, w + 1, v, len) == 1 && memcmp(w + 1, v, len * 8) == 0;
+    CHECK(copied && found);
+
     /* sigma: bad ones (not positive, not finite) and tiny ones (weight overflows) */
     size_t bs = 1, bw = 1;
     jf_sigma_weights(pool, v, w, n, &bs, &bw);
