@@ -95,6 +95,10 @@ typedef struct jf_emit_options {
                                jf_fit_sums_tiled<suffix> (one block's tiles of one fit) */
     int cuda_single;        /* CUDA: 1 evaluates the model (f and its gradient) in fp32 and converts
                                r and J to fp64 before the loss and the sums (default 0: fp64) */
+    int cuda_min_blocks;    /* CUDA: > 0 asks ptxas to keep that many blocks of jf_normal_eq per
+                               multiprocessor (__launch_bounds__'s second argument: fewer
+                               registers, perhaps spills; default 0: ptxas's choice, 94 registers
+                               and 2 blocks for the damped sine on sm_90) */
     int no_normal_eq;       /* 1 leaves jf_normal_eq (and for CUDA jf_reduce_blocks) out (default
                                0). Its sums are O(np²) code; above JF_LARGE_P runtime/kernels.c
                                forms them from jacobian_row blocks with BLAS instead, and above

@@ -67,13 +67,15 @@ static const char cuda_common_tail[] =
     "}\n"
     "#endif\n\n";
 
-static void kernel_head(jf_buf *b, const char *name, const char *suffix) {
+static void kernel_head(jf_buf *b, const char *name, const char *suffix, int min_blocks) {
+    jf_buf_printf(b, "extern \"C\" __global__ void __launch_bounds__(%d", JF_CUDA_BLOCK);
+    if (min_blocks > 0) jf_buf_printf(b, ", %d", min_blocks);
     jf_buf_printf(b,
-                  "extern \"C\" __global__ void __launch_bounds__(%d)\n"
+                  ")\n"
                   "%s%s(const double *__restrict__ p, const double *__restrict__ x, jf_index ldx,\n"
                   "        const double *__restrict__ y, const double *__restrict__ w,\n"
                   "        jf_index begin, jf_index end",
-                  JF_CUDA_BLOCK, name, suffix);
+                  name, suffix);
 }
 
 static void loop_head(jf_buf *b) {
@@ -102,7 +104,7 @@ static void point_rj(jf_buf *b, const jf_schedule *s, size_t np, int with_j, con
 }
 
 static void emit_residual(jf_buf *b, const jf_emit_model *em) {
-    kernel_head(b, "jf_residual", em->suffix);
+    kernel_head(b, "jf_residual", em->suffix, 0);
     jf_buf_puts(b, ", double *__restrict__ rout)\n{\n");
     jf_emit_load_params(b, em->sf, "    ");
     loop_head(b);
@@ -112,7 +114,7 @@ static void emit_residual(jf_buf *b, const jf_emit_model *em) {
 
 static void emit_jacobian_row(jf_buf *b, const jf_emit_model *em) {
     size_t np = em->m->np;
-    kernel_head(b, "jf_jacobian_row", em->suffix);
+    kernel_head(b, "jf_jacobian_row", em->suffix, 0);
     jf_buf_puts(b, ", double *__restrict__ rout,\n        double *__restrict__ J, jf_index ldj)\n{\n"
                    "    (void)J;\n    (void)ldj;\n");
     jf_emit_load_params(b, em->sall, "    ");
@@ -284,7 +286,7 @@ static void emit_tiled_sums(jf_buf *b, const jf_emit_model *em, const jf_emit_op
 
 static void emit_normal_eq(jf_buf *b, const jf_emit_model *em, const jf_emit_options *o) {
     size_t np = em->m->np, nacc = jf_emit_num_acc(np);
-    kernel_head(b, "jf_normal_eq", em->suffix);
+    kernel_head(b, "jf_normal_eq", em->suffix, o->cuda_min_blocks);
     jf_buf_puts(b, ", int loss, double f_scale,\n        double *__restrict__ partial, const int *__restrict__ stop)\n{\n"
                    "    if (stop != nullptr && *stop != 0) return; /* the solver's loop has ended */\n");
     jf_emit_load_params(b, em->sall, "    ");

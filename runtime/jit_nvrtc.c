@@ -473,6 +473,11 @@ char *jf_cuda_model_source(const struct jf_model *m, const jf_jit_options *opts,
     eo.cuda_loss = loss < 0 ? -1 : loss;
     eo.cuda_single = opts ? opts->single_precision : 0;
     eo.no_normal_eq = opts ? opts->cuda_no_normal_eq : 0;
+    /* an experiment's knob (docs/PERFORMANCE.md): the H200 ran jf_normal_eq at 25 % occupancy,
+     * limited by its registers; $JITFIT_GPU_NEQ_BLOCKS (1 to 8) trades registers for blocks */
+    const char *e = getenv("JITFIT_GPU_NEQ_BLOCKS");
+    int mb = e && *e ? atoi(e) : 0;
+    eo.cuda_min_blocks = mb >= 1 && mb <= 8 ? mb : 0;
     return jf_emit(m, &eo);
 }
 

@@ -94,12 +94,12 @@ if [ "${QUICK:-0}" = 1 ]; then
   stream_mem=4e5; fits=1e3; spec="--spectrum-fits 100"; reps=1
   fits_cmp=1e3; spec_cmp=100; copy_bytes=1.6e6,1.6e7
   spec3_fits=50; scipy_max=4e4
-  lp_points=3000; lp_peaks=2,6
+  lp_points=3000; lp_peaks=2,6; knob_sizes=4e4
 else
   sizes=1e5,1e6,1e7,1e8; big=1e8; direct_sizes=1e6,1e7,1e8; ncu_size=1e7;
   anchor_first=1e6,1e7; anchor_rest=1e5,1e8; stream_mem=4e8; fits=1e4,1e5,1e6,1e7; spec=""; reps=5
   fits_cmp=1e5; spec_cmp=1e4; copy_bytes=1.6e7,1.6e8,1.6e9
-  lp_points=1e6; lp_peaks=2,4,6,8,12,20,40; scipy_max=1e7
+  lp_points=1e6; lp_peaks=2,4,6,8,12,20,24,28,32,36,40; scipy_max=1e7; knob_sizes=1e6,1e7,1e8
 fi
 echo "commit $(cat gpu-bundle/COMMIT 2>/dev/null), parts:$parts" >>"$OUT/env.txt"
 # what the machine is, whatever the parts (14 s on the H200)
@@ -146,6 +146,13 @@ part_single() {
   step bench.txt 60 env JITFIT_GPU_UPLOAD=direct "$B/bench/bench_gpu" --sizes "$direct_sizes" \
     --reps 3 --cpu-max 0
   step bench.txt 120 "$B/bench/bench_gpu" --sizes "$big" --reps "$reps" --cpu-max 0 --max-gpu-mem "$stream_mem"
+  # the knobs the second session's numbers suggested (each a few seconds): jf_normal_eq with
+  # fewer registers for more blocks per SM (25 % occupancy there, register-bound), and the
+  # staged upload with all the host's threads or smaller chunks
+  for v in JITFIT_GPU_NEQ_BLOCKS=3 JITFIT_GPU_NEQ_BLOCKS=4 JITFIT_GPU_STAGE_THREADS=16 \
+    JITFIT_GPU_STAGE=8388608; do
+    step bench.txt 40 env "$v" "$B/bench/bench_gpu" --sizes "$knob_sizes" --reps "$reps" --cpu-max 0
+  done
 }
 part_extra() {
   # the anchors at the other sizes, and the kernels' profile: after the batches, which the
