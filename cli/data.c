@@ -82,7 +82,7 @@ static void read_piece(void *ctx, size_t k, int worker) {
 static int read_pieces(int fd, int threads, char *buf, size_t size, text_scan *scan) {
     size_t np = (size_t)threads;
     piece *pcs = calloc(np, sizeof *pcs);
-    jf_pool *pool = pcs ? jf_pool_create(threads) : NULL;
+    jf_pool *pool = pcs ? jf_pool_acquire(threads) : NULL;
     if (!pool) {
         free(pcs);
         return -1;
@@ -94,7 +94,7 @@ static int read_pieces(int fd, int threads, char *buf, size_t size, text_scan *s
         pcs[k].len = (k + 1 == np ? size : size / np * (k + 1)) - pcs[k].off;
     }
     jf_pool_run(pool, np, read_piece, pcs);
-    jf_pool_free(pool);
+    jf_pool_release(pool);
     char more;
     int ok = pread(fd, &more, 1, (off_t)size) == 0;
     memset(scan, 0, sizeof *scan);
@@ -930,7 +930,7 @@ static int read_parallel(jf_datafile *f, const long *slot, jf_table *t, size_t *
     if (nt < 2 || len < PARALLEL_MIN_BYTES) return 0;
     size_t nspans = (size_t)nt * SPANS_PER_THREAD;
     span *sp = calloc(nspans, sizeof *sp);
-    jf_pool *pool = sp ? jf_pool_create(nt) : NULL;
+    jf_pool *pool = sp ? jf_pool_acquire(nt) : NULL;
     if (!pool) {
         free(sp);
         return 0;
@@ -953,7 +953,7 @@ static int read_parallel(jf_datafile *f, const long *slot, jf_table *t, size_t *
         lines += sp[k].lines;
     }
     jf_pool_run(pool, nspans, parse_span_task, &job);
-    jf_pool_free(pool);
+    jf_pool_release(pool);
     size_t rows = 0;
     *rc = 0;
     for (size_t k = 0; k < nspans && *rc == 0; k++) {

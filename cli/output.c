@@ -217,7 +217,7 @@ int jf_output_csv(const char *path, const char *group_name, char *const *keys,
     size_t nchunks = (n + CHUNK_ROWS - 1) / CHUNK_ROWS;
     int threads = jf_threads_resolve(nthreads);
     if ((size_t)threads > nchunks) threads = nchunks > 0 ? (int)nchunks : 1;
-    jf_pool *pool = threads > 1 ? jf_pool_create(threads) : NULL;
+    jf_pool *pool = threads > 1 ? jf_pool_acquire(threads) : NULL;
     size_t per_round = (size_t)jf_pool_size(pool) * 4;
     rows_job job = {(const char *const *)keys, ncols, ld, n, ycol, cols, fit, fit_se, 0, NULL};
     job.out = calloc(per_round, sizeof *job.out);
@@ -235,7 +235,7 @@ int jf_output_csv(const char *path, const char *group_name, char *const *keys,
     if (job.out)
         for (size_t t = 0; t < per_round; t++) free(job.out[t].s);
     free(job.out);
-    jf_pool_free(pool);
+    jf_pool_release(pool);
     int bad = ferror(f);
     if (to_stdout) bad |= fflush(f) != 0;
     else bad |= fclose(f) != 0;

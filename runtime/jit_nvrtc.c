@@ -350,17 +350,61 @@ static int module_key(const char *src, jf_jit_options *o, jf_cache_key *key, int
             return JF_ERR_UNAVAILABLE;
         }
     }
+    if (emu) o->no_cache = 1;
+    *key = jf_cuda_cache_key(src, emu ? -1 : vmaj, vmin, device_arch, *arch, *cubin);
+    return JF_OK;
+}
+
+jf_cache_key jf_cuda_cache_key(const char *src, int nvrtc_major, int nvrtc_minor,
+                               int device_arch, int arch, int cubin) {
     char compiler[64], archs[32];
-    if (emu) snprintf(compiler, sizeof compiler, "emulator");
-    else snprintf(compiler, sizeof compiler, "nvrtc %d.%d", vmaj, vmin);
+    if (nvrtc_major < 0) snprintf(compiler, sizeof compiler, "emulator");
+    else snprintf(compiler, sizeof compiler, "nvrtc %d.%d", nvrtc_major, nvrtc_minor);
     /* PTX for an older architecture, compiled by the driver for this GPU (one newer than the
      * NVRTC): its own entry, since the driver's compiler, not NVRTC's, makes the code */
-    if (*cubin) snprintf(archs, sizeof archs, "sm_%d", *arch);
-    else snprintf(archs, sizeof archs, "compute_%d for sm_%d", *arch, device_arch);
-    if (emu) o->no_cache = 1;
+    if (cubin) snprintf(archs, sizeof archs, "sm_%d", arch);
+    else snprintf(archs, sizeof archs, "compute_%d for sm_%d", arch, device_arch);
     jf_cache_key_parts parts = {"cuda", src, compiler, JF_NVRTC_FLAGS, archs};
-    *key = jf_cache_key_make(&parts);
-    return JF_OK;
+    return jf_cache_key_make(&parts);
+}
+
+int jf_cuda_precompile(const char *src, const char *dirname, int device_arch, char *why,
+                       size_t n) {
+    if (jf_nvrtc_load(why, n) != JF_OK) return JF_ERR_UNAVAILABLE;
+    int vmaj = 0, vmin = 0, nsupported, cubin;
+    const int *supported;
+    jf_nvrtc_version(&vmaj, &vmin);
+    jf_nvrtc_archs(&supported, &nsupported);
+    int arch = jf_nvrtc_target(device_arch, supported, nsupported, &cubin);
+    if (!arch) {
+        snprintf(why, n, "NVRTC %d.%d cannot compile for sm_%d", vmaj, vmin, device_arch);
+        return JF_ERR_UNAVAILABLE;
+    }
+    jf_cache_key key = jf_cuda_cache_key(src, vmaj, vmin, device_arch, arch, cubin);
+    jf_cache_dir dir;
+    jf_cache_dir_open(dirname, 0, 1, &dir);
+    if (dir.state != JF_CACHE_DIR_OK) {
+        snprintf(why, n, "%s", dir.reason);
+        return JF_ERR_IO;
+    }
+    unsigned char *image = NULL;
+    size_t size = 0;
+    if (jf_cache_disk_load(&dir, &key, JF_CACHE_KIND_CUDA_CUBIN, &image, &size, NULL, 0) ==
+        JF_CACHE_ENTRY_HIT) {
+        free(image);
+        return JF_OK;
+    }
+    char *log = NULL;
+    int st = jf_nvrtc_compile(src, arch, cubin, &image, &size, &log);
+    if (st != JF_OK) {
+        snprintf(why, n, "NVRTC failed: %.*s", (int)strcspn(log ? log : "", "\n"), log ? log : "");
+        free(log);
+        return st;
+    }
+    free(log);
+    st = jf_cache_disk_store(&dir, &key, JF_CACHE_KIND_CUDA_CUBIN, image, size, why, n);
+    free(image);
+    return st;
 }
 
 int jf_cuda_module_cached(const char *source, const jf_jit_options *opts) {
@@ -420,6 +464,14 @@ static int module_get(const char *src, const char *const *names, size_t nnames,
             res = JF_CACHE_DISK;
             free(image);
             image = NULL;
+        }
+        if (!nm && emu) { /* a cache for a GPU machine, filled on the emulator (jit_nvrtc.h) */
+            const char *pre = getenv("JITFIT_CUDA_PRECOMPILE_DIR");
+            char pwhy[512];
+            if (pre && *pre && jf_cuda_precompile(src, pre, 90, pwhy, sizeof pwhy) != JF_OK) {
+                snprintf(msg, sizeof msg, "not precompiled for sm_90: %.500s", pwhy);
+                jf_warning_append(warn, wn, msg);
+            }
         }
         if (!nm) {
             char *log = NULL;

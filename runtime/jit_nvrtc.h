@@ -18,6 +18,7 @@
 
 #include <stddef.h>
 
+#include "cache.h"
 #include "kernels.h"
 
 struct jf_cache_entry; /* a held module of the memory cache (cache.h) */
@@ -61,6 +62,20 @@ JF_INTERNAL int jf_nvrtc_compile(const char *source, int arch, int want_cubin,
  * loads it: returns that architecture, *cubin = 0. A GPU older than every supported
  * architecture: returns 0. */
 JF_INTERNAL int jf_nvrtc_target(int arch, const int *supported, int nsupported, int *cubin);
+
+/* The kernel cache's key of the CUDA module of src: compiled by NVRTC nvrtc_major.nvrtc_minor
+ * (nvrtc_major < 0: the emulator's module) for a GPU of compute capability device_arch, as a
+ * CUBIN for sm_<arch> (cubin) or PTX for compute_<arch> (jf_nvrtc_target's choice). */
+JF_INTERNAL jf_cache_key jf_cuda_cache_key(const char *src, int nvrtc_major, int nvrtc_minor,
+                                           int device_arch, int arch, int cubin);
+/* Compiles src with NVRTC for a GPU of compute capability device_arch (no GPU needed) and stores
+ * it in the kernel cache directory dirname under the key such a GPU looks up with this NVRTC,
+ * unless it is there already. With the emulator and $JITFIT_CUDA_PRECOMPILE_DIR, every module
+ * the emulator builds is also precompiled for sm_90 there (with a warning when that fails): a
+ * run on the emulator fills a cache that a GPU machine with the same NVRTC version uses as is
+ * (scripts/gpu_bundle.sh). JF_OK, or an error with the reason in why. */
+JF_INTERNAL int jf_cuda_precompile(const char *src, const char *dirname, int device_arch,
+                                   char *why, size_t n);
 
 /* Most kernels one module may hold for jf_cuda_module_get. */
 #define JF_CUDA_MODULE_MAX_FNS 8

@@ -66,6 +66,12 @@ wrap jitfit "$src/build/jitfit"
 for t in test_gpu test_crosscheck test_doctor; do wrap "$t" "$src/build/tests/$t"; done
 for t in bench_gpu bench_gpu_batch bench_gpu_large_p bench_gpu_copy bench_host_passes; do wrap "$t" "$src/build/bench/$t"; done
 export JITFIT_CACHE_DIR=${JITFIT_CACHE_DIR:-/tmp/jitfit-gpu-session-cache}
+# the kernel cache the bundle precompiled for sm_90 on the emulator (gpu_bundle.sh): the
+# modules found there are not compiled here (the tests' NVRTC time)
+if [ -d gpu-bundle/kernel-cache ] && [ ! -e "$JITFIT_CACHE_DIR" ]; then
+  cp -r gpu-bundle/kernel-cache "$JITFIT_CACHE_DIR"
+  echo "kernel cache from the bundle: $(find "$JITFIT_CACHE_DIR" -type f | wc -l) files" >>"$OUT/env.txt"
+fi
 B=$src/build
 deadline=${DEADLINE:-540}
 parts=" ${PARTS:-single batch extra tests} "

@@ -1269,7 +1269,7 @@ static int fit_model(const jf_model *m, const jf_data *data, const jf_fit_option
     int nt = req < 0 || req > NTHREADS_MAX ? 1 : jf_threads_resolve(req);
     size_t chunks = jf_problem_chunks(data ? data->n : 0);
     if ((size_t)nt > chunks) nt = (int)chunks;
-    jf_pool *pool = data && data->n >= JF_SCAN_POOL_MIN && nt > 1 ? jf_pool_create(nt) : NULL;
+    jf_pool *pool = data && data->n >= JF_SCAN_POOL_MIN && nt > 1 ? jf_pool_acquire(nt) : NULL;
     /* the data first: setup_init obtains the kernels, a compile a bad call need not pay for */
     memset(&s, 0, sizeof s);
     s.m = m;
@@ -1310,12 +1310,12 @@ static int fit_model(const jf_model *m, const jf_data *data, const jf_fit_option
         }
     }
     if (st == JF_OK) {
-        if (!pool && nt > 1) pool = jf_pool_create(nt);
+        if (!pool && nt > 1) pool = jf_pool_acquire(nt);
         st = run_fit(&s, data, w, x0, held_row(&s, 0), pool, &cfg, t0, out, errmsg, NULL, NULL,
                      NULL);
     }
 done:
-    jf_pool_free(pool);
+    jf_pool_release(pool);
     free(w);
     free(x0);
     setup_free(&s);
@@ -1978,7 +1978,7 @@ static int batch_fits(const jf_model *m, size_t nfits, const jf_data *data, cons
     double *store = NULL;
     size_t *todo = NULL, ntodo = nfits, written = 0;
     int nt = jf_threads_resolve(s.o.nthreads);
-    jf_pool *pool = (nt > 1 && nfits > 1) ? jf_pool_create((size_t)nt < nfits ? nt : (int)nfits) : NULL;
+    jf_pool *pool = (nt > 1 && nfits > 1) ? jf_pool_acquire((size_t)nt < nfits ? nt : (int)nfits) : NULL;
     if (s.gpu) {
         size_t np = m->np;
         char why[MSG_LEN] = "", fallback[MSG_LEN] = "";
@@ -2018,7 +2018,7 @@ static int batch_fits(const jf_model *m, size_t nfits, const jf_data *data, cons
             free(pre);
             free(store);
             free(codes);
-            jf_pool_free(pool);
+            jf_pool_release(pool);
             setup_free(&s);
             return st;
         }
@@ -2033,7 +2033,7 @@ static int batch_fits(const jf_model *m, size_t nfits, const jf_data *data, cons
     }
     c.todo = todo; /* c.done already counts the fits the GPU batch did */
     if (st == JF_OK) jf_pool_run(pool, ntodo, batch_task, &c);
-    jf_pool_free(pool);
+    jf_pool_release(pool);
     pthread_mutex_destroy(&c.lock);
     pthread_mutex_destroy(&c.report);
     if (st == JF_OK)

@@ -40,6 +40,12 @@ JF_INTERNAL int jf_threads_resolve(int n);
 JF_INTERNAL jf_pool *jf_pool_create(int nthreads);
 /* Joins the workers and frees the pool; accepts NULL. */
 JF_INTERNAL void jf_pool_free(jf_pool *pool);
+/* jf_pool_create, or the pool a jf_pool_release kept if it has nthreads threads (a loop of fits
+ * starts its threads once). */
+JF_INTERNAL jf_pool *jf_pool_acquire(int nthreads);
+/* Gives a pool from jf_pool_acquire back: kept for the next (the one kept before is freed);
+ * accepts NULL. */
+JF_INTERNAL void jf_pool_release(jf_pool *pool);
 /* Number of threads including the caller (1 for NULL). */
 JF_INTERNAL int jf_pool_size(const jf_pool *pool);
 /* Runs fn(ctx, task, worker) for task = 0..ntasks-1 and returns when all are done. worker is in

@@ -298,6 +298,65 @@ static void test_memory(void) {
     CHECK(jf_cuda_mem_info(&fr, &tot) == JF_OK && fr == tot);
 }
 
+/* $JITFIT_CUDA_PRECOMPILE_DIR: a module the emulator builds is also compiled by NVRTC into a
+ * CUBIN for sm_90, stored in that directory under the key an sm_90 GPU with this NVRTC looks up
+ * (jf_cuda_cache_key, as module_key makes it); not without the variable. Skipped without
+ * NVRTC. */
+static void test_precompile(void) {
+    char why[512];
+    if (jf_nvrtc_load(why, sizeof why) != JF_OK) {
+        printf("precompile: not checked (%s)\n", why);
+        return;
+    }
+    char dir[] = "/tmp/jitfit-precompile-XXXXXX";
+    if (!CHECK(mkdtemp(dir))) return;
+    static const char src[] = "extern \"C\" __global__ void k(double *v) { v[threadIdx.x] *= 2.0; }\n";
+    const char *name = "k";
+    jf_jit_options jo;
+    memset(&jo, 0, sizeof jo);
+    void *fn = NULL;
+    struct jf_cache_entry *held = NULL;
+    int vmaj, vmin, nsup, cubin;
+    const int *sup;
+    jf_nvrtc_version(&vmaj, &vmin);
+    jf_nvrtc_archs(&sup, &nsup);
+    int arch = jf_nvrtc_target(90, sup, nsup, &cubin);
+    jf_cache_key key = jf_cuda_cache_key(src, vmaj, vmin, 90, arch, cubin);
+    jf_cache_dir cd;
+    jf_cache_dir_open(dir, 0, 1, &cd);
+    unsigned char *image = NULL;
+    size_t size = 0;
+    /* without the variable: the emulator's module only */
+    CHECK(jf_cuda_module_get(src, &name, 1, &jo, &fn, &held, NULL, why, sizeof why, NULL, 0) ==
+          JF_OK);
+    jf_cuda_module_release(held);
+    CHECK(jf_cache_disk_load(&cd, &key, JF_CACHE_KIND_CUDA_CUBIN, &image, &size, NULL, 0) !=
+          JF_CACHE_ENTRY_HIT);
+    free(image);
+    image = NULL;
+    /* with it (another source text: the memory cache holds the first one's module) */
+    static const char src2[] = "extern \"C\" __global__ void k(double *v) { v[threadIdx.x] *= 3.0; }\n";
+    key = jf_cuda_cache_key(src2, vmaj, vmin, 90, arch, cubin);
+    setenv("JITFIT_CUDA_PRECOMPILE_DIR", dir, 1);
+    char warn[512] = "";
+    CHECK(jf_cuda_module_get(src2, &name, 1, &jo, &fn, &held, NULL, why, sizeof why, warn,
+                             sizeof warn) == JF_OK);
+    unsetenv("JITFIT_CUDA_PRECOMPILE_DIR");
+    jf_cuda_module_release(held);
+    CHECK_STREQ(warn, "");
+    int hit = jf_cache_disk_load(&cd, &key, JF_CACHE_KIND_CUDA_CUBIN, &image, &size, why,
+                                 sizeof why) == JF_CACHE_ENTRY_HIT;
+    CHECK(hit && size > 4 && memcmp(image, cubin ? "\177ELF" : "//", cubin ? 4 : 2) == 0);
+    printf("precompile: NVRTC %d.%d, %s for sm_90, %zu bytes in the cache\n", vmaj, vmin,
+           cubin ? "a CUBIN" : "PTX", size);
+    free(image);
+    /* again: found in the cache */
+    CHECK(jf_cuda_precompile(src2, dir, 90, why, sizeof why) == JF_OK);
+    char cmd[128];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    CHECK(system(cmd) == 0);
+}
+
 int main(void) {
     setenv("JITFIT_CUDA_EMULATE", "1", 1);
     setenv("JITFIT_CUDA_EMULATE_MEM", "67108864", 1);
@@ -318,6 +377,7 @@ int main(void) {
     test_graphs(fn);
     test_memory();
     test_ulps();
+    test_precompile();
     jf_cuda_module_release(held);
     return jf_test_finish();
 }
