@@ -4,7 +4,9 @@
 # build dependencies (flex, bison, OpenBLAS, LAPACKE, xxhash, inih, cairo) and no network, so
 # the binaries are built here and travel with the shared libraries they load (all but the C
 # library's own), stripped of debug information, in gpu-bundle.tar.gz (ignored by git: name it
-# in the device tool's `carry`). Then, on the device: `bash scripts/gpu_session.sh`.
+# in the device tool's `carry`), with a kernel cache of the GPU tests' and benchmarks' modules
+# compiled for sm_90 here (below; 15-25 minutes). Then, on the device:
+# `bash scripts/gpu_session.sh`.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
