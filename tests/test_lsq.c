@@ -22,6 +22,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "solver/solver.h"
 #include "solver/lsq_core.h"
@@ -334,6 +336,43 @@ static void test_fold(void) {
  * step, a chunk's first and last values, the odd end), the weights exactly 1/sigma, and the
  * total sum of squares as the plain sums' to rounding (a long double reference), the same on
  * 1 thread, and exactly 0 for equal values. */
+static void count_task(void *ctx, size_t task, int worker) {
+    (void)worker;
+    __atomic_add_fetch((size_t *)ctx, task + 1, __ATOMIC_RELAXED);
+}
+
+/* The pool a call released is the next call's when it asks for as many threads, not when it
+ * asks for another number; a forked child does not get it (its threads stayed in the parent:
+ * a run on it would wait for them for ever) and starts its own. */
+static void test_pool_reuse(void) {
+    jf_pool *a = jf_pool_acquire(3);
+    if (!CHECK(a && jf_pool_size(a) == 3)) return;
+    jf_pool_release(a);
+    jf_pool *b = jf_pool_acquire(3);
+    CHECK(b == a);
+    jf_pool *c = jf_pool_acquire(2); /* the kept one (none now) is not taken */
+    CHECK(c && c != b && jf_pool_size(c) == 2);
+    jf_pool_release(c);
+    jf_pool_release(b); /* b kept, c freed */
+    pid_t pid = fork();
+    if (pid == 0) {
+        jf_pool *d = jf_pool_acquire(3);
+        if (!d || d == b) _exit(1); /* (a run on b would hang) */
+        size_t sum = 0;
+        jf_pool_run(d, 100, count_task, &sum);
+        _exit(sum == 5050 ? 0 : 1);
+    }
+    int status = 0;
+    if (CHECK(pid > 0 && waitpid(pid, &status, 0) == pid))
+        CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    jf_pool *e = jf_pool_acquire(3); /* the parent's is still there */
+    CHECK(e == b);
+    size_t sum = 0;
+    jf_pool_run(e, 100, count_task, &sum);
+    CHECK(sum == 5050);
+    jf_pool_release(e);
+}
+
 static void test_scans(void) {
     const size_t n = ((size_t)1 << 18) + 13;
     double *v = malloc(n * sizeof *v), *w = malloc(n * sizeof *w);
@@ -449,6 +488,7 @@ out:
 
 int main(void) {
     test_scans();
+    test_pool_reuse();
     test_random();
     test_rank_deficient();
     test_merge();
