@@ -80,7 +80,7 @@ static const char *bare(const char *reason) {
  * development machine, docs/PERFORMANCE.md). The GPU's are those of an H200's second session
  * (docs/PERFORMANCE.md, "GPU solver", 2026-11-28), put in this formula's terms: a single fit's
  * warm time less its upload (the damped sine, 10⁷ and 10⁸ points: 5.9 and 5.5·10⁻¹² s; the
- * first session's 1.1·10⁻¹⁰ was mostly the driver's pageable copy), its upload (25 GB/s staged
+ * first session's 1.1·10⁻¹⁰ came before the changes between the runs), its upload (25 GB/s staged
  * at 10⁷ points, 39 at 10⁸), the warm fixed cost (a 10⁵-point fit's 1.2 ms in all), and a
  * batch's time less its modelled host work and copies (5×5 Gaussians, 10⁶ and 10⁷ fits:
  * 5.5 and 5.2·10⁻¹¹ s; 10⁵ spectra of 1000 points: 8·10⁻¹²). The cold fixed cost stays
