@@ -46,7 +46,8 @@ if [ "${PRECOMPILE:-1}" = 1 ]; then
     shift
     if ! env JITFIT_CUDA_EMULATE=1 JITFIT_CACHE_DIR="$B/tests/kernel-cache" "$@" \
       >"$B/precompile-$name.log" 2>&1; then
-      echo "gpu_bundle: $name failed on the emulator (build/precompile-$name.log); its modules may be missing"
+      echo "gpu_bundle: $name failed on the emulator (build/precompile-$name.log);" \
+        "its modules may be missing"
     fi
   }
   (cd "$B/tests" && run_emu test_gpu ./test_gpu) &
@@ -67,7 +68,8 @@ if [ "${PRECOMPILE:-1}" = 1 ]; then
   ) &
   wait
   unset JITFIT_CUDA_PRECOMPILE_DIR
-  echo "gpu_bundle: kernel cache for sm_90: $(find "$pre" -type f | wc -l) files, $(du -sh "$pre" | cut -f1)"
+  echo "gpu_bundle: kernel cache for sm_90: $(find "$pre" -type f | wc -l) files," \
+    "$(du -sh "$pre" | cut -f1)"
 fi
 # NLSQ for bench/bench_gpu_anchors.py: the device's Python (3.12) has JAX with CUDA and every
 # package NLSQ imports, but not NLSQ; its pure-Python wheel travels (0.7.6 ran with JAX 0.11.2,

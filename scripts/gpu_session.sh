@@ -70,7 +70,8 @@ export JITFIT_CACHE_DIR=${JITFIT_CACHE_DIR:-/tmp/jitfit-gpu-session-cache}
 # modules found there are not compiled here (the tests' NVRTC time)
 if [ -d gpu-bundle/kernel-cache ] && [ ! -e "$JITFIT_CACHE_DIR" ]; then
   cp -r gpu-bundle/kernel-cache "$JITFIT_CACHE_DIR"
-  echo "kernel cache from the bundle: $(find "$JITFIT_CACHE_DIR" -type f | wc -l) files" >>"$OUT/env.txt"
+  echo "kernel cache from the bundle: $(find "$JITFIT_CACHE_DIR" -type f | wc -l) files" \
+    >>"$OUT/env.txt"
 fi
 B=$src/build
 deadline=${DEADLINE:-540}

@@ -1292,7 +1292,8 @@ static int fit_model(const jf_model *m, const jf_data *data, const jf_fit_option
     }
     /* the deferred scans now unless the GPU runs the fit, and before any other error: the data's
      * come first, as when check_data scans */
-    if (deferred && (st != JF_OK || !s.gpu)) st = scan_deferred(&s, data, pool, st, errmsg, &deferred);
+    if (deferred && (st != JF_OK || !s.gpu))
+        st = scan_deferred(&s, data, pool, st, errmsg, &deferred);
     jf_lm_config cfg = make_config(&s, 1);
     if (st == JF_OK && s.gpu) {
         char fallback[MSG_LEN] = "";
@@ -1978,7 +1979,8 @@ static int batch_fits(const jf_model *m, size_t nfits, const jf_data *data, cons
     double *store = NULL;
     size_t *todo = NULL, ntodo = nfits, written = 0;
     int nt = jf_threads_resolve(s.o.nthreads);
-    jf_pool *pool = (nt > 1 && nfits > 1) ? jf_pool_acquire((size_t)nt < nfits ? nt : (int)nfits) : NULL;
+    jf_pool *pool =
+        (nt > 1 && nfits > 1) ? jf_pool_acquire((size_t)nt < nfits ? nt : (int)nfits) : NULL;
     if (s.gpu) {
         size_t np = m->np;
         char why[MSG_LEN] = "", fallback[MSG_LEN] = "";

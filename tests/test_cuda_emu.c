@@ -310,7 +310,8 @@ static void test_precompile(void) {
     }
     char dir[] = "/tmp/jitfit-precompile-XXXXXX";
     if (!CHECK(mkdtemp(dir))) return;
-    static const char src[] = "extern \"C\" __global__ void k(double *v) { v[threadIdx.x] *= 2.0; }\n";
+    static const char src[] =
+        "extern \"C\" __global__ void k(double *v) { v[threadIdx.x] *= 2.0; }\n";
     const char *name = "k";
     jf_jit_options jo;
     memset(&jo, 0, sizeof jo);
@@ -335,7 +336,8 @@ static void test_precompile(void) {
     free(image);
     image = NULL;
     /* with it (another source text: the memory cache holds the first one's module) */
-    static const char src2[] = "extern \"C\" __global__ void k(double *v) { v[threadIdx.x] *= 3.0; }\n";
+    static const char src2[] =
+        "extern \"C\" __global__ void k(double *v) { v[threadIdx.x] *= 3.0; }\n";
     key = jf_cuda_cache_key(src2, vmaj, vmin, 90, arch, cubin);
     setenv("JITFIT_CUDA_PRECOMPILE_DIR", dir, 1);
     char warn[512] = "";

@@ -79,7 +79,8 @@ static int upload_pieces(size_t sb) {
         }
         for (size_t i = 0, src = 0; i < NPC; src += bytes[i], i++)
             pc[i] = (jf_gpu_piece){d + dst[i], h + src, bytes[i], 0};
-        ok = jf_gpu_upload_pieces(pc, NPC, JF_UPLOAD_STAGED, &how, NULL, why, sizeof why) == JF_OK &&
+        ok = jf_gpu_upload_pieces(pc, NPC, JF_UPLOAD_STAGED, &how, NULL, why, sizeof why) ==
+                 JF_OK &&
              how == JF_UPLOAD_STAGED && jf_cuda_to_host(back, d, total, why, sizeof why) == JF_OK;
         for (size_t i = 0, src = 0; ok && i < NPC; src += bytes[i], i++)
             ok = memcmp(h + src, back + dst[i], bytes[i]) == 0;
