@@ -1490,6 +1490,7 @@ typedef struct gpu_pass {
     size_t k0, k1;              /* the launch's fits whose results came back: [k0, k1) */
     const double *stats;        /* their statistics records, or NULL */
     size_t *written;            /* per task: fits whose result or row is in place */
+    size_t rows_chunk;          /* fits per task of gpu_pass_rows */
     jf_pool *pool;
     size_t nwritten;            /* fits done so far */
 } gpu_pass;
@@ -1546,14 +1547,14 @@ static void gpu_pass_list(void *vctx, size_t task, int worker) {
     }
 }
 
-/* As a chunk of the launch's fits [k0, k1) comes back, for its fits [k0 + task·BATCH_HOST_CHUNK,
+/* As a chunk of the launch's fits [k0, k1) comes back, for its fits [k0 + task·rows_chunk,
  * ...): a row of the columns from each statistics record, else the finish from the device
  * loop's results on the host, now, while the device runs the next chunks. */
 static void gpu_pass_rows(void *vctx, size_t task, int worker) {
     (void)worker;
     gpu_pass *g = vctx;
-    size_t np = g->s->m->np, nst = JF_BATCH_STATS(np), k = g->k0 + task * BATCH_HOST_CHUNK;
-    size_t end = k + BATCH_HOST_CHUNK < g->k1 ? k + BATCH_HOST_CHUNK : g->k1;
+    size_t np = g->s->m->np, nst = JF_BATCH_STATS(np), k = g->k0 + task * g->rows_chunk;
+    size_t end = k + g->rows_chunk < g->k1 ? k + g->rows_chunk : g->k1;
     g->written[task] = 0;
     for (; k < end; k++) {
         size_t i = g->map[k];
@@ -1575,7 +1576,13 @@ static void gpu_pass_rows(void *vctx, size_t task, int worker) {
  * runs the next chunks; they count as finished for batch_progress. */
 static void gpu_chunk_done(void *vctx, size_t f0, size_t f1, const double *st) {
     gpu_pass *g = vctx;
-    size_t ntasks = (f1 - f0 + BATCH_HOST_CHUNK - 1) / BATCH_HOST_CHUNK;
+    /* tasks for 8 per thread at least: a fit the host finishes (no statistics record: more
+     * than 8 parameters, a robust loss into objects) costs milliseconds, and 10⁴ 11-parameter
+     * spectra in tasks of 2048 kept 5 of the H200 host's 16 threads busy for 2 s */
+    size_t n = f1 - f0, per = 8 * (size_t)jf_pool_size(g->pool);
+    size_t chunk = (n + per - 1) / per;
+    g->rows_chunk = chunk < 1 ? 1 : chunk > BATCH_HOST_CHUNK ? BATCH_HOST_CHUNK : chunk;
+    size_t ntasks = (n + g->rows_chunk - 1) / g->rows_chunk;
     g->k0 = f0;
     g->k1 = f1;
     g->stats = st;
@@ -1610,7 +1617,9 @@ static int batch_gpu_fits(batch_ctx *bc, jf_batch_out *pre, double *store, jf_po
     double *x0 = malloc(nfits * np * sizeof *x0);
     jf_batch_out *outs = calloc(nfits, sizeof *outs);
     char *ok = malloc(nfits);
-    size_t *wtask = calloc(ntasks, sizeof *wtask), *first = calloc(ntasks, sizeof *first);
+    /* (gpu_chunk_done's tasks: at most ntasks, or 8 per thread and one) */
+    size_t *wtask = calloc(ntasks + 8 * (size_t)jf_pool_size(pool) + 1, sizeof *wtask);
+    size_t *first = calloc(ntasks, sizeof *first);
     int code = JF_OK;
     *written = 0;
     *launches = 0;
