@@ -319,6 +319,27 @@ static cuda_module *load_module(const unsigned char *image, const char *const *n
     return cm;
 }
 
+/* The cache key of src's module compiled by the loaded NVRTC for a GPU of compute capability
+ * device_arch, and what to compile for it (jf_nvrtc_target: the architecture in *arch, a CUBIN
+ * or PTX in *cubin). JF_OK, or JF_ERR_UNAVAILABLE with the reason in why. */
+static int nvrtc_key(const char *src, int device_arch, jf_cache_key *key, int *arch, int *cubin,
+                     char *why, size_t n) {
+    int vmaj = 0, vmin = 0, nsupported;
+    const int *supported;
+    jf_nvrtc_version(&vmaj, &vmin);
+    jf_nvrtc_archs(&supported, &nsupported);
+    *arch = jf_nvrtc_target(device_arch, supported, nsupported, cubin);
+    if (!*arch) {
+        snprintf(why, n,
+                 "unavailable: NVRTC %d.%d cannot compile for this GPU (sm_%d; the oldest it "
+                 "supports is sm_%d): use an older CUDA toolkit's NVRTC",
+                 vmaj, vmin, device_arch, supported[0]);
+        return JF_ERR_UNAVAILABLE;
+    }
+    *key = jf_cuda_cache_key(src, vmaj, vmin, device_arch, *arch, *cubin);
+    return JF_OK;
+}
+
 /* The cache key of src's module for the present GPU and what to compile for it (jf_nvrtc_target:
  * the architecture in *arch, a CUBIN or PTX in *cubin), with the options o adjusted for the
  * emulator. JF_OK, or JF_ERR_UNAVAILABLE (no GPU or NVRTC, or a GPU the NVRTC cannot target)
@@ -329,29 +350,17 @@ static int module_key(const char *src, jf_jit_options *o, jf_cache_key *key, int
     /* emulated (cuda_emu.h): the module's image is its source, built by the emulator when
      * loaded; it is kept in the memory cache only, under a key of its own (built again after
      * the memory cache has unloaded it) */
-    int emu = jf_cuda_emulated();
-    if (!emu && jf_nvrtc_load(why, n) != JF_OK) return JF_ERR_UNAVAILABLE;
-    int major, minor, vmaj = 0, vmin = 0;
+    int major, minor;
     jf_cuda_arch(&major, &minor);
-    if (!emu) jf_nvrtc_version(&vmaj, &vmin);
     int device_arch = major * 10 + minor;
+    if (!jf_cuda_emulated()) {
+        if (jf_nvrtc_load(why, n) != JF_OK) return JF_ERR_UNAVAILABLE;
+        return nvrtc_key(src, device_arch, key, arch, cubin, why, n);
+    }
     *arch = device_arch;
     *cubin = 1;
-    if (!emu) {
-        const int *supported;
-        int nsupported;
-        jf_nvrtc_archs(&supported, &nsupported);
-        *arch = jf_nvrtc_target(device_arch, supported, nsupported, cubin);
-        if (!*arch) {
-            snprintf(why, n,
-                     "unavailable: NVRTC %d.%d cannot compile for this GPU (sm_%d; the oldest it "
-                     "supports is sm_%d): use an older CUDA toolkit's NVRTC",
-                     vmaj, vmin, device_arch, supported[0]);
-            return JF_ERR_UNAVAILABLE;
-        }
-    }
-    if (emu) o->no_cache = 1;
-    *key = jf_cuda_cache_key(src, emu ? -1 : vmaj, vmin, device_arch, *arch, *cubin);
+    o->no_cache = 1;
+    *key = jf_cuda_cache_key(src, -1, 0, device_arch, *arch, *cubin);
     return JF_OK;
 }
 
@@ -370,17 +379,11 @@ jf_cache_key jf_cuda_cache_key(const char *src, int nvrtc_major, int nvrtc_minor
 
 int jf_cuda_precompile(const char *src, const char *dirname, int device_arch, char *why,
                        size_t n) {
-    if (jf_nvrtc_load(why, n) != JF_OK) return JF_ERR_UNAVAILABLE;
-    int vmaj = 0, vmin = 0, nsupported, cubin;
-    const int *supported;
-    jf_nvrtc_version(&vmaj, &vmin);
-    jf_nvrtc_archs(&supported, &nsupported);
-    int arch = jf_nvrtc_target(device_arch, supported, nsupported, &cubin);
-    if (!arch) {
-        snprintf(why, n, "NVRTC %d.%d cannot compile for sm_%d", vmaj, vmin, device_arch);
+    jf_cache_key key;
+    int arch, cubin;
+    if (jf_nvrtc_load(why, n) != JF_OK ||
+        nvrtc_key(src, device_arch, &key, &arch, &cubin, why, n) != JF_OK)
         return JF_ERR_UNAVAILABLE;
-    }
-    jf_cache_key key = jf_cuda_cache_key(src, vmaj, vmin, device_arch, arch, cubin);
     jf_cache_dir dir;
     jf_cache_dir_open(dirname, 0, 1, &dir);
     if (dir.state != JF_CACHE_DIR_OK) {

@@ -994,12 +994,7 @@ static int batch_submit(const batch_run *r, batch_buf *b, size_t f0, size_t f1, 
                         size_t n) {
     const batch_sizes *z = &r->z;
     const jf_batch_fit *fits = r->fits + f0;
-    size_t nf = f1 - f0, np = z->np, nh = z->nh, pts = 0;
-    for (size_t f = 0; f < nf; f++) {
-        b->hoff[f] = pts;
-        pts += fits[f].n;
-    }
-    b->hoff[nf] = pts;
+    size_t nf = f1 - f0, np = z->np, nh = z->nh, pts = jf_batch_offsets(fits, nf, b->hoff);
     pack_job job = {.r = r, .b = b, .fits = fits, .nf = nf, .pts = pts};
     jf_pool_run(r->pool, (nf + PACK_TASK_FITS - 1) / PACK_TASK_FITS, pack_task, &job);
     int code = JF_OK;

@@ -819,13 +819,13 @@ static int solve_gpu(const fit_setup *s, jf_problem *prob, jf_gpu_problem *gp,
         }
     }
     stats->upload_ms = jf_clock_ms() - t_upload;
-    if (*unchecked && gp->data_finite != 1) { /* before another error, as check_data's scans */
+    int scan = *unchecked && gp->data_finite != 1;
+    *unchecked = 0;
+    if (scan) { /* before another error, as check_data's scans */
         const jf_data_view *v = &prob->view;
         int c = scan_data(s, v->x, v->ldx, v->y, prob->n, 0, tss->pool, why, n);
-        *unchecked = 0;
         if (c != JF_OK) return c;
     }
-    *unchecked = 0;
     if (code != JF_OK) {
         snprintf(why, n, "%s", gp->why);
         return code;

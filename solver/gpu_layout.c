@@ -67,14 +67,19 @@ void jf_batch_pack_range(const jf_batch_fit *fits, size_t f0, size_t f1, size_t 
     }
 }
 
-size_t jf_batch_pack(const jf_batch_fit *fits, size_t nfits, size_t nv, size_t total, double *x,
-                     double *y, double *w, unsigned long long *off) {
+size_t jf_batch_offsets(const jf_batch_fit *fits, size_t nfits, unsigned long long *off) {
     size_t at = 0;
     for (size_t f = 0; f < nfits; f++) {
         off[f] = at;
         at += fits[f].n;
     }
     off[nfits] = at;
+    return at;
+}
+
+size_t jf_batch_pack(const jf_batch_fit *fits, size_t nfits, size_t nv, size_t total, double *x,
+                     double *y, double *w, unsigned long long *off) {
+    size_t at = jf_batch_offsets(fits, nfits, off);
     jf_batch_pack_range(fits, 0, nfits, nv, total, x, y, w, off);
     return at;
 }

@@ -142,9 +142,8 @@ int jf_gpu_upload_pieces(const jf_gpu_piece *pc, size_t npc, int mode, int *how,
     for (size_t i = 0; i < npc; i++) bytes += pc[i].bytes;
     if (how) *how = JF_UPLOAD_DIRECT;
     int fin = -1;
-    if (mode == JF_UPLOAD_AUTO) mode = bytes >= JF_GPU_STAGE_MIN ? JF_UPLOAD_STAGED
-                                                                 : JF_UPLOAD_DIRECT;
-    if (mode == JF_UPLOAD_STAGED && bytes > 0 && pthread_mutex_trylock(&g_stage.mu) == 0) {
+    if (jf_gpu_upload_stages(bytes, mode) && bytes > 0 &&
+        pthread_mutex_trylock(&g_stage.mu) == 0) {
         int code = JF_OK, done = 0;
         if (stage_ready()) {
             fin = 1;

@@ -408,6 +408,10 @@ JF_INTERNAL jf_data_view jf_stream_view(const jf_stream_layout *l, const double 
                                         int weighted);
 
 struct jf_batch_fit;
+/* off[0..nfits]: the fits' first points when they are packed one after the other; returns the
+ * total. */
+JF_INTERNAL size_t jf_batch_offsets(const struct jf_batch_fit *fits, size_t nfits,
+                                    unsigned long long *off);
 /* Packs the fits' data one after the other into x (nv columns of total points), y and w (each
  * when not NULL; w is 1 for fits without weights), off[0..nfits] the fits' first points.
  * Returns the points packed (total). */

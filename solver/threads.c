@@ -21,9 +21,6 @@
 #include <sys/mman.h>
 #include <time.h>
 #include <unistd.h>
-#if defined(__SSE2__)
-#include <emmintrin.h>
-#endif
 
 #include "lsq_core.h"
 #include "polish_core.h"
@@ -289,67 +286,6 @@ void jf_pool_memcpy(jf_pool *pool, void *dst, const void *src, size_t len) {
     jf_pool_run(pool, (len + JF_COPY_SLICE - 1) / JF_COPY_SLICE, copy_slice, &j);
 }
 
-/* dst[0..n) = src[0..n); 1 when every value is finite. With SSE2 the stores bypass the cache
- * (the destination is a staging buffer the DMA engine reads next, not this core), and the
- * fence makes them visible before the pool's release of the task. */
-static int copy_finite(double *restrict dst, const double *restrict src, size_t n) {
-    size_t i = 0;
-    int ok = 1;
-#if defined(__SSE2__)
-    if (((uintptr_t)dst & 15) && n) { /* dst is 8-aligned: one value aligns it to 16 */
-        dst[0] = src[0];
-        ok = src[0] - src[0] == 0.0;
-        i = 1;
-    }
-    const __m128d zero = _mm_setzero_pd();
-    __m128d all = _mm_cmpeq_pd(zero, zero);
-    for (; i + 8 <= n; i += 8) {
-        __m128d a = _mm_loadu_pd(src + i), b = _mm_loadu_pd(src + i + 2);
-        __m128d c = _mm_loadu_pd(src + i + 4), d = _mm_loadu_pd(src + i + 6);
-        _mm_stream_pd(dst + i, a);
-        _mm_stream_pd(dst + i + 2, b);
-        _mm_stream_pd(dst + i + 4, c);
-        _mm_stream_pd(dst + i + 6, d);
-        /* v − v is 0 for finite v, NaN for ±inf and NaN */
-        __m128d ab = _mm_and_pd(_mm_cmpeq_pd(_mm_sub_pd(a, a), zero),
-                                _mm_cmpeq_pd(_mm_sub_pd(b, b), zero));
-        __m128d cd = _mm_and_pd(_mm_cmpeq_pd(_mm_sub_pd(c, c), zero),
-                                _mm_cmpeq_pd(_mm_sub_pd(d, d), zero));
-        all = _mm_and_pd(all, _mm_and_pd(ab, cd));
-    }
-    _mm_sfence();
-    ok &= _mm_movemask_pd(all) == 3;
-#endif
-    for (; i < n; i++) {
-        dst[i] = src[i];
-        ok &= src[i] - src[i] == 0.0;
-    }
-    return ok;
-}
-
-/* One jf_pool_copy_finite call. */
-typedef struct copy_finite_job {
-    double *dst;
-    const double *src;
-    size_t n;
-    atomic_int bad;
-} copy_finite_job;
-
-static void copy_finite_slice(void *ctx, size_t t, int worker) {
-    (void)worker;
-    copy_finite_job *j = ctx;
-    size_t per = JF_COPY_SLICE / sizeof(double), off = t * per;
-    if (!copy_finite(j->dst + off, j->src + off, j->n - off < per ? j->n - off : per))
-        atomic_store_explicit(&j->bad, 1, memory_order_relaxed);
-}
-
-int jf_pool_copy_finite(jf_pool *pool, double *dst, const double *src, size_t n) {
-    copy_finite_job j = {dst, src, n, 0};
-    size_t per = JF_COPY_SLICE / sizeof(double);
-    jf_pool_run(pool, (n + per - 1) / per, copy_finite_slice, &j);
-    return !atomic_load(&j.bad);
-}
-
 /* ---- passes over the data ------------------------------------------------------------------- */
 
 /* Points per chunk of a pass over n points: a function of n only (determinism). */
@@ -592,6 +528,32 @@ static int lanes_finite(const double *v, size_t b, size_t e) {
  * branch per entry cost as much as the pass's own loops (and gcc -O2 left the former
  * branch-free scalar loop unvectorized). */
 int jf_all_finite(const double *v, size_t n) { return lanes_finite(v, 0, n); }
+
+/* One jf_pool_copy_finite call. */
+typedef struct copy_finite_job {
+    double *dst;
+    const double *src;
+    size_t n;
+    atomic_int bad;
+} copy_finite_job;
+
+/* A slice's copy, then its test while the slice (1 MiB) is still in this core's cache. */
+static void copy_finite_slice(void *ctx, size_t t, int worker) {
+    (void)worker;
+    copy_finite_job *j = ctx;
+    size_t per = JF_COPY_SLICE / sizeof(double), off = t * per;
+    size_t len = j->n - off < per ? j->n - off : per;
+    memcpy(j->dst + off, j->src + off, len * sizeof(double));
+    if (!lanes_finite(j->src + off, 0, len))
+        atomic_store_explicit(&j->bad, 1, memory_order_relaxed);
+}
+
+int jf_pool_copy_finite(jf_pool *pool, double *dst, const double *src, size_t n) {
+    copy_finite_job j = {dst, src, n, 0};
+    size_t per = JF_COPY_SLICE / sizeof(double);
+    jf_pool_run(pool, (n + per - 1) / per, copy_finite_slice, &j);
+    return !atomic_load(&j.bad);
+}
 
 /* w[i] = 1/sigma[i] for i in [b, e); 1 when every sigma is positive and finite and every weight
  * finite (a tiny sigma's weight overflows), else 0 and the caller looks for the first bad one. */

@@ -405,9 +405,9 @@ static void test_scans(void) {
     v[n - 2] = 1.0;
     CHECK(found && first);
 
-    /* the staged upload's copy that tests (jf_pool_copy_finite: 1 MiB slices, cache-bypassing
-     * stores of two doubles, eight values per step): every value copied, and a bad one seen
-     * wherever it sits, into a destination 16-aligned or not */
+    /* the staged upload's copy that tests (jf_pool_copy_finite: 1 MiB slices, each copied and
+     * then tested by the lanes above): every value copied, and a bad one seen wherever it sits,
+     * into a destination 16-aligned or not */
     int copied = 1;
     found = 1;
     for (size_t shift = 0; shift < 2; shift++) {
