@@ -138,6 +138,8 @@ typedef struct jf_buf {
     const char *real; /* type of the model's values in emitted loads and statements (NULL:
                          double; "float" for the CUDA single-precision kernels, which also
                          casts constants and loaded values to it) */
+    int sincos; /* 1: sin(a) and cos(a) of one operand are one sincos call in the emitted
+                   statements (CUDA: libdevice then reduces a's range once, not twice) */
 } jf_buf;
 
 JF_INTERNAL void jf_buf_puts(jf_buf *b, const char *s);
@@ -167,7 +169,11 @@ JF_INTERNAL void jf_emit_operand(jf_buf *b, const jf_schedule *s, size_t pos);
 JF_INTERNAL void jf_emit_load_params(jf_buf *b, const jf_schedule *s, const char *indent);
 /* `const double x<j> = x[j * ldx + i];` for every variable s uses. */
 JF_INTERNAL void jf_emit_load_vars(jf_buf *b, const jf_schedule *s, const char *indent);
-/* One `const double t<n> = ...;` per operation of s, in schedule order. */
+/* The position of cos(a) for the sin(a) at pos (or of sin(a) for a cos(a)), or s->n if s has
+ * none. */
+JF_INTERNAL size_t jf_emit_sincos_partner(const jf_schedule *s, size_t pos);
+/* One `const double t<n> = ...;` per operation of s, in schedule order (with b->sincos, the
+ * first of a sin/cos pair of one operand also declares and fills both: `sc<n>s`, `sc<n>c`). */
 JF_INTERNAL void jf_emit_statements(jf_buf *b, const jf_schedule *s, const char *indent);
 /* The prelude.h and loss.h texts (or the comment replacing them), then a newline. */
 JF_INTERNAL void jf_emit_prelude(jf_buf *b, const jf_emit_options *o);

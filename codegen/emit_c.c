@@ -374,14 +374,6 @@ static jf_op sched_op(const jf_schedule *s, size_t pos) {
     return (jf_op)jf_dag_node(s->dag, s->nodes[pos])->op;
 }
 
-/* The position of cos(a) for sin(a) at pos (or of sin(a) for cos(a)), or s->n if none. */
-static size_t sincos_partner(const jf_schedule *s, size_t pos) {
-    jf_op want = sched_op(s, pos) == JF_OP_SIN ? JF_OP_COS : JF_OP_SIN;
-    for (size_t j = 0; j < s->n; j++)
-        if (sched_op(s, j) == want && s->argpos[3 * j] == s->argpos[3 * pos]) return j;
-    return s->n;
-}
-
 /* `const jf_vd vp<k> = jf_v_set1(p<k>);` for every parameter s uses (p<k> already loaded). */
 static void vec_load_params(jf_buf *b, const jf_schedule *s, const char *ind) {
     for (size_t i = 0; i < s->n; i++) {
@@ -428,7 +420,7 @@ static void vec_statements(jf_buf *b, const jf_schedule *s, const char *ind) {
         if (op == JF_OP_CONST || op == JF_OP_PARAM || op == JF_OP_VAR) continue;
         const uint32_t *ap = &s->argpos[3 * i];
         if (op == JF_OP_SIN || op == JF_OP_COS) {
-            size_t j = sincos_partner(s, i);
+            size_t j = jf_emit_sincos_partner(s, i);
             if (j < s->n) {
                 size_t first = j < i ? j : i;
                 if (first == i) {

@@ -241,13 +241,39 @@ static const char *infix_op(jf_op op) {
     }
 }
 
+size_t jf_emit_sincos_partner(const jf_schedule *s, size_t pos) {
+    jf_op want = jf_dag_node(s->dag, s->nodes[pos])->op == JF_OP_SIN ? JF_OP_COS : JF_OP_SIN;
+    for (size_t j = 0; j < s->n; j++)
+        if (jf_dag_node(s->dag, s->nodes[j])->op == want && s->argpos[3 * j] == s->argpos[3 * pos])
+            return j;
+    return s->n;
+}
+
 void jf_emit_statements(jf_buf *b, const jf_schedule *s, const char *indent) {
+    const char *real = b->real ? b->real : "double";
     for (size_t i = 0; i < s->n; i++) {
         const jf_node *nd = jf_dag_node(s->dag, s->nodes[i]);
         jf_op op = (jf_op)nd->op;
         if (op == JF_OP_CONST || op == JF_OP_PARAM || op == JF_OP_VAR) continue;
         const uint32_t *ap = &s->argpos[3 * i];
-        jf_buf_printf(b, "%sconst %s t%zu = ", indent, b->real ? b->real : "double", i);
+        size_t pair = b->sincos && (op == JF_OP_SIN || op == JF_OP_COS)
+                          ? jf_emit_sincos_partner(s, i)
+                          : s->n;
+        if (pair < s->n) {
+            /* sincos (sincosf in single precision) gives the bits sin and cos give: the same
+             * range reduction and polynomials, done once */
+            size_t first = pair < i ? pair : i;
+            if (first == i) {
+                jf_buf_printf(b, "%s%s sc%zus, sc%zuc;\n%s%s(", indent, real, i, i, indent,
+                              b->real ? "sincosf" : "sincos");
+                jf_emit_operand(b, s, ap[0]);
+                jf_buf_printf(b, ", &sc%zus, &sc%zuc);\n", i, i);
+            }
+            jf_buf_printf(b, "%sconst %s t%zu = sc%zu%c;\n", indent, real, i, first,
+                          op == JF_OP_SIN ? 's' : 'c');
+            continue;
+        }
+        jf_buf_printf(b, "%sconst %s t%zu = ", indent, real, i);
         if (op == JF_OP_NEG) {
             jf_buf_puts(b, "-");
             jf_emit_operand(b, s, ap[0]);

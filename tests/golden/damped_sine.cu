@@ -71,8 +71,12 @@ jf_residual(const double *__restrict__ p, const double *__restrict__ x, jf_index
         const double t12 = t6 * t11;
         const double t14 = t12 + p4;
         const double yi = y ? y[i] : 0.0;
-        const double wi = w ? w[i] : 1.0;
-        double r = (t14 - yi) * wi;
+        double r = t14 - yi;
+        double wi = 1.0;
+        if (w) {
+            wi = w[i];
+            r *= wi;
+        }
         rout[i - begin] = r;
     }
 }
@@ -102,7 +106,9 @@ jf_jacobian_row(const double *__restrict__ p, const double *__restrict__ x, jf_i
         const double t6 = p0 * t5;
         const double t8 = p2 * x0;
         const double t10 = t8 + p3;
-        const double t11 = sin(t10);
+        double sc11s, sc11c;
+        sincos(t10, &sc11s, &sc11c);
+        const double t11 = sc11s;
         const double t12 = t6 * t11;
         const double t14 = t12 + p4;
         const double t16 = t5 * t11;
@@ -110,18 +116,27 @@ jf_jacobian_row(const double *__restrict__ p, const double *__restrict__ x, jf_i
         const double t18 = p0 * t17;
         const double t19 = t11 * t18;
         const double t20 = -t19;
-        const double t21 = cos(t10);
+        const double t21 = sc11c;
         const double t22 = x0 * t21;
         const double t23 = t6 * t22;
         const double t24 = t6 * t21;
         const double yi = y ? y[i] : 0.0;
-        const double wi = w ? w[i] : 1.0;
-        double r = (t14 - yi) * wi;
-        double J0 = t16 * wi;
-        double J1 = t20 * wi;
-        double J2 = t23 * wi;
-        double J3 = t24 * wi;
-        double J4 = 0x1p+0 * wi;
+        double r = t14 - yi;
+        double J0 = t16;
+        double J1 = t20;
+        double J2 = t23;
+        double J3 = t24;
+        double J4 = 0x1p+0;
+        double wi = 1.0;
+        if (w) {
+            wi = w[i];
+            r *= wi;
+            J0 *= wi;
+            J1 *= wi;
+            J2 *= wi;
+            J3 *= wi;
+            J4 *= wi;
+        }
         rout[i - begin] = r;
         J[0 * ldj + (i - begin)] = J0;
         J[1 * ldj + (i - begin)] = J1;
@@ -178,7 +193,9 @@ jf_normal_eq(const double *__restrict__ p, const double *__restrict__ x, jf_inde
         const double t6 = p0 * t5;
         const double t8 = p2 * x0;
         const double t10 = t8 + p3;
-        const double t11 = sin(t10);
+        double sc11s, sc11c;
+        sincos(t10, &sc11s, &sc11c);
+        const double t11 = sc11s;
         const double t12 = t6 * t11;
         const double t14 = t12 + p4;
         const double t16 = t5 * t11;
@@ -186,18 +203,27 @@ jf_normal_eq(const double *__restrict__ p, const double *__restrict__ x, jf_inde
         const double t18 = p0 * t17;
         const double t19 = t11 * t18;
         const double t20 = -t19;
-        const double t21 = cos(t10);
+        const double t21 = sc11c;
         const double t22 = x0 * t21;
         const double t23 = t6 * t22;
         const double t24 = t6 * t21;
         const double yi = y ? y[i] : 0.0;
-        const double wi = w ? w[i] : 1.0;
-        double r = (t14 - yi) * wi;
-        double J0 = t16 * wi;
-        double J1 = t20 * wi;
-        double J2 = t23 * wi;
-        double J3 = t24 * wi;
-        double J4 = 0x1p+0 * wi;
+        double r = t14 - yi;
+        double J0 = t16;
+        double J1 = t20;
+        double J2 = t23;
+        double J3 = t24;
+        double J4 = 0x1p+0;
+        double wi = 1.0;
+        if (w) {
+            wi = w[i];
+            r *= wi;
+            J0 *= wi;
+            J1 *= wi;
+            J2 *= wi;
+            J3 *= wi;
+            J4 *= wi;
+        }
         double cost;
         if (L == 0) {
             cost = r * r;
@@ -210,26 +236,26 @@ jf_normal_eq(const double *__restrict__ p, const double *__restrict__ x, jf_inde
             J3 *= js;
             J4 *= js;
         }
-        a0 += J0 * J0;
-        a1 += J0 * J1;
-        a2 += J0 * J2;
-        a3 += J0 * J3;
-        a4 += J0 * J4;
-        a5 += J1 * J1;
-        a6 += J1 * J2;
-        a7 += J1 * J3;
-        a8 += J1 * J4;
-        a9 += J2 * J2;
-        a10 += J2 * J3;
-        a11 += J2 * J4;
-        a12 += J3 * J3;
-        a13 += J3 * J4;
-        a14 += J4 * J4;
-        a15 += J0 * r;
-        a16 += J1 * r;
-        a17 += J2 * r;
-        a18 += J3 * r;
-        a19 += J4 * r;
+        a0 = fma(J0, J0, a0);
+        a1 = fma(J0, J1, a1);
+        a2 = fma(J0, J2, a2);
+        a3 = fma(J0, J3, a3);
+        a4 = fma(J0, J4, a4);
+        a5 = fma(J1, J1, a5);
+        a6 = fma(J1, J2, a6);
+        a7 = fma(J1, J3, a7);
+        a8 = fma(J1, J4, a8);
+        a9 = fma(J2, J2, a9);
+        a10 = fma(J2, J3, a10);
+        a11 = fma(J2, J4, a11);
+        a12 = fma(J3, J3, a12);
+        a13 = fma(J3, J4, a13);
+        a14 = fma(J4, J4, a14);
+        a15 = fma(J0, r, a15);
+        a16 = fma(J1, r, a16);
+        a17 = fma(J2, r, a17);
+        a18 = fma(J3, r, a18);
+        a19 = fma(J4, r, a19);
         a20 += cost;
     }
     double v[21] = {a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15, a16, a17, a18, a19, a20};

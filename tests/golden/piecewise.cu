@@ -65,8 +65,12 @@ jf_residual(const double *__restrict__ p, const double *__restrict__ x, jf_index
         const double t7 = t6 + p1;
         const double t8 = jf_select(t2, p1, t7);
         const double yi = y ? y[i] : 0.0;
-        const double wi = w ? w[i] : 1.0;
-        double r = (t8 - yi) * wi;
+        double r = t8 - yi;
+        double wi = 1.0;
+        if (w) {
+            wi = w[i];
+            r *= wi;
+        }
         rout[i - begin] = r;
     }
 }
@@ -97,11 +101,18 @@ jf_jacobian_row(const double *__restrict__ p, const double *__restrict__ x, jf_i
         const double t12 = jf_select(t2, 0.0, t11);
         const double t13 = jf_select(t2, 0.0, t5);
         const double yi = y ? y[i] : 0.0;
-        const double wi = w ? w[i] : 1.0;
-        double r = (t8 - yi) * wi;
-        double J0 = t12 * wi;
-        double J1 = 0x1p+0 * wi;
-        double J2 = t13 * wi;
+        double r = t8 - yi;
+        double J0 = t12;
+        double J1 = 0x1p+0;
+        double J2 = t13;
+        double wi = 1.0;
+        if (w) {
+            wi = w[i];
+            r *= wi;
+            J0 *= wi;
+            J1 *= wi;
+            J2 *= wi;
+        }
         rout[i - begin] = r;
         J[0 * ldj + (i - begin)] = J0;
         J[1 * ldj + (i - begin)] = J1;
@@ -146,11 +157,18 @@ jf_normal_eq(const double *__restrict__ p, const double *__restrict__ x, jf_inde
         const double t12 = jf_select(t2, 0.0, t11);
         const double t13 = jf_select(t2, 0.0, t5);
         const double yi = y ? y[i] : 0.0;
-        const double wi = w ? w[i] : 1.0;
-        double r = (t8 - yi) * wi;
-        double J0 = t12 * wi;
-        double J1 = 0x1p+0 * wi;
-        double J2 = t13 * wi;
+        double r = t8 - yi;
+        double J0 = t12;
+        double J1 = 0x1p+0;
+        double J2 = t13;
+        double wi = 1.0;
+        if (w) {
+            wi = w[i];
+            r *= wi;
+            J0 *= wi;
+            J1 *= wi;
+            J2 *= wi;
+        }
         double cost;
         if (L == 0) {
             cost = r * r;
@@ -161,15 +179,15 @@ jf_normal_eq(const double *__restrict__ p, const double *__restrict__ x, jf_inde
             J1 *= js;
             J2 *= js;
         }
-        a0 += J0 * J0;
-        a1 += J0 * J1;
-        a2 += J0 * J2;
-        a3 += J1 * J1;
-        a4 += J1 * J2;
-        a5 += J2 * J2;
-        a6 += J0 * r;
-        a7 += J1 * r;
-        a8 += J2 * r;
+        a0 = fma(J0, J0, a0);
+        a1 = fma(J0, J1, a1);
+        a2 = fma(J0, J2, a2);
+        a3 = fma(J1, J1, a3);
+        a4 = fma(J1, J2, a4);
+        a5 = fma(J2, J2, a5);
+        a6 = fma(J0, r, a6);
+        a7 = fma(J1, r, a7);
+        a8 = fma(J2, r, a8);
         a9 += cost;
     }
     double v[10] = {a0, a1, a2, a3, a4, a5, a6, a7, a8, a9};

@@ -67,8 +67,12 @@ jf_residual(const double *__restrict__ p, const double *__restrict__ x, jf_index
         const double t9 = hypot(p3, x0);
         const double t10 = t7 + t9;
         const double yi = y ? y[i] : 0.0;
-        const double wi = w ? w[i] : 1.0;
-        double r = (t10 - yi) * wi;
+        double r = t10 - yi;
+        double wi = 1.0;
+        if (w) {
+            wi = w[i];
+            r *= wi;
+        }
         rout[i - begin] = r;
     }
 }
@@ -105,12 +109,20 @@ jf_jacobian_row(const double *__restrict__ p, const double *__restrict__ x, jf_i
         const double t18 = jf_sign(p2);
         const double t19 = p3 / t9;
         const double yi = y ? y[i] : 0.0;
-        const double wi = w ? w[i] : 1.0;
-        double r = (t10 - yi) * wi;
-        double J0 = t3 * wi;
-        double J1 = t17 * wi;
-        double J2 = t18 * wi;
-        double J3 = t19 * wi;
+        double r = t10 - yi;
+        double J0 = t3;
+        double J1 = t17;
+        double J2 = t18;
+        double J3 = t19;
+        double wi = 1.0;
+        if (w) {
+            wi = w[i];
+            r *= wi;
+            J0 *= wi;
+            J1 *= wi;
+            J2 *= wi;
+            J3 *= wi;
+        }
         rout[i - begin] = r;
         J[0 * ldj + (i - begin)] = J0;
         J[1 * ldj + (i - begin)] = J1;
@@ -167,12 +179,20 @@ jf_normal_eq(const double *__restrict__ p, const double *__restrict__ x, jf_inde
         const double t18 = jf_sign(p2);
         const double t19 = p3 / t9;
         const double yi = y ? y[i] : 0.0;
-        const double wi = w ? w[i] : 1.0;
-        double r = (t10 - yi) * wi;
-        double J0 = t3 * wi;
-        double J1 = t17 * wi;
-        double J2 = t18 * wi;
-        double J3 = t19 * wi;
+        double r = t10 - yi;
+        double J0 = t3;
+        double J1 = t17;
+        double J2 = t18;
+        double J3 = t19;
+        double wi = 1.0;
+        if (w) {
+            wi = w[i];
+            r *= wi;
+            J0 *= wi;
+            J1 *= wi;
+            J2 *= wi;
+            J3 *= wi;
+        }
         double cost;
         if (L == 0) {
             cost = r * r;
@@ -184,20 +204,20 @@ jf_normal_eq(const double *__restrict__ p, const double *__restrict__ x, jf_inde
             J2 *= js;
             J3 *= js;
         }
-        a0 += J0 * J0;
-        a1 += J0 * J1;
-        a2 += J0 * J2;
-        a3 += J0 * J3;
-        a4 += J1 * J1;
-        a5 += J1 * J2;
-        a6 += J1 * J3;
-        a7 += J2 * J2;
-        a8 += J2 * J3;
-        a9 += J3 * J3;
-        a10 += J0 * r;
-        a11 += J1 * r;
-        a12 += J2 * r;
-        a13 += J3 * r;
+        a0 = fma(J0, J0, a0);
+        a1 = fma(J0, J1, a1);
+        a2 = fma(J0, J2, a2);
+        a3 = fma(J0, J3, a3);
+        a4 = fma(J1, J1, a4);
+        a5 = fma(J1, J2, a5);
+        a6 = fma(J1, J3, a6);
+        a7 = fma(J2, J2, a7);
+        a8 = fma(J2, J3, a8);
+        a9 = fma(J3, J3, a9);
+        a10 = fma(J0, r, a10);
+        a11 = fma(J1, r, a11);
+        a12 = fma(J2, r, a12);
+        a13 = fma(J3, r, a13);
         a14 += cost;
     }
     double v[15] = {a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14};
