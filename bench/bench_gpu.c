@@ -10,7 +10,12 @@
  *     kernel (skipped above --cpu-max points);
  *   - per iteration on the GPU: warm solve time / nfev, against the roofline of one pass:
  *     max(bytes moved / --bandwidth, fp64 flops / --fp64-peak) with 16 bytes (x, y) and
- *     --flops-per-point flops per point (the damped sine's f and gradient and the 21 sums);
+ *     --flops-per-point flops per point (the damped sine's f and gradient and the 21 sums:
+ *     121, an fma counted as 2, by counting the fp64 instructions on normal_eq's path for a
+ *     point in the PTX of `nvcc -ptx -arch=sm_90 -fmad=false`, CUDA 13.0: 51 fma, 14 mul, 4 add,
+ *     1 sub; 138 before the kernels used sincos and fma sums). The peak is the fp64 units'
+ *     (H100 and H200 SXM: 34 Tflop/s); the 67 of their data sheets are the tensor cores', which
+ *     a pass over points does not use;
  *   - host synchronizations, and the largest relative parameter difference GPU vs CPU;
  *   - under each row, the last warm fit's device note, whose host clock splits its time into
  *     the data's upload, the solver's set-up, the loop and the finish (the ms/iteration
@@ -24,7 +29,7 @@
  * throughput (Gpts/s: points per second of one pass).
  * --tsv 1 prints tab-separated rows instead (N, gpu cold, gpu warm, cpu ms, ms/iteration,
  * roofline ms, syncs, the five GPU parameters, else the CPU's) for bench/bench_gpu_anchors.py.
- * (defaults: 3 reps, CPU up to 1e7, H100 SXM nominal 3.35e12 B/s and 6.7e13 flop/s, 90 flops)
+ * (defaults: 3 reps, CPU up to 1e7, H100 SXM nominal 3.35e12 B/s and 3.4e13 flop/s, 121 flops)
  */
 #include <math.h>
 #include <stdint.h>
@@ -62,7 +67,7 @@ static int fit(const jf_model *m, const jf_data *d, jf_device dev, jf_fit_result
 int main(int argc, char **argv) {
     double sizes[16] = {1e5, 1e6, 1e7, 1e8};
     int nsizes = 4, reps = 3;
-    double cpu_max = 1e7, bw = 3.35e12, peak = 6.7e13, fpp = 90;
+    double cpu_max = 1e7, bw = 3.35e12, peak = 3.4e13, fpp = 121;
     int tsv = 0;
     for (int i = 1; i + 1 < argc; i += 2) {
         if (!strcmp(argv[i], "--sizes")) {

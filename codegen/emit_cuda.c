@@ -202,6 +202,11 @@ static size_t batch_reserve(size_t np) { return jf_emit_num_acc(np) + 8; }
 
 int jf_emit_cuda_batch_tiled_ok(size_t np) { return tile_points(np, batch_reserve(np)) >= 32; }
 
+size_t jf_emit_cuda_fit_nsums(size_t np, int single) {
+    size_t nacc = jf_emit_num_acc(np);
+    return nacc + (single && nacc <= JF_CUDA_REGISTER_SUMS);
+}
+
 int jf_emit_cuda_batch_ok(size_t np) {
     return np > 0 && (jf_emit_num_acc(np) <= JF_CUDA_REGISTER_SUMS || jf_emit_cuda_batch_tiled_ok(np));
 }
@@ -333,7 +338,7 @@ static void emit_normal_eq(jf_buf *b, const jf_emit_model *em, const jf_emit_opt
  * point code as normal_eq. */
 static void emit_fit_sums(jf_buf *b, const jf_emit_model *em, const jf_emit_options *o) {
     const jf_schedule *s = em->sall;
-    size_t np = em->m->np, nacc = jf_emit_num_acc(np);
+    size_t np = em->m->np, nacc = jf_emit_cuda_fit_nsums(np, b->real != NULL);
     jf_buf_printf(b,
                   "#define JF_FIT_NACC%s %zuu\n"
                   "static __device__ __forceinline__ void jf_fit_sums%s(const double *__restrict__ p,\n"
@@ -347,6 +352,9 @@ static void emit_fit_sums(jf_buf *b, const jf_emit_model *em, const jf_emit_opti
     jf_buf_puts(b, "    (void)x;\n    (void)ldx;\n"
                    "    for (jf_index i = begin + first; i < end; i += step) {\n");
     point_rj(b, s, np, 1, "        ");
+    if (nacc > jf_emit_num_acc(np)) /* the rounding sum, before a robust loss rescales r */
+        jf_buf_printf(b, "        a%zu = fma(fabs(r), fabs(fma(yi, wi, r)) * 536870912.0 + fabs(r), a%zu);\n",
+                      nacc - 1, nacc - 1);
     point_cost(b, np, "        ");
     accumulate(b, np, "        ", "cost");
     jf_buf_puts(b, "    }\n");

@@ -111,7 +111,7 @@ static const char batch_views[] =
     "/* doubles of a fit's finish record (see JF_FIN_R; fin_doubles in batch_cuda.c) */\n"
     "static __device__ unsigned long long jf_batch_fin_doubles(unsigned long long np)\n"
     "{\n"
-    "    return 3 + np * np + jf_lmc_nacc(np);\n"
+    "    return 3 + np * np + JF_FIT_NACC;\n"
     "}\n";
 
 /* The finish on the device (after lsq_core.h and polish_core.h): helpers and the warp's. The
@@ -208,7 +208,8 @@ static const char batch_finish[] =
     "        int started, const double *a, const double *R, const double *qb, const double *ex,\n"
     "        int fin, unsigned long long n, int *ok, double *qk, double *ek, double *fo)\n"
     "{\n"
-    "    const unsigned long long np = JF_FIT_NP, nacc = JF_FIT_NACC;\n"
+    "    /* the normal equations' sums, the cost last (JF_FIT_NACC may add a rounding sum) */\n"
+    "    const unsigned long long np = JF_FIT_NP, nacc = jf_lmc_nacc(JF_FIT_NP);\n"
     "    const int finite = fin && jf_lmc_all_finite(a, nacc);\n"
     "    int kept;\n"
     "    if (!started) {\n"
@@ -762,7 +763,9 @@ char *jf_batch_cuda_source(const struct jf_model *m, int loss, int single_precis
 
 /* Doubles of a fit's finish record on the device: its head (done, polish steps, Σ(f − y)²), R
  * (np×np) and the sums of the pass being judged (jf_batch_fin_doubles there). */
-static size_t fin_doubles(size_t np) { return 3 + np * np + (size_t)jf_lmc_nacc(np); }
+static size_t fin_doubles(size_t np, int single) {
+    return 3 + np * np + jf_emit_cuda_fit_nsums(np, single);
+}
 
 /* Doubles of a fit's result record on the device (jf_batch_end there). */
 static size_t res_doubles(size_t np) { return 5 + 2 * np + np * np; }
@@ -1099,6 +1102,7 @@ int jf_batch_cuda_run(const struct jf_model *m, const jf_jit_options *jo, jf_los
                       const char **per_fit, jf_batch_times *times, jf_pool *pool, char *why,
                       size_t n) {
     size_t np = m->np, nv = m->nv, total = 0, maxn = 0;
+    const int single = jo ? jo->single_precision : 0;
     *launches = 0;
     memset(times, 0, sizeof *times);
     if (!jf_batch_cuda_supported(np)) {
@@ -1127,7 +1131,7 @@ int jf_batch_cuda_run(const struct jf_model *m, const jf_jit_options *jo, jf_los
     /* the finish on the device: register sums (a warp or a block per fit), linear loss (as
      * lm.c's polish) */
     int regs = register_sums(np);
-    z.nfin = regs && loss == JF_LOSS_LINEAR ? fin_doubles(np) : 0;
+    z.nfin = regs && loss == JF_LOSS_LINEAR ? fin_doubles(np, single) : 0;
     z.nst = stats ? JF_BATCH_STATS(np) : 0;
     z.per_fit = (np + z.nh + z.nres + z.nfin + z.nst) * sizeof(double) + sizeof(unsigned long long);
     z.per_point = (1 + (size_t)z.weighted + (z.x_packed ? nv : 0)) * sizeof(double);
@@ -1169,7 +1173,7 @@ int jf_batch_cuda_run(const struct jf_model *m, const jf_jit_options *jo, jf_los
     const char *pe = getenv("JITFIT_GPU_BATCH_PINNED");
     int pin = !(pe && strcmp(pe, "0") == 0);
 
-    char *src = jf_batch_cuda_source(m, (int)loss, jo ? jo->single_precision : 0, kind);
+    char *src = jf_batch_cuda_source(m, (int)loss, single, kind);
     if (!src) {
         snprintf(why, n, "out of memory");
         free(at);
@@ -1222,6 +1226,8 @@ int jf_batch_cuda_run(const struct jf_model *m, const jf_jit_options *jo, jf_los
         goto done;
     }
     jf_lmc_setup(&c0, tws, tiws, np, z.nh, fits[0].held, cfg, fits[0].x0);
+    /* fp32 sums end with the cost's rounding sum (jf_emit_cuda_fit_nsums) */
+    if (jf_emit_cuda_fit_nsums(np, single) > jf_emit_num_acc(np)) c0.noise_eps = JF_LMC_NOISE_EPS;
     {
         jf_lmc_views tv;
         jf_lmc_views_init(&tv, tws, tiws, np, z.nh);

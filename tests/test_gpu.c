@@ -922,8 +922,12 @@ static void test_batch(void) {
     CHECK(jf_fit_batch(m, NF, d, NULL, &o, rs, NULL) == JF_OK);
     double dev = 0, dev32 = 0, devse = 0, devstat = 0;
     int same_nfev = 0, polished = 0;
+    size_t it64 = 0, it32 = 0, ok32 = 0;
     for (int f = 0; f < NF; f++) {
         if (!CHECK(rc[f] && rg[f] && rs[f])) continue;
+        it64 += rg[f]->iterations;
+        it32 += rs[f]->iterations;
+        ok32 += rs[f]->success;
         CHECK(rg[f]->backend == JF_BACKEND_CUDA && rg[f]->success == rc[f]->success);
         for (int k = 0; k < 5; k++) {
             double a = rc[f]->params[k];
@@ -946,6 +950,13 @@ static void test_batch(void) {
     CHECK(dev <= 1e-10);
     CHECK(devse <= 1e-10);
     CHECK(devstat <= 1e-10);
+    /* fp32's costs carry its rounding: the loop's convergence tests read the rounding sum
+     * (lm_core.h, jf_lmc_noise), so most fp32 fits converge in fp64's trial steps instead of
+     * ending on XTOL after the noise has rejected a few (emulated, thread kernel: 2651 trial
+     * steps before, 1855 after, fp64 1495) */
+    printf("trial steps: fp64 %zu, fp32 %zu (%zu of %d fp32 fits converged)\n", it64, it32, ok32, NF);
+    CHECK(ok32 == (size_t)NF);
+    CHECK(2 * it32 <= 3 * it64);
     /* the same GPU batch into columns: the values of the GPU batch's results */
     {
         /* (the rows come from the device's statistics records, not from result objects) */
