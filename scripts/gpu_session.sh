@@ -172,8 +172,14 @@ part_extra() {
   if [ -n "$ncu" ]; then
     step ncu.txt 120 env JITFIT_GPU_NO_WHILE=1 "$ncu" --clock-control none \
       --kernel-name regex:'jf_(normal_eq|reduce_blocks|lm_step)' --launch-count 9 \
-      --section SpeedOfLight --section LaunchStats --section Occupancy \
+      --section SpeedOfLight --section LaunchStats --section Occupancy --section WarpStateStats \
       "$B/bench/bench_gpu" --sizes "$ncu_size" --reps 1 --cpu-max 0
+    # the thread-per-fit batch kernel (5x5 Gaussians: a small warm-up batch, then the timed one,
+    # fp64 then fp32): where its time goes (local memory, stalls), never profiled
+    step ncu.txt 120 "$ncu" --clock-control none --kernel-name regex:'jf_batch_lm' \
+      --launch-count 4 --section SpeedOfLight --section Occupancy --section WarpStateStats \
+      --section MemoryWorkloadAnalysis \
+      "$B/bench/bench_gpu_batch" --fits "$fits_cmp" --cpu-max 0 --spectrum-fits 0
   else
     echo "=== no ncu on this machine: the kernel profile is skipped" >>"$OUT/ncu.txt"
   fi

@@ -185,8 +185,19 @@ jf_normal_eq(const double *__restrict__ p, const double *__restrict__ x, jf_inde
     (void)x;
     (void)ldx;
     const jf_index stride = (jf_index)blockDim.x * gridDim.x;
-    for (jf_index i = begin + (jf_index)blockIdx.x * blockDim.x + threadIdx.x; i < end; i += stride) {
-        const double x0 = x[0 * ldx + i];
+    jf_index i = begin + (jf_index)blockIdx.x * blockDim.x + threadIdx.x;
+    double yn = 0.0, xn0 = 0.0;
+    if (i < end) {
+        xn0 = x[0 * ldx + i];
+        yn = y ? y[i] : 0.0;
+    }
+    for (; i < end; i += stride) {
+        const double x0 = xn0;
+        const double yi = yn;
+        if (i + stride < end) {
+            xn0 = x[0 * ldx + i + stride];
+            yn = y ? y[i + stride] : 0.0;
+        }
         const double t3 = p1 * x0;
         const double t4 = -t3;
         const double t5 = exp(t4);
@@ -207,7 +218,6 @@ jf_normal_eq(const double *__restrict__ p, const double *__restrict__ x, jf_inde
         const double t22 = x0 * t21;
         const double t23 = t6 * t22;
         const double t24 = t6 * t21;
-        const double yi = y ? y[i] : 0.0;
         double r = t14 - yi;
         double J0 = t16;
         double J1 = t20;

@@ -146,8 +146,19 @@ jf_normal_eq(const double *__restrict__ p, const double *__restrict__ x, jf_inde
     (void)x;
     (void)ldx;
     const jf_index stride = (jf_index)blockDim.x * gridDim.x;
-    for (jf_index i = begin + (jf_index)blockIdx.x * blockDim.x + threadIdx.x; i < end; i += stride) {
-        const double x0 = x[0 * ldx + i];
+    jf_index i = begin + (jf_index)blockIdx.x * blockDim.x + threadIdx.x;
+    double yn = 0.0, xn0 = 0.0;
+    if (i < end) {
+        xn0 = x[0 * ldx + i];
+        yn = y ? y[i] : 0.0;
+    }
+    for (; i < end; i += stride) {
+        const double x0 = xn0;
+        const double yi = yn;
+        if (i + stride < end) {
+            xn0 = x[0 * ldx + i + stride];
+            yn = y ? y[i + stride] : 0.0;
+        }
         const double t2 = jf_lt(x0, p0);
         const double t5 = x0 - p0;
         const double t6 = p2 * t5;
@@ -156,7 +167,6 @@ jf_normal_eq(const double *__restrict__ p, const double *__restrict__ x, jf_inde
         const double t11 = -p2;
         const double t12 = jf_select(t2, 0.0, t11);
         const double t13 = jf_select(t2, 0.0, t5);
-        const double yi = y ? y[i] : 0.0;
         double r = t8 - yi;
         double J0 = t12;
         double J1 = 0x1p+0;

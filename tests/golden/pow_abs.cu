@@ -163,8 +163,19 @@ jf_normal_eq(const double *__restrict__ p, const double *__restrict__ x, jf_inde
     (void)x;
     (void)ldx;
     const jf_index stride = (jf_index)blockDim.x * gridDim.x;
-    for (jf_index i = begin + (jf_index)blockIdx.x * blockDim.x + threadIdx.x; i < end; i += stride) {
-        const double x0 = x[0 * ldx + i];
+    jf_index i = begin + (jf_index)blockIdx.x * blockDim.x + threadIdx.x;
+    double yn = 0.0, xn0 = 0.0;
+    if (i < end) {
+        xn0 = x[0 * ldx + i];
+        yn = y ? y[i] : 0.0;
+    }
+    for (; i < end; i += stride) {
+        const double x0 = xn0;
+        const double yi = yn;
+        if (i + stride < end) {
+            xn0 = x[0 * ldx + i + stride];
+            yn = y ? y[i + stride] : 0.0;
+        }
         const double t3 = pow(x0, p1);
         const double t4 = p0 * t3;
         const double t6 = fabs(p2);
@@ -178,7 +189,6 @@ jf_normal_eq(const double *__restrict__ p, const double *__restrict__ x, jf_inde
         const double t17 = p0 * t16;
         const double t18 = jf_sign(p2);
         const double t19 = p3 / t9;
-        const double yi = y ? y[i] : 0.0;
         double r = t10 - yi;
         double J0 = t3;
         double J1 = t17;
