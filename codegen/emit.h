@@ -120,9 +120,9 @@ JF_INTERNAL char *jf_emit_many(const struct jf_model *const *models, const char 
 
 /* Number of values normal_eq accumulates for np parameters: np(np+1)/2 + np + 1. */
 JF_INTERNAL size_t jf_emit_num_acc(size_t np);
-/* Number of sums the batch kernels' jf_fit_sums of np parameters writes (JF_FIT_NACC): the
- * normal equations', and in single precision with register sums one more, the cost's rounding
- * sum the loop reads (solver/lm_core.h, JF_LMC_NOISE_EPS). */
+/* Number of sums normal_eq and the batch kernels' jf_fit_sums (JF_FIT_NACC) of np parameters
+ * write: the normal equations', and in single precision with register sums one more, the cost's
+ * rounding sum the loop reads (solver/lm_core.h, JF_LMC_NOISE_EPS). */
 JF_INTERNAL size_t jf_emit_cuda_fit_nsums(size_t np, int single);
 /* 1 when jf_fit_sums_tiled of np parameters fits a block's static shared memory (tiles of at
  * least 32 points beside the fit's totals). */

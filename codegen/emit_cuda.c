@@ -190,8 +190,20 @@ static void accumulate(jf_buf *b, size_t np, const char *ind, const char *cost) 
     for (size_t k = 0; k < np; k++)
         for (size_t l = k; l < np; l++, q++)
             jf_buf_printf(b, "%sa%zu = fma(J%zu, J%zu, a%zu);\n", ind, q, k, l, q);
-    for (size_t k = 0; k < np; k++, q++) jf_buf_printf(b, "%sa%zu = fma(J%zu, r, a%zu);\n", ind, q, k, q);
+    for (size_t k = 0; k < np; k++, q++)
+        jf_buf_printf(b, "%sa%zu = fma(J%zu, r, a%zu);\n", ind, q, k, q);
     jf_buf_printf(b, "%sa%zu += %s;\n", ind, q, cost);
+}
+
+/* In single precision (nsums past the normal equations' nacc): the point's term of the cost's
+ * rounding sum, |r| (|w f| 2^29 + |r|) as the polish's (polish_core.h), before a robust loss
+ * rescales r. */
+static void rounding_sum(jf_buf *b, size_t np, size_t nsums) {
+    if (nsums > jf_emit_num_acc(np))
+        jf_buf_printf(b,
+                      "        a%zu = fma(fabs(r), fabs(fma(yi, wi, r)) * 536870912.0 + fabs(r),"
+                      " a%zu);\n",
+                      nsums - 1, nsums - 1);
 }
 
 /* The point's cost term, with r and J<k> scaled in place for a robust loss. L is the loss:
@@ -219,13 +231,14 @@ static void loss_head(jf_buf *b, const jf_emit_options *o) {
  * loop, then the block adds them up (jf_block_sums). */
 static void emit_normal_eq_registers(jf_buf *b, const jf_emit_model *em, const jf_emit_options *o) {
     const jf_schedule *s = em->sall;
-    size_t np = em->m->np, nacc = jf_emit_num_acc(np);
+    size_t np = em->m->np, nacc = jf_emit_cuda_fit_nsums(np, b->real != NULL);
     for (size_t q = 0; q < nacc; q++) jf_buf_printf(b, "    double a%zu = 0.0;\n", q);
     loss_head(b, o);
     jf_buf_puts(b, "    (void)p;\n    (void)x;\n    (void)ldx;\n"
                    "    const jf_index stride = (jf_index)blockDim.x * gridDim.x;\n");
     prefetch_loop(b, s, "begin + (jf_index)blockIdx.x * blockDim.x + threadIdx.x", "stride");
     point_rj_pre(b, s, np, 1, "        ", "stride");
+    rounding_sum(b, np, nacc);
     point_cost(b, np, "        ");
     accumulate(b, np, "        ", "cost");
     jf_buf_puts(b, "    }\n");
@@ -332,7 +345,8 @@ static void emit_tiled_sums(jf_buf *b, const jf_emit_model *em, const jf_emit_op
                   "            if (ra[j] == %zuu) {\n"
                   "                for (unsigned int t = 0; t < T; t++) acc += A[t];\n"
                   "            } else {\n"
-                  "                for (unsigned int t = 0; t < T; t++) acc = fma(A[t], B[t], acc);\n"
+                  "                for (unsigned int t = 0; t < T; t++)\n"
+                  "                    acc = fma(A[t], B[t], acc);\n"
                   "            }\n"
                   "            sum[j] = acc;\n"
                   "        }\n"
@@ -352,12 +366,12 @@ static void emit_tiled_sums(jf_buf *b, const jf_emit_model *em, const jf_emit_op
 }
 
 static void emit_normal_eq(jf_buf *b, const jf_emit_model *em, const jf_emit_options *o) {
-    size_t np = em->m->np, nacc = jf_emit_num_acc(np);
+    size_t np = em->m->np, nacc = jf_emit_cuda_fit_nsums(np, o->cuda_single);
     kernel_head(b, "jf_normal_eq", em->suffix, o->cuda_min_blocks);
     jf_buf_puts(b, ", int loss, double f_scale,\n        double *__restrict__ partial, const int *__restrict__ stop)\n{\n"
                    "    if (stop != nullptr && *stop != 0) return; /* the solver's loop has ended */\n");
     jf_emit_load_params(b, em->sall, "    ");
-    if (nacc <= JF_CUDA_REGISTER_SUMS) emit_normal_eq_registers(b, em, o);
+    if (jf_emit_num_acc(np) <= JF_CUDA_REGISTER_SUMS) emit_normal_eq_registers(b, em, o);
     else emit_tiled_sums(b, em, o, 0);
     jf_buf_puts(b, "}\n\n");
     jf_buf_printf(b,
@@ -405,9 +419,7 @@ static void emit_fit_sums(jf_buf *b, const jf_emit_model *em, const jf_emit_opti
     jf_buf_puts(b, "    (void)x;\n    (void)ldx;\n");
     prefetch_loop(b, s, "begin + first", "step");
     point_rj_pre(b, s, np, 1, "        ", "step");
-    if (nacc > jf_emit_num_acc(np)) /* the rounding sum, before a robust loss rescales r */
-        jf_buf_printf(b, "        a%zu = fma(fabs(r), fabs(fma(yi, wi, r)) * 536870912.0 + fabs(r), a%zu);\n",
-                      nacc - 1, nacc - 1);
+    rounding_sum(b, np, nacc);
     point_cost(b, np, "        ");
     accumulate(b, np, "        ", "cost");
     jf_buf_puts(b, "    }\n");
@@ -471,7 +483,8 @@ void jf_emit_cuda_model(jf_buf *b, const jf_emit_model *em, const jf_emit_option
     if (o->no_normal_eq)
         jf_buf_puts(b, "no normal_eq: the solver forms J^T J from jacobian_row with cuBLAS ---- */\n");
     else
-        jf_buf_printf(b, "normal_eq sums %zu values ---- */\n", jf_emit_num_acc(m->np));
+        jf_buf_printf(b, "normal_eq sums %zu values ---- */\n",
+                      jf_emit_cuda_fit_nsums(m->np, o->cuda_single));
     if (o->cuda_single)
         jf_buf_puts(b, "/* single precision: the model is evaluated in fp32; r, J, the loss and "
                        "the sums are fp64 */\n");

@@ -271,6 +271,7 @@ struct jf_cuda_kernels {
     const cuda_module *mod;   /* its module (owned by the memory cache) */
     jf_cache_entry *held;     /* the reference to mod's cache entry, given back when freed */
     int loss;                 /* the loss normal_eq was built for, -1: any */
+    size_t nsums;             /* sums its normal_eq writes (jf_emit_cuda_fit_nsums) */
 };
 
 /* jf_cache_unload_fn of CUDA modules (jf_cuda_module_unload makes the context current on
@@ -564,9 +565,12 @@ int jf_cuda_kernels_get(const struct jf_model *m, const jf_jit_options *opts, in
     k->held = held;
     k->mod = jf_cache_entry_module(held);
     k->loss = loss < 0 ? -1 : loss;
+    k->nsums = jf_emit_cuda_fit_nsums(m->np, opts ? opts->single_precision : 0);
     *out = k;
     return JF_OK;
 }
+
+size_t jf_cuda_kernels_nsums(const jf_cuda_kernels *k) { return k->nsums; }
 
 void jf_cuda_kernels_free(jf_cuda_kernels *k) {
     if (!k) return;
@@ -659,7 +663,7 @@ int jf_cuda_normal_eq(const jf_cuda_kernels *k, const double *p, const double *x
     dev_data d;
     int st = dev_data_init(&d, m, p, x, ldx, y, w, npts, why, n);
     if (st != JF_OK) return st;
-    size_t nacc = jf_emit_num_acc(m->np);
+    size_t nacc = k->nsums; /* the caller's acc takes the first jf_emit_num_acc */
     unsigned grid = grid_for(npts);
     jf_devptr dpart = 0, dacc = 0;
     st = jf_cuda_alloc(&dpart, (size_t)grid * nacc * sizeof(double), why, n);
@@ -679,7 +683,8 @@ int jf_cuda_normal_eq(const jf_cuda_kernels *k, const double *p, const double *x
         st = jf_cuda_launch(k->mod->fn[JF_CUDA_REDUCE_BLOCKS], (unsigned)nacc, JF_CUDA_BLOCK, 0,
                            args, why, n);
     }
-    if (st == JF_OK) st = jf_cuda_to_host(acc, dacc, nacc * sizeof(double), why, n);
+    if (st == JF_OK)
+        st = jf_cuda_to_host(acc, dacc, jf_emit_num_acc(m->np) * sizeof(double), why, n);
     jf_cuda_free(dpart);
     jf_cuda_free(dacc);
     dev_data_free(&d);

@@ -134,6 +134,9 @@ JF_INTERNAL int jf_cuda_kernels_get(const struct jf_model *m, const jf_jit_optio
                                     size_t n, char *warn, size_t wn);
 /* Frees k and gives back its module reference; accepts NULL. */
 JF_INTERNAL void jf_cuda_kernels_free(jf_cuda_kernels *k);
+/* Sums k's normal_eq writes per row: jf_emit_num_acc, and one more (the cost's rounding) for
+ * single-precision kernels with register sums (jf_emit_cuda_fit_nsums). */
+JF_INTERNAL size_t jf_cuda_kernels_nsums(const jf_cuda_kernels *k);
 /* The driver's CUfunction of a kernel, for launching by a device solver. */
 JF_INTERNAL void *jf_cuda_kernels_function(const jf_cuda_kernels *k, jf_cuda_kernel which);
 

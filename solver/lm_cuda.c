@@ -396,7 +396,8 @@ static int pass(jf_gpu_problem *gp, const double *p, jf_loss loss, int weighted,
         jf_cuda_graph *g = gp->lp_stream;
         int st = jf_cuda_graph_to_device(g, gp->p, p, pbytes, why, wn);
         if (st == JF_OK) st = large_pass(gp, g, gp->p, loss, weighted, 0, gp->acc, why, wn);
-        if (st == JF_OK) st = jf_cuda_graph_to_host(g, acc, gp->acc, gp->nacc * sizeof(double), why, wn);
+        if (st == JF_OK)
+            st = jf_cuda_graph_to_host(g, acc, gp->acc, gp->nacc_host * sizeof(double), why, wn);
         return blocking(gp, st == JF_OK ? jf_cuda_graph_sync(g, why, wn) : st);
     }
     int st = blocking(gp, jf_cuda_to_device(gp->p, p, pbytes, why, wn));
@@ -428,12 +429,12 @@ static int pass(jf_gpu_problem *gp, const double *p, jf_loss loss, int weighted,
     st = blocking(gp, jf_cuda_launch(gp->fn_reduce, (unsigned)gp->nacc, JF_CUDA_BLOCK, 0, rargs,
                                      why, wn));
     if (st != JF_OK) return st;
-    return blocking(gp, jf_cuda_to_host(acc, gp->acc, gp->nacc * sizeof(double), why, wn));
+    return blocking(gp, jf_cuda_to_host(acc, gp->acc, gp->nacc_host * sizeof(double), why, wn));
 }
 
 static void op_normal_eq(void *ctx, const double *p, jf_loss loss, double *acc) {
     jf_gpu_problem *gp = ctx;
-    if (pass(gp, p, loss, 1, acc) != JF_OK) poison(acc, gp->nacc);
+    if (pass(gp, p, loss, 1, acc) != JF_OK) poison(acc, gp->nacc_host);
 }
 
 static void op_jacobian(void *ctx, const double *p, double *r, double *J) {
@@ -473,15 +474,16 @@ static void op_jacobian(void *ctx, const double *p, double *r, double *J) {
 
 static void op_residual_sums(void *ctx, const double *p, double sums[2]) {
     jf_gpu_problem *gp = ctx;
-    double *acc = malloc(gp->nacc * sizeof *acc);
+    const size_t last = gp->nacc_host - 1;
+    double *acc = malloc(gp->nacc_host * sizeof *acc);
     if (!acc) {
         sums[0] = sums[1] = NAN;
         return;
     }
     /* the linear-loss pass's last sum is Σ r²: weighted, then (with sigma) unweighted */
     sums[0] = sums[1] = NAN;
-    if (pass(gp, p, JF_LOSS_LINEAR, 1, acc) == JF_OK) sums[1] = sums[0] = acc[gp->nacc - 1];
-    if (gp->weighted && pass(gp, p, JF_LOSS_LINEAR, 0, acc) == JF_OK) sums[0] = acc[gp->nacc - 1];
+    if (pass(gp, p, JF_LOSS_LINEAR, 1, acc) == JF_OK) sums[1] = sums[0] = acc[last];
+    if (gp->weighted && pass(gp, p, JF_LOSS_LINEAR, 0, acc) == JF_OK) sums[0] = acc[last];
     free(acc);
 }
 
@@ -493,7 +495,8 @@ static void begin_init(jf_gpu_problem *gp, const jf_problem *prob, const jf_cuda
     gp->n = prob->n;
     gp->np = prob->np;
     gp->nheld = prob->nheld;
-    gp->nacc = prob->nacc;
+    gp->nacc = jf_cuda_kernels_nsums(k);
+    gp->nacc_host = prob->nacc;
     gp->f_scale = prob->f_scale;
     gp->weighted = prob->view.w != NULL;
     gp->data_finite = -1;
@@ -559,6 +562,7 @@ static int large_solver_init(jf_gpu_problem *gp, char *why, size_t wn) {
 static int large_init(jf_gpu_problem *gp, size_t rows, char *why, size_t wn) {
     size_t np = gp->np;
     gp->large = 1;
+    gp->nacc = gp->nacc_host; /* its sums come from cuBLAS, without the rounding sum */
     gp->lp_chunk = rows;
     gp->lp_nchunks = (gp->n + rows - 1) / rows;
     gp->lp_grid = lp_grid_for(rows);
@@ -1030,6 +1034,8 @@ int jf_lm_solve_cuda(jf_problem *prob, jf_gpu_problem *gp, const jf_lm_config *c
         return JF_ERR_NOMEM;
     }
     jf_lmc_setup(&c, ws, iws, np, nh, jf_problem_held(prob), cfg, x);
+    /* fp32 passes end with the cost's rounding sum (jf_cuda_kernels_nsums) */
+    if (gp->nacc > gp->nacc_host) c.noise_eps = JF_LMC_NOISE_EPS;
     jf_lmc_views v;
     jf_lmc_views_init(&v, ws, iws, np, nh);
     gp->tail_have = 0;

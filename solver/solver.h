@@ -482,7 +482,10 @@ enum { JF_GPU_TAIL_LINEAR = 1, JF_GPU_TAIL_PLAIN = 2 };
 
 /* One fit's data on the device, and the passes the finish runs there (jf_problem_ops). */
 typedef struct jf_gpu_problem {
-    size_t n, np, nacc;          /* points, parameters, accumulator length */
+    size_t n, np, nacc;          /* points, parameters, sums of a pass on the device (a row of
+                                    partials, the reduced totals, a tail): the accumulator's,
+                                    and in fp32 one more, the cost's rounding (lm_core.h) */
+    size_t nacc_host;            /* the accumulator's length the host reads (jf_problem.nacc) */
     size_t nheld;                /* held values the kernels read after the np parameters */
     double *ph;                  /* np + nheld: host staging of a pass's parameters, the held
                                     values at its end (NULL when nheld is 0) */

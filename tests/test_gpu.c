@@ -615,9 +615,14 @@ static void test_sine(int large) {
             double d32 = 0;
             for (int k = 0; k < 5; k++)
                 d32 = fmax(d32, fabs(a64->params[k] - a32->params[k]) / a64->std_errors[k]);
-            printf("polished fit in fp32: within %.2g s.e. of fp64 (%s)\n", d32, a32->message);
+            printf("polished fit in fp32: within %.2g s.e. of fp64 (%s); %zu trial steps, fp64 "
+                   "%zu\n", d32, a32->message, a32->iterations, a64->iterations);
             CHECK_CONTAINS(a32->message, "polish");
             CHECK(d32 <= 0.001);
+            /* the loop's tests read the fp32 cost's rounding sum (jf_lmc_noise), as a batch's;
+             * the many-parameter path's sums (cuBLAS) have none: 8 trial steps there */
+            if (!strstr(a32->device_note ? a32->device_note : "", "cuBLAS"))
+                CHECK(a32->iterations <= a64->iterations + 1);
         }
         jf_fit_result_free(a64);
         jf_fit_result_free(a32);
@@ -954,7 +959,8 @@ static void test_batch(void) {
      * (lm_core.h, jf_lmc_noise), so most fp32 fits converge in fp64's trial steps instead of
      * ending on XTOL after the noise has rejected a few (emulated, thread kernel: 2651 trial
      * steps before, 1855 after, fp64 1495) */
-    printf("trial steps: fp64 %zu, fp32 %zu (%zu of %d fp32 fits converged)\n", it64, it32, ok32, NF);
+    printf("trial steps: fp64 %zu, fp32 %zu (%zu of %d fp32 fits converged)\n", it64, it32, ok32,
+           NF);
     CHECK(ok32 == (size_t)NF);
     CHECK(2 * it32 <= 3 * it64);
     /* the same GPU batch into columns: the values of the GPU batch's results */
