@@ -99,6 +99,9 @@ typedef struct jf_emit_options {
                                multiprocessor (__launch_bounds__'s second argument: fewer
                                registers, perhaps spills; default 0: ptxas's choice, 94 registers
                                and 2 blocks for the damped sine on sm_90) */
+    int cuda_no_prefetch;   /* CUDA: 1 loads each point's x and y at the top of its own iteration
+                               in normal_eq and jf_fit_sums, not one iteration ahead (default 0;
+                               $JITFIT_GPU_PREFETCH=0, an experiment's knob: unmeasured) */
     int no_normal_eq;       /* 1 leaves jf_normal_eq (and for CUDA jf_reduce_blocks) out (default
                                0). Its sums are O(np²) code; above JF_LARGE_P runtime/kernels.c
                                forms them from jacobian_row blocks with BLAS instead, and above

@@ -234,10 +234,15 @@ static void emit_normal_eq_registers(jf_buf *b, const jf_emit_model *em, const j
     size_t np = em->m->np, nacc = jf_emit_cuda_fit_nsums(np, b->real != NULL);
     for (size_t q = 0; q < nacc; q++) jf_buf_printf(b, "    double a%zu = 0.0;\n", q);
     loss_head(b, o);
-    jf_buf_puts(b, "    (void)p;\n    (void)x;\n    (void)ldx;\n"
-                   "    const jf_index stride = (jf_index)blockDim.x * gridDim.x;\n");
-    prefetch_loop(b, s, "begin + (jf_index)blockIdx.x * blockDim.x + threadIdx.x", "stride");
-    point_rj_pre(b, s, np, 1, "        ", "stride");
+    if (o->cuda_no_prefetch) {
+        loop_head(b);
+        point_rj(b, s, np, 1, "        ");
+    } else {
+        jf_buf_puts(b, "    (void)p;\n    (void)x;\n    (void)ldx;\n"
+                       "    const jf_index stride = (jf_index)blockDim.x * gridDim.x;\n");
+        prefetch_loop(b, s, "begin + (jf_index)blockIdx.x * blockDim.x + threadIdx.x", "stride");
+        point_rj_pre(b, s, np, 1, "        ", "stride");
+    }
     rounding_sum(b, np, nacc);
     point_cost(b, np, "        ");
     accumulate(b, np, "        ", "cost");
@@ -417,8 +422,13 @@ static void emit_fit_sums(jf_buf *b, const jf_emit_model *em, const jf_emit_opti
     for (size_t q = 0; q < nacc; q++) jf_buf_printf(b, "    double a%zu = 0.0;\n", q);
     loss_head(b, o);
     jf_buf_puts(b, "    (void)x;\n    (void)ldx;\n");
-    prefetch_loop(b, s, "begin + first", "step");
-    point_rj_pre(b, s, np, 1, "        ", "step");
+    if (o->cuda_no_prefetch) {
+        jf_buf_puts(b, "    for (jf_index i = begin + first; i < end; i += step) {\n");
+        point_rj(b, s, np, 1, "        ");
+    } else {
+        prefetch_loop(b, s, "begin + first", "step");
+        point_rj_pre(b, s, np, 1, "        ", "step");
+    }
     rounding_sum(b, np, nacc);
     point_cost(b, np, "        ");
     accumulate(b, np, "        ", "cost");

@@ -524,6 +524,11 @@ int jf_cuda_module_get(const char *source, const char *const *names, size_t nnam
 
 void jf_cuda_module_release(jf_cache_entry *held) { jf_cache_mem_release(held); }
 
+int jf_cuda_no_prefetch(void) {
+    const char *e = getenv("JITFIT_GPU_PREFETCH");
+    return e && strcmp(e, "0") == 0;
+}
+
 char *jf_cuda_model_source(const struct jf_model *m, const jf_jit_options *opts, int loss) {
     jf_emit_options eo = jf_emit_options_default(JF_EMIT_CUDA);
     eo.cuda_loss = loss < 0 ? -1 : loss;
@@ -534,6 +539,7 @@ char *jf_cuda_model_source(const struct jf_model *m, const jf_jit_options *opts,
     const char *e = getenv("JITFIT_GPU_NEQ_BLOCKS");
     int mb = e && *e ? atoi(e) : 0;
     eo.cuda_min_blocks = mb >= 1 && mb <= 8 ? mb : 0;
+    eo.cuda_no_prefetch = jf_cuda_no_prefetch();
     return jf_emit(m, &eo);
 }
 

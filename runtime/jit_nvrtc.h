@@ -116,6 +116,8 @@ typedef enum jf_cuda_kernel {
     JF_CUDA_REDUCE_BLOCKS = 3 /* jf_reduce_blocks */
 } jf_cuda_kernel;
 
+/* 1 when $JITFIT_GPU_PREFETCH is 0 (jf_emit_options.cuda_no_prefetch: an experiment's knob). */
+JF_INTERNAL int jf_cuda_no_prefetch(void);
 /* The CUDA source of m's kernels as jf_cuda_kernels_get builds them (loss and opts as there);
  * malloc'd, NULL when out of memory. */
 JF_INTERNAL char *jf_cuda_model_source(const struct jf_model *m, const jf_jit_options *opts,

@@ -55,10 +55,12 @@ if [ "${PRECOMPILE:-1}" = 1 ]; then
     cd "$B/tests" && run_emu crosscheck ./test_crosscheck
     run_emu doctor "$B/jitfit" doctor
     run_emu test_doctor ./test_doctor
-    for v in "" JITFIT_GPU_NEQ_BLOCKS=3 JITFIT_GPU_NEQ_BLOCKS=4; do
+    for v in "" JITFIT_GPU_NEQ_BLOCKS=3 JITFIT_GPU_NEQ_BLOCKS=4 JITFIT_GPU_PREFETCH=0; do
       run_emu "bench_gpu$v" env $v "$B/bench/bench_gpu" --sizes 1e4 --reps 1 --cpu-max 0
     done
     run_emu batch "$B/bench/bench_gpu_batch" --fits 200 --cpu-max 0 --spectrum-fits 20
+    run_emu batch-noprefetch env JITFIT_GPU_PREFETCH=0 "$B/bench/bench_gpu_batch" --fits 200 \
+      --cpu-max 0 --spectrum-fits 0
     run_emu batch-old env JITFIT_GPU_BATCH_THREAD=0 JITFIT_GPU_BATCH_BLOCK=512 \
       "$B/bench/bench_gpu_batch" --fits 200 --cpu-max 0 --spectrum-fits 20
     run_emu batch-3l "$B/bench/bench_gpu_batch" --fits 100 --cpu-max 0 --spectrum-lines 3 \

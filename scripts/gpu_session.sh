@@ -154,10 +154,11 @@ part_single() {
     --reps 3 --cpu-max 0
   step bench.txt 120 "$B/bench/bench_gpu" --sizes "$big" --reps "$reps" --cpu-max 0 --max-gpu-mem "$stream_mem"
   # the knobs the second session's numbers suggested (each a few seconds): jf_normal_eq with
-  # fewer registers for more blocks per SM (25 % occupancy there, register-bound), and the
-  # staged upload with all the host's threads or smaller chunks
+  # fewer registers for more blocks per SM (25 % occupancy there, register-bound), the
+  # staged upload with all the host's threads or smaller chunks, and normal_eq without its
+  # loads one point ahead (added after that session: whether they pay for 6 more registers)
   for v in JITFIT_GPU_NEQ_BLOCKS=3 JITFIT_GPU_NEQ_BLOCKS=4 JITFIT_GPU_STAGE_THREADS=16 \
-    JITFIT_GPU_STAGE=8388608; do
+    JITFIT_GPU_STAGE=8388608 JITFIT_GPU_PREFETCH=0; do
     step bench.txt 40 env "$v" "$B/bench/bench_gpu" --sizes "$knob_sizes" --reps "$reps" --cpu-max 0
   done
 }
@@ -197,6 +198,9 @@ part_batch() {
     --spectrum-fits "$spec_cmp"
   step bench.txt 60 env JITFIT_GPU_BATCH_THREAD=0 JITFIT_GPU_BATCH_BLOCK=512 \
     "$B/bench/bench_gpu_batch" --fits "$fits_cmp" --cpu-max 0 --spectrum-fits "$spec_cmp"
+  # the 5x5 fits without the next point's loads ahead (jf_fit_sums' prefetch: unmeasured)
+  step bench.txt 60 env JITFIT_GPU_PREFETCH=0 "$B/bench/bench_gpu_batch" --fits "$fits_cmp" \
+    --cpu-max 0 --spectrum-fits 0
   # shellcheck disable=SC2086
   step bench.txt 240 "$B/bench/bench_gpu_batch" --fits "$fits" --cpu-max 1e6 $spec
   # the largest batch again in one launch (no chunks: what the two-stream pipeline gains)

@@ -731,6 +731,7 @@ char *jf_batch_cuda_source(const struct jf_model *m, int loss, int single_precis
     eo.cuda_batch = 1;
     eo.cuda_loss = loss;
     eo.cuda_single = single_precision;
+    eo.cuda_no_prefetch = jf_cuda_no_prefetch();
     char *model = jf_emit(m, &eo);
     if (!model) return NULL;
     jf_buf b = {0};

@@ -122,6 +122,39 @@ static void golden(const char *name, const char *text) {
     free(want);
 }
 
+/* The CUDA point loops: the next point's loads ahead (default), or in their own iteration
+ * (cuda_no_prefetch: $JITFIT_GPU_PREFETCH=0's knob); sin and cos of one operand one sincos; the
+ * sums as fma. */
+static void test_cuda_loops(void) {
+    jf_model *m = compile("a*exp(-b*x)*sin(c*x+d)+e");
+    if (!m) return;
+    for (int pre = 0; pre < 2; pre++) {
+        jf_emit_options o = jf_emit_options_default(JF_EMIT_CUDA);
+        o.with_prelude = 0;
+        o.cuda_batch = 1;
+        o.cuda_no_prefetch = !pre;
+        char *src = jf_emit(m, &o);
+        if (!CHECK(src != NULL)) continue;
+        /* normal_eq and jf_fit_sums: two loops each way */
+        size_t ahead = 0, own = 0;
+        for (const char *q = src; (q = strstr(q, "if (i + ")) != NULL; q++) ahead++;
+        for (const char *q = src; (q = strstr(q, "const double x0 = x[0 * ldx + i];")) != NULL; q++)
+            own++;
+        CHECK(ahead == (pre ? 2u : 0u));
+        /* residual and jacobian_row load in their own iteration either way, as does the finish's
+         * jf_fit_row */
+        CHECK(own == (pre ? 3u : 5u));
+        /* every kernel that needs both (jacobian_row, normal_eq, jf_fit_sums, jf_fit_row; the
+         * residual has sin alone) */
+        size_t sc = 0;
+        for (const char *q = src; (q = strstr(q, "sincos(")) != NULL; q++) sc++;
+        CHECK(sc == 4 && strstr(src, " cos(") == NULL);
+        CHECK_CONTAINS(src, "a19 = fma(J4, r, a19);");
+        free(src);
+    }
+    jf_model_free(m);
+}
+
 static void test_golden(void) {
     static const struct {
         const char *model;
@@ -485,6 +518,7 @@ int main(void) {
     if (mkdtemp(cache)) setenv("JITFIT_CACHE_DIR", cache, 1);
     test_hex_floats();
     test_golden();
+    test_cuda_loops();
     test_no_user_text();
     test_compiles_cleanly();
     test_many();
