@@ -147,15 +147,17 @@ JF_HD unsigned long long jf_lmc_nacc(unsigned long long np) { return np * (np + 
 
 /* A model evaluated in fp32 gives each f_i a few fp32 ε of error, so a cost is known only to
  * about noise_eps Σ |r_i| (|w_i f_i| 2²⁹ + |r_i|) (the polish's rounding level, polish_core.h:
- * 16 fp64 ε in units of fp64's): the single-precision batch kernels add that sum after the
- * cost, and noise_eps = JF_LMC_NOISE_EPS tells the loop to read it. */
+ * 16 fp64 ε in units of fp64's): the single-precision kernels with register sums (normal_eq,
+ * a batch's jf_fit_sums) add that sum after the cost, and noise_eps = JF_LMC_NOISE_EPS tells
+ * the loop to read it. */
 #define JF_LMC_NOISE_EPS (16 * JF_STEP_EPS)
 
 /* The actual reduction the convergence tests see (actred, ratio in place): none where the two
  * costs' difference is within their rounding (noise_eps > 0), as it is at a minimum of a cost
  * evaluated in fp32. There FTOL rests on the predicted reduction alone, where MINPACK's
- * |actred| ≤ ftol and ρ ≤ 2 could not hold (fp32 batches of 5×5 Gaussians took 8-9 trial steps
- * to fp64's 5, ending on XTOL after the noise rejected steps). Acceptance is not changed. */
+ * |actred| ≤ ftol and ρ ≤ 2 could not hold (fp32 fits of 5×5 Gaussians took 8-9 trial steps
+ * to fp64's 5, ending on XTOL after the noise had rejected steps). Acceptance is not changed:
+ * the sum is a worst case, far above the typical rounding, and would accept bad steps. */
 JF_HD void jf_lmc_noise(const jf_lmc *c, double noise_try, double *actred, double *ratio) {
     if (c->noise_eps > 0 && fabs(*actred) * c->F <= c->noise_eps * (c->noise + noise_try))
         *actred = *ratio = 0.0;
