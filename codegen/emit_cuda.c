@@ -2,9 +2,9 @@
  * ABI described in emit.h. They share the straight-line model code with the C emitter
  * (emit_common.c) and the prelude/loss texts with the interpreter.
  *
- * All kernels are grid-stride loops, so any grid size covers any range. normal_eq (and the
- * batches' jf_fit_sums) load each point's x and y one iteration ahead (prefetch_loop) and keep
- * their sums in registers per thread, reduces them per warp with shuffles and across the block's
+ * All kernels are grid-stride loops, so any grid size covers any range. normal_eq (like the
+ * batches' jf_fit_sums) loads each point's x and y one iteration ahead (prefetch_loop), keeps
+ * its sums in registers per thread, reduces them per warp with shuffles and across the block's
  * warps in shared memory, and writes one row of block partial sums; jf_reduce_blocks adds those
  * rows, a block of JF_BLOCK threads per sum (thread t adds rows t, t + JF_BLOCK, ... in order,
  * then the warps' shuffles and the warps in order). One thread per sum walking all the rows
@@ -98,8 +98,8 @@ static void next_loads(jf_buf *b, const jf_schedule *s, const char *at, const ch
     jf_buf_printf(b, "%s    yn = y ? y[%s] : 0.0;\n", ind, at);
 }
 
-/* The loop over points first, first + step, ... of [i0, end) whose body point_rj(..., pre = 1)
- * writes: each point's x and y are loaded one iteration ahead, into xn<j> and yn, so that their
+/* The loop over points first, first + step, ... below end whose body point_rj_pre(..., step)
+ * begins: each point's x and y are loaded one iteration ahead, into xn<j> and yn, so that their
  * latency (a DRAM access: hundreds of cycles) overlaps the previous point's arithmetic instead
  * of stalling the thread at the top of every iteration (ncu, H200: the damped sine's normal_eq
  * at 34 % of the SM's compute throughput and 19 % of DRAM's, latency-bound). */

@@ -669,11 +669,11 @@ int jf_cuda_normal_eq(const jf_cuda_kernels *k, const double *p, const double *x
     dev_data d;
     int st = dev_data_init(&d, m, p, x, ldx, y, w, npts, why, n);
     if (st != JF_OK) return st;
-    size_t nacc = k->nsums; /* the caller's acc takes the first jf_emit_num_acc */
+    size_t nsums = k->nsums; /* the caller's acc takes the first jf_emit_num_acc of them */
     unsigned grid = grid_for(npts);
     jf_devptr dpart = 0, dacc = 0;
-    st = jf_cuda_alloc(&dpart, (size_t)grid * nacc * sizeof(double), why, n);
-    if (st == JF_OK) st = jf_cuda_alloc(&dacc, nacc * sizeof(double), why, n);
+    st = jf_cuda_alloc(&dpart, (size_t)grid * nsums * sizeof(double), why, n);
+    if (st == JF_OK) st = jf_cuda_alloc(&dacc, nsums * sizeof(double), why, n);
     if (st == JF_OK) {
         unsigned long long ldx_ = ldx, begin = 0, end = npts;
         int loss_ = (int)loss;
@@ -686,7 +686,7 @@ int jf_cuda_normal_eq(const jf_cuda_kernels *k, const double *p, const double *x
         unsigned int nb = grid;
         jf_devptr nostop = 0;
         void *args[] = {&dpart, &nb, &dacc, &nostop};
-        st = jf_cuda_launch(k->mod->fn[JF_CUDA_REDUCE_BLOCKS], (unsigned)nacc, JF_CUDA_BLOCK, 0,
+        st = jf_cuda_launch(k->mod->fn[JF_CUDA_REDUCE_BLOCKS], (unsigned)nsums, JF_CUDA_BLOCK, 0,
                            args, why, n);
     }
     if (st == JF_OK)
