@@ -190,6 +190,11 @@ static int drv_graph_wait_mark(jf_cuda_graph *g, jf_cuda_graph *other, int slot,
     snprintf(why, n, "%s", no_headers);
     return JF_ERR_UNAVAILABLE;
 }
+static int drv_graph_sync_mark(jf_cuda_graph *g, int slot, char *why, size_t n) {
+    (void)g, (void)slot;
+    snprintf(why, n, "%s", no_headers);
+    return JF_ERR_UNAVAILABLE;
+}
 
 #else
 
@@ -241,6 +246,7 @@ static int drv_graph_wait_mark(jf_cuda_graph *g, jf_cuda_graph *other, int slot,
     X(cuEventRecord, 2000)                                                                         \
     X(cuEventDestroy, 4000)                                                                        \
     X(cuStreamWaitEvent, 3020)                                                                     \
+    X(cuEventSynchronize, 2000)                                                                    \
     X(cuFuncGetAttribute, 2020)
 
 /* Each pinned ABI is the one the calls are written for (cuda.h's prototype of the name). */
@@ -800,6 +806,13 @@ static int drv_graph_wait_mark(jf_cuda_graph *g, jf_cuda_graph *other, int slot,
     return r == CUDA_SUCCESS ? JF_OK : fail(r, "cannot order two CUDA streams", why, n, JF_ERR_INTERNAL);
 }
 
+static int drv_graph_sync_mark(jf_cuda_graph *g, int slot, char *why, size_t n) {
+    if (!g->marks[slot]) return JF_OK; /* never marked: nothing to wait for */
+    g->syncs++;
+    CUresult r = cu.cuEventSynchronize(g->marks[slot]);
+    return r == CUDA_SUCCESS ? JF_OK : fail(r, "the GPU reported an error", why, n, JF_ERR_INTERNAL);
+}
+
 #endif
 
 /* ---- the entry points: the driver above, or the emulator (cuda_emu.h) ----------------------- */
@@ -953,6 +966,14 @@ int jf_cuda_graph_wait_mark(jf_cuda_graph *g, jf_cuda_graph *other, int slot, ch
         return JF_ERR_INTERNAL;
     }
     return jf_cuda_emulated() ? JF_OK : drv_graph_wait_mark(g, other, slot, why, n);
+}
+int jf_cuda_graph_sync_mark(jf_cuda_graph *g, int slot, char *why, size_t n) {
+    if (slot < 0 || slot >= JF_CUDA_MARKS) {
+        snprintf(why, n, "mark slot %d out of range", slot);
+        return JF_ERR_INTERNAL;
+    }
+    /* the emulator: nothing to wait for, but a wait all the same (counted) */
+    return jf_cuda_emulated() ? jf_emu_graph_sync(g, why, n) : drv_graph_sync_mark(g, slot, why, n);
 }
 /* The emulator runs a launch at once: nothing else is in flight on its streams. */
 int jf_cuda_stream_launch(jf_cuda_graph *g, void *fn, unsigned grid, unsigned block, void **args,

@@ -158,6 +158,9 @@ JF_INTERNAL int jf_cuda_graph_mark(jf_cuda_graph *g, int slot, char *why, size_t
  * latest mark `slot` (recorded before this call; none recorded: no wait). */
 JF_INTERNAL int jf_cuda_graph_wait_mark(jf_cuda_graph *g, jf_cuda_graph *other, int slot,
                                         char *why, size_t n);
+/* Waits until g's stream has reached its latest mark `slot` (none recorded: returns at once),
+ * not for what was queued after it: a host synchronization, counted. */
+JF_INTERNAL int jf_cuda_graph_sync_mark(jf_cuda_graph *g, int slot, char *why, size_t n);
 /* Waits for everything queued on the stream: a host synchronization, counted. */
 JF_INTERNAL int jf_cuda_graph_sync(jf_cuda_graph *g, char *why, size_t n);
 /* Host synchronizations made through jf_cuda_graph_sync so far. */

@@ -1177,10 +1177,11 @@ static int run_fit(const fit_setup *s, const jf_data *d, const double *w, const 
                      gs.loop_syncs, gs.loop_syncs == 1 ? "" : "s", gs.iterations, gs.finish_syncs);
         else if (gs.mode == JF_GPU_LOOP_STREAM)
             snprintf(b->device_note + len, MSG_LEN - len,
-                     "; device loop: kernels and cuBLAS on a stream, %d iteration%s per wait, %lu "
-                     "host synchronization%s for %llu iterations (%lu blocking calls after); %s",
-                     gs.per_wait, gs.per_wait == 1 ? "" : "s", gs.loop_syncs, gs.loop_syncs == 1 ? "" : "s",
-                     gs.iterations, gs.finish_syncs, gs.note);
+                     "; device loop: kernels%s on a stream, %d iteration%s per wait, %lu "
+                     "host synchronization%s for %llu iterations (%lu blocking calls after)%s%s",
+                     gp.large ? " and cuBLAS" : "", gs.per_wait, gs.per_wait == 1 ? "" : "s",
+                     gs.loop_syncs, gs.loop_syncs == 1 ? "" : "s", gs.iterations, gs.finish_syncs,
+                     gs.note[0] ? "; " : "", gs.note);
         else
             snprintf(b->device_note + len, MSG_LEN - len,
                      "; device loop: CUDA graphs of %d iteration%s, %lu host synchronization%s "
@@ -1196,8 +1197,10 @@ static int run_fit(const fit_setup *s, const jf_data *d, const double *w, const 
         if (gp.chunk) {
             len = strlen(b->device_note);
             snprintf(b->device_note + len, MSG_LEN - len,
-                     "; data streamed: %zu chunks of %zu points per pass%s", gp.lay.nchunks,
-                     gp.chunk, gp.refused ? " (the GPU refused the data's memory in one piece)" : "");
+                     "; data streamed: %zu chunks of %zu points per pass, %s%s", gp.lay.nchunks,
+                     gp.chunk, gp.stream_staged ? "staged from the caller's arrays"
+                                                : "from a page-locked copy",
+                     gp.refused ? " (the GPU refused the data's memory in one piece)" : "");
         }
         /* the rest of the solve time: the host's own work (checks, R² over y, covariance) */
         double other = jf_clock_ms() - t_solve - gs.upload_ms - gs.modules_ms - gs.setup_ms -
@@ -1207,7 +1210,8 @@ static int run_fit(const fit_setup *s, const jf_data *d, const double *w, const 
                  "; host clock: data to the GPU %.3g ms (%s), solver modules %.3g ms, "
                  "buffers %.3g ms, loop %.3g ms, finish %.3g ms, the rest on the host %.3g ms",
                  gs.upload_ms,
-                 gp.chunk ? "page-locked copy" : gp.upload_staged ? "staged" : "direct",
+                 gp.chunk ? (gp.stream_staged ? "with each pass" : "page-locked copy")
+                          : gp.upload_staged ? "staged" : "direct",
                  gs.modules_ms, gs.setup_ms, gs.loop_ms, gs.finish_ms,
                  other > 0 ? other : 0.0);
         r->device_note = b->device_note;

@@ -38,6 +38,17 @@ void jf_stream_fill(const jf_stream_layout *l, const jf_data_view *d, double *ds
     }
 }
 
+size_t jf_stream_pieces(const jf_stream_layout *l, const jf_data_view *d, size_t k, jf_devptr dst,
+                        jf_gpu_piece *pc) {
+    size_t b = k * l->chunk, len = jf_stream_chunk_len(l, k) * sizeof(double), npc = 0;
+    size_t col = l->chunk * sizeof(double);
+    for (size_t j = 0; j < l->nv; j++)
+        pc[npc++] = (jf_gpu_piece){dst + j * col, d->x + j * d->ldx + b, len, 0};
+    pc[npc++] = (jf_gpu_piece){dst + l->nv * col, d->y + b, len, 0};
+    if (l->weighted) pc[npc++] = (jf_gpu_piece){dst + (l->nv + 1) * col, d->w + b, len, 0};
+    return npc;
+}
+
 int jf_stream_offsets(const jf_stream_layout *l, int weighted, size_t *y_off, size_t *w_off) {
     *y_off = l->nv * l->chunk;
     *w_off = (l->nv + 1) * l->chunk;

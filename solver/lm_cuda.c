@@ -332,6 +332,23 @@ static int stream_chunk(jf_gpu_problem *gp, jf_cuda_graph *g, size_t c, int b, c
     return st;
 }
 
+/* Streaming staged: chunk k from the caller's arrays into buffer b through the staging
+ * buffers, once the kernel that last read b (mark b of g; g NULL: the caller knows it is done)
+ * has finished; complete on return, so the host orders what reads it. */
+static int staged_chunk(jf_gpu_problem *gp, jf_cuda_graph *g, size_t k, int b, char *why,
+                        size_t n) {
+    jf_gpu_piece *pc = malloc(gp->lay.ncols * sizeof *pc);
+    if (!pc) {
+        snprintf(why, n, "out of memory");
+        return JF_ERR_NOMEM;
+    }
+    int st = g ? jf_cuda_graph_sync_mark(g, b, why, n) : JF_OK;
+    size_t npc = jf_stream_pieces(&gp->lay, &gp->view, k, gp->buf[b], pc);
+    if (st == JF_OK) st = jf_gpu_upload_pieces(pc, npc, jf_gpu_upload_mode(), NULL, NULL, why, n);
+    free(pc);
+    return st;
+}
+
 /* The many-parameter pass at device parameters p on g's stream, into out (gp->acc's layout): J
  * and r chunk by chunk (jacobian_row, weights w or none), scaled for the loss, JᵀJ and Jᵀr by
  * cuBLAS, then packed. Our kernels return at once once stop (0: never) says the loop has
@@ -356,7 +373,8 @@ static int large_pass(jf_gpu_problem *gp, jf_cuda_graph *g, jf_devptr p, jf_loss
             int b = (int)(c & 1);
             chunk_args a = chunk_at(gp, c, gp->buf[b], weighted);
             xc = a.x, yc = a.y, wc = a.w, ldxc = a.ldx, begin = a.begin, end = a.end;
-            st = stream_chunk(gp, g, c, b, why, n);
+            st = gp->stream_staged ? staged_chunk(gp, g, c, b, why, n)
+                                   : stream_chunk(gp, g, c, b, why, n);
         }
         void *jargs[] = {&p, &xc, &ldxc, &yc, &wc, &begin, &end, &gp->lp_r, &gp->lp_J, &ldj};
         void *sargs[] = {&gp->lp_r, &gp->lp_J, &ldj, &len, &np, &loss_, &fs, &part, &stop};
@@ -408,8 +426,12 @@ static int pass(jf_gpu_problem *gp, const double *p, jf_loss loss, int weighted,
     if (gp->chunk) { /* streamed: one chunk at a time through the first buffer */
         for (size_t k = 0; k < gp->lay.nchunks; k++) {
             chunk_args a = chunk_at(gp, k, gp->buf[0], weighted);
-            st = blocking(gp, jf_cuda_to_device(gp->buf[0], chunk_host(gp, k),
-                                                gp->lay.ncols * gp->chunk * sizeof(double), why, wn));
+            /* (jf_cuda_launch returns once its kernel is done: buffer 0 is free) */
+            st = blocking(gp, gp->stream_staged
+                                  ? staged_chunk(gp, NULL, k, 0, why, wn)
+                                  : jf_cuda_to_device(gp->buf[0], chunk_host(gp, k),
+                                                      gp->lay.ncols * gp->chunk * sizeof(double),
+                                                      why, wn));
             void *args[] = {&gp->p, &a.x, &a.ldx, &a.y, &a.w, &a.begin, &a.end,
                             &loss_, &fs, &a.partial, &nostop};
             if (st == JF_OK)
@@ -558,7 +580,7 @@ static int large_solver_init(jf_gpu_problem *gp, char *why, size_t wn) {
 }
 
 /* The many-parameter path's buffers and streams for J chunks of `rows` rows (the data's
- * chunks when streamed: then also the copy stream). */
+ * chunks when streamed: then also the copy stream, unless they go up staged). */
 static int large_init(jf_gpu_problem *gp, size_t rows, char *why, size_t wn) {
     size_t np = gp->np;
     gp->large = 1;
@@ -573,7 +595,8 @@ static int large_init(jf_gpu_problem *gp, size_t rows, char *why, size_t wn) {
     if (st == JF_OK)
         st = jf_cuda_alloc(&gp->lp_cost, gp->lp_nchunks * gp->lp_grid * sizeof(double), why, wn);
     if (st == JF_OK) st = jf_cuda_graph_new(&gp->lp_stream, NULL, why, wn);
-    if (st == JF_OK && gp->chunk) st = jf_cuda_graph_new(&gp->lp_copy, NULL, why, wn);
+    if (st == JF_OK && gp->chunk && !gp->stream_staged)
+        st = jf_cuda_graph_new(&gp->lp_copy, NULL, why, wn);
     if (st == JF_OK) st = large_solver_init(gp, why, wn);
     return st;
 }
@@ -614,6 +637,16 @@ int jf_gpu_problem_init(jf_gpu_problem *gp, jf_problem *prob, const jf_cuda_kern
     if (st == JF_OK && jf_gpu_large_p(np))
         st = large_init(gp, lp_chunk_rows(n, np), why, wn);
     return attach(gp, prob, st);
+}
+
+/* How streamed data go up: 1 staged from the caller's arrays with every pass (the default), 0
+ * from a page-locked copy made at the start ($JITFIT_GPU_STREAM=pinned). The H200 measured
+ * page-locking at ≈0.6 s per GB against ≈37 ms per GB for a staged copy and ≈29 ms from
+ * page-locked memory (docs/PERFORMANCE.md, "GPU solver"): the copy pays only after ≈70 passes,
+ * and it doubles the host memory the data take. */
+static int stream_staged(void) {
+    const char *e = getenv("JITFIT_GPU_STREAM");
+    return !(e && strcmp(e, "pinned") == 0);
 }
 
 int jf_gpu_problem_init_streamed(jf_gpu_problem *gp, jf_problem *prob,
@@ -669,9 +702,14 @@ int jf_gpu_problem_init_streamed(jf_gpu_problem *gp, jf_problem *prob,
     gp->chunk = chunk;
     jf_stream_layout_init(&gp->lay, n, nv, d->w != NULL, chunk);
     gp->grid = grid_for(chunk);
-    int st = jf_cuda_host_alloc((void **)&gp->pinned,
+    gp->view = *d;
+    gp->stream_staged = stream_staged();
+    int st = JF_OK;
+    if (!gp->stream_staged) {
+        st = jf_cuda_host_alloc((void **)&gp->pinned,
                                 gp->lay.nchunks * gp->lay.ncols * chunk * sizeof(double), why, wn);
-    if (st == JF_OK) jf_stream_fill(&gp->lay, d, gp->pinned);
+        if (st == JF_OK) jf_stream_fill(&gp->lay, d, gp->pinned);
+    }
     if (st == JF_OK) st = jf_cuda_alloc(&gp->p, (np + gp->nheld) * sizeof(double), why, wn);
     for (int b = 0; st == JF_OK && b < 2; b++)
         st = jf_cuda_alloc(&gp->buf[b], gp->lay.ncols * chunk * sizeof(double), why, wn);
@@ -891,6 +929,63 @@ static int run_loop_large(jf_gpu_problem *gp, const loop_mem *lm, jf_loss loss,
     return code;
 }
 
+/* A streamed pass with staged chunks at device parameters p, then the block reduction, on g's
+ * stream: chunk k goes up into buffer k mod 2 once the kernel that last read that buffer is
+ * done (the upload of chunk k overlaps the kernel of chunk k - 1), its normal_eq is queued
+ * behind it. */
+static int staged_pass(jf_gpu_problem *gp, jf_cuda_graph *g, jf_devptr p, jf_loss loss,
+                       char *why, size_t n) {
+    int loss_ = (int)loss, st = JF_OK;
+    double fs = gp->f_scale;
+    jf_devptr nostop = 0;
+    for (size_t k = 0; st == JF_OK && k < gp->lay.nchunks; k++) {
+        int b = (int)(k & 1);
+        chunk_args a = chunk_at(gp, k, gp->buf[b], 1);
+        void *args[] = {&p, &a.x, &a.ldx, &a.y, &a.w, &a.begin, &a.end, &loss_, &fs, &a.partial,
+                        &nostop};
+        st = staged_chunk(gp, g, k, b, why, n);
+        if (st == JF_OK)
+            st = jf_cuda_stream_launch(g, gp->fn_normal_eq, gp->grid, JF_CUDA_BLOCK, args, why, n);
+        if (st == JF_OK) st = jf_cuda_graph_mark(g, b, why, n);
+    }
+    unsigned int nb = gp->grid * (unsigned)gp->lay.nchunks;
+    void *rargs[] = {&gp->partial, &nb, &gp->acc, &nostop};
+    if (st == JF_OK)
+        st = jf_cuda_stream_launch(g, gp->fn_reduce, (unsigned)gp->nacc, JF_CUDA_BLOCK, rargs, why,
+                                   n);
+    return st;
+}
+
+/* The loop over data streamed staged: the uploads are the host's work, so the host drives it,
+ * a pass and a step at a time, and reads the state after each (a copy's wait is milliseconds per
+ * chunk; a read, microseconds). On JF_OK c and ws hold the final state. */
+static int run_loop_staged(jf_gpu_problem *gp, const loop_mem *lm, jf_loss loss, jf_lmc *c,
+                           double *ws, size_t nws, jf_gpu_stats *stats, char *why, size_t n) {
+    size_t np = gp->np;
+    jf_cuda_graph *g = NULL;
+    stats->mode = JF_GPU_LOOP_STREAM;
+    stats->per_wait = 1;
+    int code = jf_cuda_graph_new(&g, NULL, why, n);
+    if (code == JF_OK) code = jf_cuda_graph_to_device(g, lm->c, c, sizeof *c, why, n);
+    if (code == JF_OK) code = jf_cuda_graph_to_device(g, lm->ws, ws, nws * sizeof(double), why, n);
+    jf_devptr dx = lm->ws, dx_try = lm->ws + (np + gp->nheld) * sizeof(double);
+    jf_devptr cd = lm->c, wsd = lm->ws, iwsd = lm->iws, acc = gp->acc, none = 0;
+    for (int what = 0; code == JF_OK; what = 1) {
+        void *sargs[] = {&cd, &wsd, &iwsd, &acc, &none, &none, &what};
+        code = staged_pass(gp, g, what ? dx_try : dx, loss, why, n);
+        if (code == JF_OK) code = jf_cuda_stream_launch(g, gp->fn_step, 1, 32, sargs, why, n);
+        stats->launches++;
+        if (code == JF_OK) overlap_host_work(gp);
+        if (code == JF_OK) code = loop_read(gp, g, c, lm->c, sizeof *c, why, n);
+        if (code == JF_OK) code = loop_read(gp, g, ws, lm->ws, nws * sizeof(double), why, n);
+        if (code == JF_OK) code = jf_cuda_graph_sync(g, why, n);
+        if (code != JF_OK || c->status != JF_STEP_CONTINUE) break;
+    }
+    stats->loop_syncs = g ? jf_cuda_graph_syncs(g) : 0;
+    jf_cuda_graph_free(g);
+    return code;
+}
+
 /* Builds and runs the loop; on JF_OK c and ws hold the final state. *launched says whether
  * anything ran on the device (before that, c and ws are untouched and the loop can be built
  * again in another form). */
@@ -1066,6 +1161,9 @@ int jf_lm_solve_cuda(jf_problem *prob, jf_gpu_problem *gp, const jf_lm_config *c
                  "%zu parameters: J in %zu chunk%s of %zu rows, JᵀJ and Jᵀr by cuBLAS, %s", np,
                  gp->lp_nchunks, gp->lp_nchunks == 1 ? "" : "s", gp->lp_chunk, fac);
         code = run_loop_large(gp, &lm, prob->loss, &c, ws, nws, stats, why, n);
+        launched = 1;
+    } else if (code == JF_OK && gp->chunk && gp->stream_staged) {
+        code = run_loop_staged(gp, &lm, prob->loss, &c, ws, nws, stats, why, n);
         launched = 1;
     } else if (code == JF_OK) {
         code = run_loop(gp, &lm, prob->loss, cond_fn, &c, ws, nws, stats, &launched, why, n);

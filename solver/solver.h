@@ -502,7 +502,12 @@ typedef struct jf_gpu_problem {
     int upload_staged;           /* resident: arrays uploaded through the staging buffers */
     jf_stream_layout lay;        /* streaming: the chunk layout */
     int weighted;                /* the fit has weights (1/sigma) */
-    double *pinned;              /* streaming: page-locked chunk-major copy of the data */
+    double *pinned;              /* streaming: page-locked chunk-major copy of the data, or
+                                    NULL when the chunks go up staged (stream_staged) */
+    int stream_staged;           /* streaming: each pass's chunks go up from the caller's
+                                    arrays (view) through the staging buffers (jf_gpu_upload),
+                                    the host driving the loop; nothing page-locked per fit */
+    jf_data_view view;           /* streaming: the caller's data (prob->view) */
     jf_devptr buf[2];            /* streaming: the two device chunk buffers */
     double *Jc;                  /* host copy of the column-major J */
     int large;                   /* many parameters: sums from J chunks and cuBLAS */
@@ -569,6 +574,11 @@ typedef struct jf_gpu_piece {
  * not, -1 when nothing was tested (a direct upload: the caller scans the data itself). */
 JF_INTERNAL int jf_gpu_upload_pieces(const jf_gpu_piece *pc, size_t npc, int mode, int *how,
                                      int *finite, char *why, size_t n);
+/* The pieces (at most l->ncols) that carry chunk k of d into a chunk buffer at dst, in
+ * jf_stream_fill's layout of one chunk (x's columns, y, w; each column l->chunk doubles apart,
+ * the last chunk's short columns not padded); returns how many (gpu_layout.c). */
+JF_INTERNAL size_t jf_stream_pieces(const jf_stream_layout *l, const jf_data_view *d, size_t k,
+                                    jf_devptr dst, jf_gpu_piece *pc);
 /* 1 when an upload of bytes in mode goes through the staging buffers unless they are busy or
  * cannot be had (AUTO: from 4 MiB). */
 JF_INTERNAL int jf_gpu_upload_stages(size_t bytes, int mode);

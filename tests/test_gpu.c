@@ -455,13 +455,17 @@ static void sine(size_t n, double *x, double *y, double *sig) {
  * chunks of BIG/10 points, the same answer as in memory (same cost; parameters as far apart as
  * a different summation order allows without the polish); the limit is the option's. large:
  * the many-parameter path (forced by the caller), whose streamed loop waits once per
- * iteration instead of once per 8. */
+ * iteration instead of once per 8. Both ways of sending the chunks: from a page-locked copy
+ * ($JITFIT_GPU_STREAM=pinned; graph copy nodes, or the copy stream), and staged from the
+ * caller's arrays with each pass (the default; the host drives the loop), bit for bit the
+ * same. */
 static void test_streamed(const jf_model *m, const jf_data *db, jf_fit_options o, size_t BIG,
                           int large) {
     char chunk[64], note[128];
     snprintf(chunk, sizeof chunk, "%zu", BIG / 10);
     snprintf(note, sizeof note, "data streamed: 10 chunks of %zu points", BIG / 10);
     setenv("JITFIT_GPU_CHUNK", chunk, 1);
+    setenv("JITFIT_GPU_STREAM", "pinned", 1);
     jf_fit_result *a = NULL, *b = NULL;
     jf_fit_options omem = o;
     omem.device = JF_DEVICE_GPU;
@@ -472,6 +476,7 @@ static void test_streamed(const jf_model *m, const jf_data *db, jf_fit_options o
     o.device = JF_DEVICE_GPU;
     if (CHECK(jf_fit(m, db, &omem, &b, NULL) == JF_OK)) {
         CHECK_CONTAINS(b->device_note, note);
+        CHECK_CONTAINS(b->device_note, "per pass, from a page-locked copy");
         if (large) CHECK_CONTAINS(b->device_note, "JᵀJ and Jᵀr by cuBLAS");
         if (large) CHECK_CONTAINS(b->device_note, "kernels and cuBLAS on a stream, 1 iteration per wait");
         if (CHECK(jf_fit(m, db, &o, &a, NULL) == JF_OK)) {
@@ -488,6 +493,33 @@ static void test_streamed(const jf_model *m, const jf_data *db, jf_fit_options o
             printf("streamed%s%s: %s; cost %.17g vs %.17g in memory\n", large ? ", many-parameter path" : "",
                    db->sigma ? ", sigma" : "", b->device_note, b->cost, a->cost);
         }
+    }
+    unsetenv("JITFIT_GPU_STREAM");
+    /* the chunks (64 KB) go up directly by default; forced through the staging buffers too */
+    for (int forced = 0; forced <= 1; forced++) {
+        if (forced) setenv("JITFIT_GPU_UPLOAD", "staged", 1);
+        jf_fit_result *st = NULL;
+        if (b && CHECK(jf_fit(m, db, &omem, &st, NULL) == JF_OK)) {
+            CHECK_CONTAINS(st->device_note, note);
+            CHECK_CONTAINS(st->device_note, "per pass, staged from the caller's arrays");
+            CHECK_CONTAINS(st->device_note,
+                           large ? "kernels and cuBLAS on a stream, 1 iteration per wait"
+                                 : "kernels on a stream, 1 iteration per wait");
+            CHECK(st->success && st->backend == JF_BACKEND_CUDA);
+            CHECK(st->cost == b->cost && st->iterations == b->iterations && st->nfev == b->nfev);
+            for (int k = 0; k < 5; k++) {
+                CHECK(st->params[k] == b->params[k]);
+                CHECK(st->std_errors[k] == b->std_errors[k]);
+            }
+            /* a wait after each iteration (the start's too), and one per chunk for its buffer */
+            CHECK(st->host_syncs >= st->iterations + 1 &&
+                  st->host_syncs <= (st->iterations + 3) * 11);
+            printf("streamed staged%s%s%s: %s\n", large ? ", many-parameter path" : "",
+                   db->sigma ? ", sigma" : "", forced ? ", JITFIT_GPU_UPLOAD=staged" : "",
+                   st->device_note);
+        }
+        jf_fit_result_free(st);
+        unsetenv("JITFIT_GPU_UPLOAD");
     }
     if (!large && b && jf_cuda_emulated()) {
         /* the GPU refuses the resident arrays its free memory said would fit (other work took

@@ -16,6 +16,7 @@
  *   from the packed arrays at its offset bit-identical to the sums of its own arrays.
  */
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -114,6 +115,27 @@ static void test_fill(size_t n, size_t nv, int weighted, size_t chunk) {
     CHECK(seen == n);
     CHECK(bad == 0);
     if (bad) fprintf(stderr, "fill n=%zu nv=%zu w=%d chunk=%zu: %zu values misplaced\n", n, nv, weighted, chunk, bad);
+    /* a staged pass's pieces of chunk k (host addresses standing in for the device's) give the
+     * chunk buffer the copy has, in every value the kernels read */
+    double *one = malloc(l.ncols * chunk * sizeof *one);
+    jf_gpu_piece *pc = malloc(l.ncols * sizeof *pc);
+    size_t pbad = 0;
+    for (size_t k = 0; one && pc && k < l.nchunks; k++) {
+        for (size_t i = 0; i < l.ncols * chunk; i++) one[i] = NAN;
+        size_t npc = jf_stream_pieces(&l, &d, k, (jf_devptr)(uintptr_t)one, pc);
+        CHECK(npc == l.ncols);
+        for (size_t q = 0; q < npc; q++) {
+            CHECK(pc[q].bytes == jf_stream_chunk_len(&l, k) * sizeof(double) && !pc[q].check);
+            memcpy((void *)(uintptr_t)pc[q].dst, pc[q].src, pc[q].bytes);
+        }
+        size_t len = jf_stream_chunk_len(&l, k);
+        const double *ref = buf + k * l.ncols * chunk;
+        for (size_t c = 0; c < l.ncols; c++)
+            for (size_t i = 0; i < len; i++) pbad += one[c * chunk + i] != ref[c * chunk + i];
+    }
+    CHECK(pbad == 0);
+    free(one);
+    free(pc);
     free(buf);
     free(x);
     free(y);
