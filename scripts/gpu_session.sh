@@ -205,6 +205,12 @@ part_batch() {
   # the 5x5 fits without the next point's loads ahead (jf_fit_sums' prefetch: unmeasured)
   step bench.txt 60 env JITFIT_GPU_PREFETCH=0 "$B/bench/bench_gpu_batch" --fits "$fits_cmp" \
     --cpu-max 0 --spectrum-fits 0
+  # the thread kernel with fewer fits at once (a grid of 1, 2 blocks per SM, 128 threads each):
+  # whether its local-memory workspaces, ≈180 MB at full occupancy, thrash the 50 MB L2
+  for v in 1 2; do
+    step bench.txt 60 env JITFIT_GPU_BATCH_BLOCKS_PER_SM=$v "$B/bench/bench_gpu_batch" \
+      --fits "$fits_cmp" --cpu-max 0 --spectrum-fits 0
+  done
   # shellcheck disable=SC2086
   step bench.txt 240 "$B/bench/bench_gpu_batch" --fits "$fits" --cpu-max 1e6 $spec
   # the largest batch again in one launch (no chunks: what the two-stream pipeline gains)

@@ -777,6 +777,16 @@ static size_t res_doubles(size_t np) { return 5 + 2 * np + np * np; }
  * waves' worth keep the load balanced at the end. Not measured on a GPU. */
 #define BATCH_BLOCKS_PER_SM 32
 
+/* BATCH_BLOCKS_PER_SM, or $JITFIT_GPU_BATCH_BLOCKS_PER_SM (1 to 64): a grid of one or two
+ * blocks per multiprocessor holds fewer fits at once, and the thread kernel's workspaces (local
+ * memory, ≈2.7 KB a fit at 5 parameters: ≈180 MB for the 67 584 fits an H200 holds, more than
+ * its 50 MB L2) may then stay in cache — a knob for measuring that. */
+static size_t blocks_per_sm(void) {
+    const char *e = getenv("JITFIT_GPU_BATCH_BLOCKS_PER_SM");
+    long v = e && *e ? strtol(e, NULL, 10) : 0;
+    return v >= 1 && v <= 64 ? (size_t)v : BATCH_BLOCKS_PER_SM;
+}
+
 /* Device memory of one launch's data and records (a chunk) beyond which a batch is split into
  * chunks that run one after another on two streams: one chunk's kernel runs while the next
  * one's data go up and the previous one's records come down, and a batch of any size needs
@@ -1148,7 +1158,7 @@ int jf_batch_cuda_run(const struct jf_model *m, const jf_jit_options *jo, jf_los
     char fwhy[256];
     z.most_blocks = 65535;
     if (jf_cuda_gpu_facts_get(0, &gf, fwhy, sizeof fwhy) == JF_OK && gf.sm_count > 0)
-        z.most_blocks = (size_t)gf.sm_count * BATCH_BLOCKS_PER_SM;
+        z.most_blocks = (size_t)gf.sm_count * blocks_per_sm();
 
     /* the plan: one launch, or chunks on two streams ($JITFIT_GPU_BATCH_CHUNK: fits per chunk;
      * as many as the batch's or more: one launch whenever the memory allows) */
