@@ -57,10 +57,16 @@ JF_HD void jf_lsq_add_row(double *R, double *qb, double *rest, unsigned long lon
         double h = row[k];
         if (h == 0.0) continue;
         double d = R[k * p + k];
-        double big = fabs(d) > fabs(h) ? fabs(d) : fabs(h);
-        double dn = d / big, hn = h / big;
-        double r = big * sqrt(dn * dn + hn * hn); /* no overflow where d² would */
-        double c = d / r, s = h / r;
+        /* the rotation from the ratio of the smaller entry to the larger (at most 1: no overflow
+         * or harmful underflow where d² + h² would), with two divisions and a square root
+         * instead of four divisions (a GPU batch's fit folds every row of its polish passes so,
+         * and fp64 division is a dozen instructions there): r = |big|·q, q = √(1 + ratio²), and
+         * the larger entry's cosine or sine is ±1/q, the other ratio times it */
+        int dbig = fabs(d) >= fabs(h);
+        double big = dbig ? d : h, ratio = (dbig ? h : d) / big;
+        double q = sqrt(1.0 + ratio * ratio), u = copysign(1.0 / q, big);
+        double c = dbig ? u : ratio * u, s = dbig ? ratio * u : u;
+        double r = fabs(big) * q;
         R[k * p + k] = r;
         for (unsigned long long j = k + 1; j < p; j++) {
             double t = R[k * p + j];
