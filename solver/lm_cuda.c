@@ -884,6 +884,17 @@ static int large_step(jf_gpu_problem *gp, jf_cuda_graph *g, const loop_mem *lm, 
     return st;
 }
 
+/* The end of a host-driven block of iterations on g: the host's own work first (a read into
+ * pageable memory waits for the device), then the state (c, ws) read back and the wait. */
+static int wait_state(jf_gpu_problem *gp, jf_cuda_graph *g, const loop_mem *lm, jf_lmc *c,
+                      double *ws, size_t nws, char *why, size_t n) {
+    overlap_host_work(gp);
+    int code = loop_read(gp, g, c, lm->c, sizeof *c, why, n);
+    if (code == JF_OK) code = loop_read(gp, g, ws, lm->ws, nws * sizeof(double), why, n);
+    if (code == JF_OK) code = jf_cuda_graph_sync(g, why, n);
+    return code;
+}
+
 /* The many-parameter loop: cuBLAS calls cannot be graph nodes without stream capture, so the
  * iterations are enqueued on a stream as they are in the unrolled graph, JF_LM_CUDA_UNROLL at a
  * time, each pass's kernels returning at once after the end; one synchronization per batch of
@@ -912,11 +923,7 @@ static int run_loop_large(jf_gpu_problem *gp, const loop_mem *lm, jf_loss loss,
             if (code == JF_OK) code = large_step(gp, g, lm, 1, why, n);
         }
         stats->launches++;
-        /* the host's work before the reads: a copy to pageable memory waits for the device */
-        if (code == JF_OK) overlap_host_work(gp);
-        if (code == JF_OK) code = loop_read(gp, g, c, lm->c, sizeof *c, why, n);
-        if (code == JF_OK) code = loop_read(gp, g, ws, lm->ws, nws * sizeof(double), why, n);
-        if (code == JF_OK) code = jf_cuda_graph_sync(g, why, n);
+        if (code == JF_OK) code = wait_state(gp, g, lm, c, ws, nws, why, n);
         if (code != JF_OK || c->status != JF_STEP_CONTINUE) break;
     }
     /* the statistics' passes at the final point: one wait more, none after the loop */
@@ -975,10 +982,7 @@ static int run_loop_staged(jf_gpu_problem *gp, const loop_mem *lm, jf_loss loss,
         code = staged_pass(gp, g, what ? dx_try : dx, loss, why, n);
         if (code == JF_OK) code = jf_cuda_stream_launch(g, gp->fn_step, 1, 32, sargs, why, n);
         stats->launches++;
-        if (code == JF_OK) overlap_host_work(gp);
-        if (code == JF_OK) code = loop_read(gp, g, c, lm->c, sizeof *c, why, n);
-        if (code == JF_OK) code = loop_read(gp, g, ws, lm->ws, nws * sizeof(double), why, n);
-        if (code == JF_OK) code = jf_cuda_graph_sync(g, why, n);
+        if (code == JF_OK) code = wait_state(gp, g, lm, c, ws, nws, why, n);
         if (code != JF_OK || c->status != JF_STEP_CONTINUE) break;
     }
     stats->loop_syncs = g ? jf_cuda_graph_syncs(g) : 0;
