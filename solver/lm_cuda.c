@@ -642,7 +642,7 @@ int jf_gpu_problem_init(jf_gpu_problem *gp, jf_problem *prob, const jf_cuda_kern
 /* How streamed data go up: 1 staged from the caller's arrays with every pass (the default), 0
  * from a page-locked copy made at the start ($JITFIT_GPU_STREAM=pinned). The H200 measured
  * page-locking at ≈0.6 s per GB against ≈37 ms per GB for a staged copy and ≈29 ms from
- * page-locked memory (docs/PERFORMANCE.md, "GPU solver"): the copy pays only after ≈70 passes,
+ * page-locked memory (docs/PERFORMANCE.md, "GPU solver"): the copy pays only after ≈80 passes,
  * and it doubles the host memory the data take. */
 static int stream_staged(void) {
     const char *e = getenv("JITFIT_GPU_STREAM");
