@@ -103,6 +103,9 @@ static double gpu_fixed_s(void) {
     return atomic_load(&gpu_ran) ? COST_GPU_WARM_FIXED_S : COST_GPU_FIXED_S;
 }
 #define COST_PCIE_BPS 2.5e10   /* bytes per second host → device (staged) */
+/* The same for streamed data, which go up staged with every pass (the H200's staged copy of
+ * 10⁹ bytes: 36.6 ms, bench_gpu_copy) */
+#define COST_STREAM_BPS 2.7e10
 /* A fit's cost besides its passes on the CPU (start, polish bookkeeping, covariance, result):
  * 5×5-pixel 2-D Gaussians take 21.7 µs each on one core (bench_gpu_batch, docs/PERFORMANCE.md),
  * ≈9 µs of which the term above accounts for. */
@@ -150,9 +153,11 @@ void jf_device_estimate(const jf_device_request *req, double *t_cpu, double *t_g
     double points = (double)req->npoints * fits;
     double terms = points * (double)(req->nparams + 1);
     *t_cpu = (COST_ITERATIONS * terms * COST_CPU_TERM_S + fits * COST_CPU_FIT_S) / threads;
+    double bytes = points * 8.0 * (double)(req->nvars + 2);
     *t_gpu = gpu_fixed_s() +
              COST_ITERATIONS * terms * (req->nfits > 1 ? COST_GPU_BATCH_TERM_S : COST_GPU_TERM_S) +
-             points * 8.0 * (double)(req->nvars + 2) / COST_PCIE_BPS;
+             (req->streamed && req->nfits <= 1 ? COST_ITERATIONS * bytes / COST_STREAM_BPS
+                                               : bytes / COST_PCIE_BPS);
     if (req->nfits > 1 && req->columns)
         *t_gpu += fits * (COST_BATCH_HOST_SERIAL_S + COST_BATCH_HOST_PARALLEL_S / threads);
     else if (req->nfits > 1)
@@ -212,18 +217,27 @@ int jf_device_choose(const jf_device_request *req, char *why, size_t n) {
         snprintf(why, n, "cpu: no usable GPU (%s)", status);
         return JF_DEVICE_CPU;
     }
+    char streamed[64] = "";
+    if (req->nfits <= 1 && req->streams && req->streams(req->compiles_ctx)) {
+        jf_device_request r = *req;
+        r.streamed = 1;
+        jf_device_estimate(&r, &t_cpu, &t_gpu);
+        snprintf(streamed, sizeof streamed, " (data streamed: copied with every pass)");
+    }
     const double t_compile = compile_seconds(req);
     t_gpu += t_compile;
     char compiling[96] = "";
     if (t_compile > 0)
         snprintf(compiling, sizeof compiling, " (%.3g s of it compiling kernels not in the cache)",
                  t_compile);
+    char gpu_part[200];
+    snprintf(gpu_part, sizeof gpu_part, "%s%s", compiling, streamed);
     if (t_gpu < t_cpu) {
         snprintf(why, n, "gpu: estimated %.3g s on the GPU%s vs %.3g s on %d CPU thread%s (%s)",
-                 t_gpu, compiling, t_cpu, threads, threads == 1 ? "" : "s", status + 11);
+                 t_gpu, gpu_part, t_cpu, threads, threads == 1 ? "" : "s", status + 11);
         return JF_DEVICE_GPU;
     }
     snprintf(why, n, "cpu: estimated %.3g s on %d CPU thread%s vs %.3g s on the GPU%s", t_cpu,
-             threads, threads == 1 ? "" : "s", t_gpu, compiling);
+             threads, threads == 1 ? "" : "s", t_gpu, gpu_part);
     return JF_DEVICE_CPU;
 }

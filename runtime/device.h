@@ -91,6 +91,11 @@ typedef struct jf_device_request {
     void (*compiles)(void *ctx, jf_device_compiles *out);
     void *compiles_ctx;
     int columns; /* a batch's results go into arrays (jf_fit_batch_columns), not objects */
+    int streamed; /* one fit whose data exceed the usable device memory: a GPU run streams them,
+                     copying them again with every pass (set by jf_device_choose from streams) */
+    /* 1 when a GPU run of this one fit would stream its data (NULL: never); called by AUTO
+     * only, after the GPU probe found a usable GPU, with compiles_ctx */
+    int (*streams)(void *ctx);
 } jf_device_request;
 
 /* The cost model's estimates for req, in seconds: *t_cpu on req->threads CPU threads, *t_gpu on

@@ -233,6 +233,7 @@ static int setup_gpu_kernels(fit_setup *s, char *why, size_t n) {
 typedef struct compiles_ctx {
     const fit_setup *s;
     size_t nfits, total; /* total: the fits' points in all (the batch kernel's choice) */
+    int weighted;        /* one fit: it has sigma (a column more on the device) */
 } compiles_ctx;
 
 static void gpu_compiles(void *ctx, jf_device_compiles *out) {
@@ -256,11 +257,22 @@ static void gpu_compiles(void *ctx, jf_device_compiles *out) {
     free(src);
 }
 
+/* jf_device_request.streams: whether one fit's data exceed the usable GPU memory, as
+ * solve_gpu will find (it streams them then). */
+static int gpu_streams(void *ctx) {
+    const compiles_ctx *c = ctx;
+    const struct jf_model *m = c->s->m;
+    return c->nfits <= 1 &&
+           jf_gpu_problem_bytes(c->total, m->np, m->nheld, m->nv, c->weighted) >
+               jf_gpu_usable_memory(c->s->o.max_gpu_mem);
+}
+
 /* Checks what all fits of a call share, decides the device and obtains the kernels. npoints
  * (the longest fit's) and nfits size the device choice, total (all fits' points) says which
- * batch kernel would run; columns: a batch's results go into arrays. */
+ * batch kernel would run; columns: a batch's results go into arrays; weighted: one fit with
+ * sigma (whether its data would be streamed). */
 static int setup_init(fit_setup *s, const jf_model *m, const jf_fit_options *opts, size_t npoints,
-                      size_t nfits, size_t total, int columns, char **errmsg) {
+                      size_t nfits, size_t total, int columns, int weighted, char **errmsg) {
     memset(s, 0, sizeof *s);
     s->m = m;
     s->o = opts ? *opts : jf_fit_options_default();
@@ -317,9 +329,10 @@ static int setup_init(fit_setup *s, const jf_model *m, const jf_fit_options *opt
 
     /* Where to run (docs/SOLVER.md, "Device choice"). The cuda backend means the GPU. */
     jf_device want = o->backend == JF_BACKEND_CUDA ? JF_DEVICE_GPU : o->device;
-    compiles_ctx cc = {s, nfits, total};
+    compiles_ctx cc = {s, nfits, total, weighted};
     jf_device_request req = {want, npoints, np, nfits, o->backend, m->nv,
-                             jf_threads_resolve(o->nthreads), gpu_compiles, &cc, 0};
+                             jf_threads_resolve(o->nthreads), gpu_compiles, &cc, 0, 0,
+                             gpu_streams};
     /* a GPU batch into arrays whose device computes the fits' statistics: the host only
      * copies records */
     req.columns = columns && jf_batch_cuda_register_sums(np);
@@ -1285,7 +1298,7 @@ static int fit_model(const jf_model *m, const jf_data *data, const jf_fit_option
     int may_defer = opts && opts->device != JF_DEVICE_CPU && jf_device_have_gpu_solver() &&
                     jf_gpu_upload_stages(up, jf_gpu_upload_mode());
     int st = check_data(&s, data, &w, errmsg, 0, pool, may_defer ? &deferred : NULL);
-    if (st == JF_OK) st = setup_init(&s, m, opts, data->n, 1, data->n, 0, errmsg);
+    if (st == JF_OK) st = setup_init(&s, m, opts, data->n, 1, data->n, 0, data->sigma != NULL, errmsg);
     s.fx = fx;
     if (st == JF_OK) {
         x0 = malloc(m->np * sizeof *x0);
@@ -1969,7 +1982,7 @@ static int batch_fits(const jf_model *m, size_t nfits, const jf_data *data, cons
         if (data[i].n > maxn) maxn = data[i].n;
         total += data[i].n;
     }
-    int st = setup_init(&s, m, opts, maxn, nfits, total, cols != NULL, &setup_err);
+    int st = setup_init(&s, m, opts, maxn, nfits, total, cols != NULL, 0, &setup_err);
     s.fx = fx;
     /* a GPU batch finishes fits on the host as their chunks come back (and falls back to the
      * CPU): the CPU kernels come first */

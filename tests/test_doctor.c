@@ -160,7 +160,7 @@ static void test_doctor(const jf_device_info *di) {
 
 static void test_choose(const jf_device_info *di) {
     char why[512];
-    jf_device_request req = {JF_DEVICE_CPU, 100, 3, 1, JF_BACKEND_C, 1, 2, NULL, NULL, 0};
+    jf_device_request req = {JF_DEVICE_CPU, 100, 3, 1, JF_BACKEND_C, 1, 2, NULL, NULL, 0, 0, NULL};
     CHECK(jf_device_choose(&req, why, sizeof why) == JF_DEVICE_CPU);
     CHECK_STREQ(why, "cpu: requested");
 
@@ -210,7 +210,8 @@ static void test_choose(const jf_device_info *di) {
     /* the estimates behind auto: a fit costs the CPU something besides its passes, and a GPU
      * batch costs the host per fit, less when its results go into arrays (the device's
      * statistics records) than into result objects (the host assembles each) */
-    jf_device_request b = {JF_DEVICE_AUTO, 25, 5, 1000000, JF_BACKEND_C, 2, 16, NULL, NULL, 0};
+    jf_device_request b = {JF_DEVICE_AUTO, 25, 5, 1000000, JF_BACKEND_C, 2, 16, NULL, NULL, 0, 0,
+                           NULL};
     double cpu_obj, gpu_obj, cpu_col, gpu_col, cpu_one, gpu_one;
     jf_device_estimate(&b, &cpu_obj, &gpu_obj);
     b.columns = 1;
@@ -222,11 +223,28 @@ static void test_choose(const jf_device_info *di) {
     CHECK(cpu_obj == cpu_col && cpu_col > 1e6 * 1e-5 / 16);
     CHECK(gpu_obj > gpu_col + 1e6 * 5e-7 && gpu_col > gpu_one + 1e6 * 1e-7);
     CHECK(cpu_one > 1e-5 / 16 && cpu_one < cpu_col / 1e5);
+    /* one fit whose data are streamed copies them with every pass (15 passes): 10⁹ points are
+     * 24 GB as the model counts them (x, y and weights), so ≥ 14 copies more than resident */
+    jf_device_request one = {JF_DEVICE_AUTO, 1000000000, 5, 1, JF_BACKEND_C, 1, 16, NULL, NULL,
+                             0, 0, NULL};
+    double cpu_res, gpu_res, cpu_str, gpu_str;
+    jf_device_estimate(&one, &cpu_res, &gpu_res);
+    one.streamed = 1;
+    jf_device_estimate(&one, &cpu_str, &gpu_str);
+    printf("estimates, one fit of 1e9 points x 5 parameters: cpu %.3g s on 16 threads, gpu %.3g s "
+           "resident, %.3g s streamed\n", cpu_res, gpu_res, gpu_str);
+    CHECK(cpu_str == cpu_res && gpu_str > gpu_res + 14 * 24e9 / 2.7e10 - 1.0);
+    one.nfits = 2; /* a batch goes up once, in chunks: streamed means nothing there */
+    jf_device_estimate(&one, &cpu_str, &gpu_str);
+    one.streamed = 0;
+    jf_device_estimate(&one, &cpu_res, &gpu_res);
+    CHECK(gpu_str == gpu_res);
 
     /* Once a GPU fit has run in the process the GPU's fixed cost is a warm fit's (ms), not the
      * driver's start: a fit of 10⁵ points (0.024 s on one CPU thread) is no longer too small
      * to consider the GPU. (Last here: the state is the process's.) */
-    jf_device_request mid = {JF_DEVICE_AUTO, 100000, 3, 1, JF_BACKEND_C, 1, 1, NULL, NULL, 0};
+    jf_device_request mid = {JF_DEVICE_AUTO, 100000, 3, 1, JF_BACKEND_C, 1, 1, NULL, NULL, 0, 0,
+                             NULL};
     double cpu_cold, gpu_cold, cpu_warm, gpu_warm;
     jf_device_estimate(&mid, &cpu_cold, &gpu_cold);
     CHECK(jf_device_choose(&mid, why, sizeof why) == JF_DEVICE_CPU);

@@ -1849,6 +1849,19 @@ static void test_auto_compile(void) {
         }
         for (int k = 0; k < 2; k++) jf_fit_result_free(r[k]);
     }
+    /* AUTO knows when one fit's data would be streamed (more than the usable GPU memory): its
+     * estimate copies them with every pass, and the fit, on the GPU, streams them */
+    o.device = JF_DEVICE_AUTO;
+    o.max_gpu_mem = 8000000;
+    jf_fit_result *s = NULL;
+    if (CHECK(jf_fit(m, &one, &o, &s, NULL) == JF_OK && s)) {
+        printf("auto, one fit beyond --max-gpu-mem: %s\n", s->device_note);
+        CHECK_CONTAINS(s->device_note, "(data streamed: copied with every pass)");
+        if (s->backend == JF_BACKEND_CUDA)
+            CHECK_CONTAINS(s->device_note, "per pass, staged from the caller's arrays");
+        CHECK(s->backend == JF_BACKEND_CUDA || !emu);
+    }
+    jf_fit_result_free(s);
     free(x);
     jf_model_free(m);
 }
