@@ -27,26 +27,29 @@ size_t jf_stream_chunk_len(const jf_stream_layout *l, size_t k) {
     return l->n - b < l->chunk ? l->n - b : l->chunk;
 }
 
+/* Where array c (x's columns, then y, then w) of chunk k comes from in d: its first point. In
+ * the chunk buffer it starts c·chunk doubles in. */
+static const double *stream_col(const jf_stream_layout *l, const jf_data_view *d, size_t k,
+                                size_t c) {
+    size_t b = k * l->chunk;
+    return c < l->nv ? d->x + c * d->ldx + b : c == l->nv ? d->y + b : d->w + b;
+}
+
 void jf_stream_fill(const jf_stream_layout *l, const jf_data_view *d, double *dst) {
     for (size_t k = 0; k < l->nchunks; k++) {
-        double *c = dst + k * l->ncols * l->chunk;
-        size_t b = k * l->chunk, len = jf_stream_chunk_len(l, k);
-        for (size_t j = 0; j < l->nv; j++)
-            memcpy(c + j * l->chunk, d->x + j * d->ldx + b, len * sizeof(double));
-        memcpy(c + l->nv * l->chunk, d->y + b, len * sizeof(double));
-        if (l->weighted) memcpy(c + (l->nv + 1) * l->chunk, d->w + b, len * sizeof(double));
+        size_t len = jf_stream_chunk_len(l, k);
+        for (size_t c = 0; c < l->ncols; c++)
+            memcpy(dst + (k * l->ncols + c) * l->chunk, stream_col(l, d, k, c),
+                   len * sizeof(double));
     }
 }
 
 size_t jf_stream_pieces(const jf_stream_layout *l, const jf_data_view *d, size_t k, jf_devptr dst,
                         jf_gpu_piece *pc) {
-    size_t b = k * l->chunk, len = jf_stream_chunk_len(l, k) * sizeof(double), npc = 0;
-    size_t col = l->chunk * sizeof(double);
-    for (size_t j = 0; j < l->nv; j++)
-        pc[npc++] = (jf_gpu_piece){dst + j * col, d->x + j * d->ldx + b, len, 0};
-    pc[npc++] = (jf_gpu_piece){dst + l->nv * col, d->y + b, len, 0};
-    if (l->weighted) pc[npc++] = (jf_gpu_piece){dst + (l->nv + 1) * col, d->w + b, len, 0};
-    return npc;
+    size_t len = jf_stream_chunk_len(l, k) * sizeof(double);
+    for (size_t c = 0; c < l->ncols; c++)
+        pc[c] = (jf_gpu_piece){dst + c * l->chunk * sizeof(double), stream_col(l, d, k, c), len, 0};
+    return l->ncols;
 }
 
 int jf_stream_offsets(const jf_stream_layout *l, int weighted, size_t *y_off, size_t *w_off) {
