@@ -5,6 +5,11 @@ set -euo pipefail
 pkgs=(build-essential cmake pkg-config flex bison libxxhash-dev libopenblas-dev liblapacke-dev
       clang libclang-rt-14-dev libinih-dev zlib1g-dev libcairo2-dev libxml2-utils
       libsleef-dev libfast-float-dev)
+# --bench: also what bench/ compares against (numpy and scipy for /usr/bin/python3; GSL and
+# Ceres for bench_anchors). The library, the command and the tests never need them.
+if [ "${1:-}" = "--bench" ]; then
+  pkgs+=(python3-numpy python3-scipy libgsl-dev libceres-dev)
+fi
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
