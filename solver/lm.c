@@ -22,7 +22,11 @@
  * pass folds blocks of [J | −r] into their QR triangle as the kernel produces them
  * (threads.c, jf_problem_triangle) and lsq_core.h's routines solve on it, so J is never stored;
  * above, J is materialized and LAPACK's dgelsy solves. This is what takes every NIST StRD
- * problem to 10+ correct digits (docs/ACCURACY.md).
+ * problem to 10+ correct digits (docs/ACCURACY.md). The polish starts from the triangle at the
+ * last point, and a trial point that the convergence tests are about to end on (its predicted
+ * reduction within ftol, or its step within xtol, known before the pass) is evaluated by the
+ * triangle pass instead of the normal-equation kernel: JᵀJ = RᵀR and Jᵀr come from it as well,
+ * and the polish does not evaluate that point a second time.
  */
 #include <math.h>
 #include <stdlib.h>
@@ -278,24 +282,32 @@ static double column_norm2(const double *J, size_t n, size_t np, size_t k) {
     return (s0 + s1) + (s2 + s3);
 }
 
-/* Gradient, JᵀJ, cost and optimality from the polish pass's triangle: JᵀJ = RᵀR and
- * Jᵀr = −Rᵀ(Qᵀ(−r)), both without another pass over the data. */
-static void from_triangle(lm_work *w, const jf_tri *t, const double *x, const jf_lm_config *cfg,
-                          jf_lm_state *st) {
-    size_t np = w->np;
+/* The normal-equation kernel's accumulator (packed upper triangle of JᵀJ, Jᵀr, Σr²) from a
+ * triangle pass: JᵀJ = RᵀR and Jᵀr = −Rᵀ(Qᵀ(−r)), without another pass over the data. */
+static void pack_triangle(const jf_tri *t, size_t np, double *acc) {
     const double *R = t->R;
-    for (size_t a = 0; a < np; a++) {
+    size_t k = 0;
+    for (size_t a = 0; a < np; a++)
         for (size_t b = a; b < np; b++) {
             double v = 0;
             for (size_t i = 0; i <= a; i++) v += R[i * np + a] * R[i * np + b];
-            w->A[a * np + b] = w->A[b * np + a] = v;
+            acc[k++] = v;
         }
+    for (size_t a = 0; a < np; a++) {
         double v = 0;
         for (size_t i = 0; i <= a; i++) v += R[i * np + a] * t->qb[i];
-        w->g[a] = -v;
-        w->diag[a] = w->A[a * np + a];
+        acc[k++] = -v;
     }
-    w->F = 0.5 * t->ssr;
+    acc[k] = t->ssr;
+}
+
+/* Gradient, JᵀJ, cost and optimality from the polish pass's triangle. */
+static void from_triangle(lm_work *w, const jf_tri *t, const double *x, const jf_lm_config *cfg,
+                          jf_lm_state *st) {
+    size_t np = w->np;
+    double acc[JF_LSQ_MAX * (JF_LSQ_MAX + 1) / 2 + JF_LSQ_MAX + 1];
+    pack_triangle(t, np, acc);
+    unpack(w, acc);
     active_set(w, x, cfg->lo, cfg->hi);
     st->cost = w->F;
     st->optimality = jf_step_gnorm(w->g, w->diag, w->free_, w->F, np);
@@ -306,13 +318,14 @@ static void from_triangle(lm_work *w, const jf_tri *t, const double *x, const jf
  * columns. Leaves the triangle at the final point in st (st->R, st->ssr) for the covariance.
  * Parameters on a bound stay there; a step that would leave the box ends the polish. */
 static int polish_triangle(jf_problem *prob, const jf_lm_config *cfg, double *x, jf_lm_state *st,
-                           lm_work *w, int run_steps) {
+                           lm_work *w, int run_steps, const jf_tri *at_x) {
     size_t n = prob->n, np = prob->np;
     double W[JF_LSQ_MAX * JF_LSQ_MAX], V[JF_LSQ_MAX * JF_LSQ_MAX], sv[JF_LSQ_MAX], c[JF_LSQ_MAX];
     int cols[JF_LSQ_MAX];
     jf_tri *cur = malloc(sizeof *cur), *trial = malloc(sizeof *trial);
     if (!cur || !trial) goto nomem;
-    if (jf_problem_triangle(prob, x, cur) != JF_OK) goto nomem;
+    if (at_x) memcpy(cur, at_x, sizeof *cur); /* the iteration's last pass made it */
+    else if (jf_problem_triangle(prob, x, cur) != JF_OK) goto nomem;
     if (!cur->finite) {
         /* Cannot happen after a finite normal-equation pass unless the kernels disagree; keep
          * the normal-equation results. */
@@ -440,16 +453,23 @@ nomem:
     return JF_ERR_NOMEM;
 }
 
+/* Whether finish() will want the QR triangle at the final point (polish_triangle). */
+static int wants_triangle(const jf_problem *prob) {
+    return prob->loss == JF_LOSS_LINEAR && prob->n * prob->np <= JF_LM_MATERIALIZE_MAX &&
+           prob->np <= JF_LSQ_MAX;
+}
+
 /* What every driver does after its iterations: the polish (linear loss, small n·np) and the
- * copies of JᵀJ and the gradient at the solution into st (st->A and st->g allocated). */
+ * copies of JᵀJ and the gradient at the solution into st (st->A and st->g allocated). at_x:
+ * the triangle pass at x when the iteration made one, else NULL. */
 static int finish(jf_problem *prob, const jf_lm_config *cfg, double *x, jf_lm_state *st,
-                  lm_work *w) {
+                  lm_work *w, const jf_tri *at_x) {
     size_t np = prob->np;
     int code = JF_OK;
     int converged = st->status >= JF_STEP_FTOL && st->status <= JF_STEP_GTOL;
     if (st->status != JF_FIT_NONFINITE && prob->loss == JF_LOSS_LINEAR &&
         prob->n * np <= JF_LM_MATERIALIZE_MAX)
-        code = np <= JF_LSQ_MAX ? polish_triangle(prob, cfg, x, st, w, converged)
+        code = np <= JF_LSQ_MAX ? polish_triangle(prob, cfg, x, st, w, converged, at_x)
                                 : polish_materialized(prob, cfg, x, st, w, converged);
     memcpy(st->A, w->A, np * np * sizeof(double));
     memcpy(st->g, w->g, np * sizeof(double));
@@ -482,6 +502,10 @@ int jf_lm_solve(jf_problem *prob, const jf_lm_config *cfg, double *x, jf_lm_stat
         work_free(&w);
         return JF_OK;
     }
+    /* the triangle pass of a trial point the tests are about to end on; without the memory the
+     * iteration just keeps to the kernel */
+    jf_tri *tri = wants_triangle(prob) ? malloc(sizeof *tri) : NULL;
+    int tri_at_x = 0; /* tri holds the triangle at x */
     if (cfg->x_scale)
         for (size_t k = 0; k < np; k++) w.D[k] = 1.0 / cfg->x_scale[k];
     else
@@ -528,11 +552,6 @@ int jf_lm_solve(jf_problem *prob, const jf_lm_config *cfg, double *x, jf_lm_stat
         }
         jf_step_first(&tr, pnorm);
 
-        jf_problem_normal_eq(prob, w.x_try, prob->loss, w.acc_try);
-        st->nfev++;
-        st->iterations++;
-        int finite = jf_all_finite(w.acc_try, prob->nacc);
-        double Fnew = 0.5 * w.acc_try[prob->nacc - 1];
         double sAs = 0, ds2 = 0, gs = 0;
         for (size_t a = 0; a < np; a++) {
             double t = 0;
@@ -543,11 +562,23 @@ int jf_lm_solve(jf_problem *prob, const jf_lm_config *cfg, double *x, jf_lm_stat
         }
         double prered, dirder;
         jf_step_predicted(w.F, sAs, lam * ds2, gs, projected, &prered, &dirder);
+        /* jf_step_test's ftol and xtol conditions that do not need the pass: the point is
+         * likely the last, whose triangle the polish needs */
+        int tri_pass = tri && (prered <= cfg->ftol || pnorm <= cfg->xtol * xnorm) &&
+                       jf_problem_triangle(prob, w.x_try, tri) == JF_OK;
+        if (tri_pass) pack_triangle(tri, np, w.acc_try);
+        else jf_problem_normal_eq(prob, w.x_try, prob->loss, w.acc_try);
+        st->nfev++;
+        st->iterations++;
+        int finite = jf_all_finite(w.acc_try, prob->nacc) && (!tri_pass || tri->finite);
+        double Fnew = 0.5 * w.acc_try[prob->nacc - 1];
         double actred = jf_step_actred(w.F, Fnew, finite);
         double ratio = finite ? jf_step_ratio(actred, prered) : 0.0;
         tr.lambda = lam;
         jf_step_update_radius(&tr, ratio, actred, dirder, pnorm, finite);
         int accepted = finite && jf_step_accepted(ratio);
+        if (tri_pass) tri_at_x = accepted; /* a rejected trial overwrote the triangle at x */
+        else if (accepted) tri_at_x = 0;
         if (accepted) {
             memcpy(x, w.x_try, np * sizeof(double));
             double *t = w.acc;
@@ -576,7 +607,8 @@ int jf_lm_solve(jf_problem *prob, const jf_lm_config *cfg, double *x, jf_lm_stat
     st->cost = w.F;
     st->optimality = gnorm;
 
-    int st_code = finish(prob, cfg, x, st, &w);
+    int st_code = finish(prob, cfg, x, st, &w, tri_at_x ? tri : NULL);
+    free(tri);
     work_free(&w);
     return st_code;
 }
@@ -595,7 +627,7 @@ int jf_lm_finish(jf_problem *prob, const jf_lm_config *cfg, double *x, jf_lm_sta
     w.F = st->cost;
     st->A = malloc(np * np * sizeof(double));
     st->g = malloc(np * sizeof(double));
-    int code = st->A && st->g ? finish(prob, cfg, x, st, &w) : JF_ERR_NOMEM;
+    int code = st->A && st->g ? finish(prob, cfg, x, st, &w, NULL) : JF_ERR_NOMEM;
     if (code != JF_OK) jf_lm_state_free(st);
     work_free(&w);
     return code;

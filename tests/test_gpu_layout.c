@@ -176,6 +176,7 @@ static void op_jacobian(void *ctx, const double *p, double *r, double *J) {
         jf_kernels_jacobian_row(hs->k, p, &v, 0, jf_stream_chunk_len(&hs->lay, c), r + b,
                                 J + b * hs->np);
     }
+    hs->passes++; /* the polish's, and the iteration's last trial point (lm.c) */
 }
 
 static void op_residual_sums(void *ctx, const double *p, double sums[2]) {
