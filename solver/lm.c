@@ -564,8 +564,8 @@ int jf_lm_solve(jf_problem *prob, const jf_lm_config *cfg, double *x, jf_lm_stat
         jf_step_predicted(w.F, sAs, lam * ds2, gs, projected, &prered, &dirder);
         /* jf_step_test's ftol and xtol conditions that do not need the pass: the point is
          * likely the last, whose triangle the polish needs */
-        int tri_pass = tri && (prered <= cfg->ftol || pnorm <= cfg->xtol * xnorm) &&
-                       jf_problem_triangle(prob, w.x_try, tri) == JF_OK;
+        int want_tri = tri && (prered <= cfg->ftol || pnorm <= cfg->xtol * xnorm);
+        int tri_pass = want_tri && jf_problem_triangle(prob, w.x_try, tri) == JF_OK;
         if (tri_pass) pack_triangle(tri, np, w.acc_try);
         else jf_problem_normal_eq(prob, w.x_try, prob->loss, w.acc_try);
         st->nfev++;
@@ -577,7 +577,7 @@ int jf_lm_solve(jf_problem *prob, const jf_lm_config *cfg, double *x, jf_lm_stat
         tr.lambda = lam;
         jf_step_update_radius(&tr, ratio, actred, dirder, pnorm, finite);
         int accepted = finite && jf_step_accepted(ratio);
-        if (tri_pass) tri_at_x = accepted; /* a rejected trial overwrote the triangle at x */
+        if (want_tri) tri_at_x = tri_pass && accepted; /* tri now holds the trial's, or nothing */
         else if (accepted) tri_at_x = 0;
         if (accepted) {
             memcpy(x, w.x_try, np * sizeof(double));
