@@ -1298,7 +1298,8 @@ static int fit_model(const jf_model *m, const jf_data *data, const jf_fit_option
     int may_defer = opts && opts->device != JF_DEVICE_CPU && jf_device_have_gpu_solver() &&
                     jf_gpu_upload_stages(up, jf_gpu_upload_mode());
     int st = check_data(&s, data, &w, errmsg, 0, pool, may_defer ? &deferred : NULL);
-    if (st == JF_OK) st = setup_init(&s, m, opts, data->n, 1, data->n, 0, data->sigma != NULL, errmsg);
+    if (st == JF_OK)
+        st = setup_init(&s, m, opts, data->n, 1, data->n, 0, data->sigma != NULL, errmsg);
     s.fx = fx;
     if (st == JF_OK) {
         x0 = malloc(m->np * sizeof *x0);

@@ -467,10 +467,11 @@ static int finish(jf_problem *prob, const jf_lm_config *cfg, double *x, jf_lm_st
     size_t np = prob->np;
     int code = JF_OK;
     int converged = st->status >= JF_STEP_FTOL && st->status <= JF_STEP_GTOL;
-    if (st->status != JF_FIT_NONFINITE && prob->loss == JF_LOSS_LINEAR &&
-        prob->n * np <= JF_LM_MATERIALIZE_MAX)
-        code = np <= JF_LSQ_MAX ? polish_triangle(prob, cfg, x, st, w, converged, at_x)
-                                : polish_materialized(prob, cfg, x, st, w, converged);
+    if (st->status != JF_FIT_NONFINITE && wants_triangle(prob))
+        code = polish_triangle(prob, cfg, x, st, w, converged, at_x);
+    else if (st->status != JF_FIT_NONFINITE && prob->loss == JF_LOSS_LINEAR &&
+             prob->n * np <= JF_LM_MATERIALIZE_MAX)
+        code = polish_materialized(prob, cfg, x, st, w, converged);
     memcpy(st->A, w->A, np * np * sizeof(double));
     memcpy(st->g, w->g, np * sizeof(double));
     if (code != JF_OK) jf_lm_state_free(st);
